@@ -1,1 +1,34 @@
-//! shale-protocol
+//! shale-protocol: Kafka wire framing, request headers, bounded request decoding and
+//! response encoding on top of `kafka-protocol`.
+//!
+//! `kafka-protocol` trusts declared lengths (it reserves an array's declared element
+//! count before reading a single element), so every request body is first walked by a
+//! schema-driven validator generated from Kafka's own message specs; only bodies whose
+//! every length fits in the bytes received reach `kafka-protocol`'s decoder.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod error;
+mod frame;
+mod header;
+mod reader;
+mod request;
+mod response;
+mod schema;
+#[rustfmt::skip]
+mod schema_generated;
+mod validate;
+
+#[cfg(test)]
+mod roundtrip_tests;
+#[cfg(test)]
+mod validate_tests;
+
+pub use error::ProtocolError;
+pub use frame::{frame_len, FRAME_LEN_PREFIX_BYTES};
+pub use header::{parse_request_header, RequestHeader};
+pub use request::{decode_request, max_supported_request_version, min_supported_request_version};
+pub use response::{encode_api_versions_fallback, encode_response, UNSUPPORTED_VERSION_ERROR_CODE};
+pub use validate::validate_request_body;
+
+pub use kafka_protocol;

@@ -1,0 +1,42 @@
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestKind};
+
+use crate::{validate_request_body, ProtocolError, RequestHeader};
+
+/// Validates `body` against Kafka's schema for the header's API and version, then
+/// decodes it with `kafka-protocol`. Record sets stay zero-copy slices of `body`; they
+/// are never run through `kafka-protocol`'s record decoder.
+pub fn decode_request(header: &RequestHeader, body: Bytes) -> Result<RequestKind, ProtocolError> {
+    let (api_key, api_version) = (header.api_key, header.api_version);
+    let key = ApiKey::try_from(api_key).map_err(|()| ProtocolError::UnsupportedApi {
+        api_key,
+        api_version,
+        correlation_id: header.correlation_id,
+    })?;
+    let range = key.valid_versions();
+    if api_version < range.min || api_version > range.max {
+        return Err(ProtocolError::UnsupportedApi {
+            api_key,
+            api_version,
+            correlation_id: header.correlation_id,
+        });
+    }
+    validate_request_body(api_key, api_version, &body)?;
+    let mut body = body;
+    RequestKind::decode(key, &mut body, api_version)
+        .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))
+}
+
+/// The lowest request version of `api_key` that this crate can decode.
+pub fn min_supported_request_version(api_key: i16) -> Option<i16> {
+    ApiKey::try_from(api_key)
+        .ok()
+        .map(|key| key.valid_versions().min)
+}
+
+/// The highest request version of `api_key` that this crate can decode.
+pub fn max_supported_request_version(api_key: i16) -> Option<i16> {
+    ApiKey::try_from(api_key)
+        .ok()
+        .map(|key| key.valid_versions().max)
+}
