@@ -180,11 +180,12 @@ def main():
         common = {s["name"]: s["fields"] for s in spec.get("commonStructs", [])}
         fields_const = gen.struct_const(name, "", spec.get("fields", []), common)
         messages.append(
-            "    MessageSpec { api_key: %d, name: %s, valid: %s, flexible: %s, fields: %s },"
+            "    MessageSpec { api_key: %d, name: %s, valid: %s, latest_unstable: %s, flexible: %s, fields: %s },"
             % (
                 int(spec["apiKey"]),
                 json.dumps(name),
                 versions_expr(spec["validVersions"]),
+                "true" if spec.get("latestVersionUnstable", False) else "false",
                 versions_expr(spec.get("flexibleVersions", "none")),
                 fields_const,
             )

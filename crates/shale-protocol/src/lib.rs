@@ -22,6 +22,8 @@ mod validate;
 #[cfg(test)]
 mod roundtrip_tests;
 #[cfg(test)]
+mod schema_testgen;
+#[cfg(test)]
 mod validate_tests;
 
 pub use error::ProtocolError;

@@ -1,6 +1,7 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestKind};
 
+use crate::schema::decodable_versions;
 use crate::{validate_request_body, ProtocolError, RequestHeader};
 
 /// Validates `body` against Kafka's schema for the header's API and version, then
@@ -13,8 +14,7 @@ pub fn decode_request(header: &RequestHeader, body: Bytes) -> Result<RequestKind
         api_version,
         correlation_id: header.correlation_id,
     })?;
-    let range = key.valid_versions();
-    if api_version < range.min || api_version > range.max {
+    if !decodable_versions(api_key).is_some_and(|range| range.contains(api_version)) {
         return Err(ProtocolError::UnsupportedApi {
             api_key,
             api_version,
@@ -29,14 +29,12 @@ pub fn decode_request(header: &RequestHeader, body: Bytes) -> Result<RequestKind
 
 /// The lowest request version of `api_key` that this crate can decode.
 pub fn min_supported_request_version(api_key: i16) -> Option<i16> {
-    ApiKey::try_from(api_key)
-        .ok()
-        .map(|key| key.valid_versions().min)
+    decodable_versions(api_key).map(|range| range.0)
 }
 
-/// The highest request version of `api_key` that this crate can decode.
+/// The highest request version of `api_key` that this crate can decode. Kafka's
+/// unstable latest versions (OffsetCommit 10, OffsetFetch 10, InitProducerId 6 in
+/// 4.1) are excluded: kafka-protocol's decoders refuse them.
 pub fn max_supported_request_version(api_key: i16) -> Option<i16> {
-    ApiKey::try_from(api_key)
-        .ok()
-        .map(|key| key.valid_versions().max)
+    decodable_versions(api_key).map(|range| range.1)
 }

@@ -73,6 +73,9 @@ pub(crate) struct MessageSpec {
     pub api_key: i16,
     pub name: &'static str,
     pub valid: Versions,
+    /// Kafka marks the newest version as still in development; kafka-protocol's
+    /// decoders refuse it although `ApiKey::valid_versions` lists it.
+    pub latest_unstable: bool,
     pub flexible: Versions,
     pub fields: &'static [Field],
 }
@@ -83,6 +86,21 @@ pub(crate) fn request_spec(api_key: i16) -> Option<&'static MessageSpec> {
         .binary_search_by_key(&api_key, |spec| spec.api_key)
         .ok()
         .and_then(|index| REQUESTS.get(index))
+}
+
+/// The request versions of `api_key` that both the schema table and kafka-protocol's
+/// decoder accept: Kafka's valid versions without an unstable latest version.
+pub(crate) fn decodable_versions(api_key: i16) -> Option<Versions> {
+    let key = kafka_protocol::messages::ApiKey::try_from(api_key).ok()?;
+    let spec = request_spec(api_key)?;
+    let known = key.valid_versions();
+    let spec_max = if spec.latest_unstable {
+        spec.valid.1 - 1
+    } else {
+        spec.valid.1
+    };
+    let range = Versions(known.min.max(spec.valid.0), known.max.min(spec_max));
+    (range.0 <= range.1).then_some(range)
 }
 
 /// The smallest number of bytes a value of `ty` can occupy (never null: array
