@@ -19,9 +19,17 @@ mod schema;
 mod schema_generated;
 mod validate;
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
+
+#[cfg(test)]
+mod fuzz_regression_tests;
+#[cfg(test)]
+mod proptest_tests;
 #[cfg(test)]
 mod roundtrip_tests;
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 mod schema_testgen;
 #[cfg(test)]
 mod validate_tests;

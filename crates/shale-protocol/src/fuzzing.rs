@@ -1,0 +1,135 @@
+//! Entry points shared by the cargo-fuzz targets (fuzz/) and the replay of their
+//! crash regressions (tests/fuzz_regressions/). Each must return without panicking,
+//! whatever the input.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiKey;
+
+use crate::schema::decodable_versions;
+use crate::schema_testgen::{random_body, Rng};
+use crate::{decode_request, parse_request_header, validate_request_body, RequestHeader};
+
+/// The fuzz targets by name, as the regression replay finds them.
+pub const TARGETS: &[&str] = &[
+    "frame",
+    "any_request",
+    "structured",
+    "produce",
+    "fetch",
+    "metadata",
+    "api_versions",
+];
+
+/// Runs the fuzz target called `target`; unknown names do nothing.
+pub fn run(target: &str, data: &[u8]) {
+    match target {
+        "frame" => frame(data),
+        "any_request" => any_request(data),
+        "structured" => structured(data),
+        "produce" => request(ApiKey::Produce as i16, data),
+        "fetch" => request(ApiKey::Fetch as i16, data),
+        "metadata" => request(ApiKey::Metadata as i16, data),
+        "api_versions" => request(ApiKey::ApiVersions as i16, data),
+        _ => {}
+    }
+}
+
+/// A whole frame after its length prefix: header, then body.
+pub fn frame(data: &[u8]) {
+    let frame = Bytes::copy_from_slice(data);
+    if let Ok((header, body)) = parse_request_header(&frame) {
+        decode_and_check(&header, body);
+    }
+}
+
+/// The first byte picks the version; the rest is the body.
+pub fn request(api_key: i16, data: &[u8]) {
+    let Some((&version, body)) = data.split_first() else {
+        return;
+    };
+    decode_and_check(
+        &header(api_key, i16::from(version as i8)),
+        Bytes::copy_from_slice(body),
+    );
+}
+
+/// The first two bytes pick the API key and version; the rest is the body.
+pub fn any_request(data: &[u8]) {
+    let [api_key, version, body @ ..] = data else {
+        return;
+    };
+    request_with(i16::from(*api_key), i16::from(*version as i8), body);
+}
+
+fn request_with(api_key: i16, api_version: i16, body: &[u8]) {
+    decode_and_check(&header(api_key, api_version), Bytes::copy_from_slice(body));
+}
+
+/// A valid body generated from the schema (API, version and seed from the first
+/// bytes), then damaged by the remaining bytes taken three at a time: overwrite a
+/// byte, cut the body, plant a huge length, or insert a byte.
+pub fn structured(data: &[u8]) {
+    let [api_pick, version_pick, seed_high, seed_low, flags, edits @ ..] = data else {
+        return;
+    };
+    let keys: Vec<ApiKey> = ApiKey::iter().collect();
+    let Some(&key) = keys.get(usize::from(*api_pick) % keys.len().max(1)) else {
+        return;
+    };
+    let Some(range) = decodable_versions(key as i16) else {
+        return;
+    };
+    let span = (range.1 - range.0 + 1) as usize;
+    let version = range.0 + (usize::from(*version_pick) % span) as i16;
+    let mut rng = Rng::new(u64::from(u16::from_be_bytes([*seed_high, *seed_low])));
+    let mut body = random_body(key as i16, version, flags & 1 == 1, &mut rng);
+    for edit in edits.chunks_exact(3) {
+        let at = usize::from(edit[1]) * body.len() / 256;
+        match edit[0] % 4 {
+            0 => {
+                if let Some(byte) = body.get_mut(at) {
+                    *byte = edit[2];
+                }
+            }
+            1 => body.truncate(at),
+            2 => {
+                let huge: &[u8] = if edit[2] & 1 == 0 {
+                    &[0x7f, 0xff, 0xff, 0xff]
+                } else {
+                    &[0xff, 0xff, 0xff, 0xff, 0x07]
+                };
+                for (offset, byte) in huge.iter().enumerate() {
+                    if let Some(slot) = body.get_mut(at + offset) {
+                        *slot = *byte;
+                    }
+                }
+            }
+            _ => body.insert(at.min(body.len()), edit[2]),
+        }
+    }
+    request_with(key as i16, version, &body);
+}
+
+fn header(api_key: i16, api_version: i16) -> RequestHeader {
+    RequestHeader {
+        api_key,
+        api_version,
+        correlation_id: 0,
+        client_id: None,
+        header_version: 1,
+    }
+}
+
+/// Decoding must not panic; whatever decodes and re-encodes must validate again, or
+/// the validator and kafka-protocol disagree about the format.
+fn decode_and_check(header: &RequestHeader, body: Bytes) {
+    let Ok(request) = decode_request(header, body) else {
+        return;
+    };
+    let mut encoded = BytesMut::new();
+    if request.encode(&mut encoded, header.api_version).is_ok() {
+        if let Err(error) = validate_request_body(header.api_key, header.api_version, &encoded) {
+            panic!("re-encoded request fails validation: {error}");
+        }
+    }
+}
