@@ -102,8 +102,8 @@ impl TxnIndex {
     /// Opens the index of the segment starting at `base_offset`, checking every entry: the
     /// file holds whole entries of version 0, each with `first_offset <= last_offset`,
     /// `last_offset >= base_offset`, and last offsets increasing. A missing file is an empty
-    /// index. On [`TxnIndexError::Corrupt`] the caller rebuilds it ([`Self::reset`], then
-    /// appends recovered from the segment).
+    /// index. On [`TxnIndexError::Corrupt`] the caller rebuilds it ([`Self::recreate`], then
+    /// the aborted transactions recovered by replaying the segment).
     pub fn open(path: impl Into<PathBuf>, base_offset: i64) -> Result<Self, TxnIndexError> {
         let path = path.into();
         let bytes = match fs::read(&path) {
@@ -154,6 +154,28 @@ impl TxnIndex {
             path,
             base_offset,
             entries,
+            file: None,
+        })
+    }
+
+    /// Starts the index of the segment at `base_offset` afresh, discarding any existing file
+    /// (the rebuild path after [`TxnIndexError::Corrupt`]).
+    pub fn recreate(path: impl Into<PathBuf>, base_offset: i64) -> Result<Self, TxnIndexError> {
+        let path = path.into();
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|source| TxnIndexError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        drop(file);
+        Ok(Self {
+            path,
+            base_offset,
+            entries: Vec::new(),
             file: None,
         })
     }
@@ -277,5 +299,156 @@ impl TxnIndex {
             Err(error) if error.kind() == ErrorKind::NotFound => Ok(()),
             Err(error) => Err(self.io(error)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn txn(producer_id: i64, first_offset: i64, last_offset: i64, lso: i64) -> AbortedTxn {
+        AbortedTxn {
+            producer_id,
+            first_offset,
+            last_offset,
+            last_stable_offset: lso,
+        }
+    }
+
+    #[test]
+    fn entry_layout_is_kafkas_34_bytes() {
+        let entry = txn(0x0102_0304_0506_0708, 5, 9, 3);
+        let bytes = entry.to_bytes();
+        assert_eq!(&bytes[0..2], &[0, 0]);
+        assert_eq!(&bytes[2..10], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&bytes[10..18], &5i64.to_be_bytes());
+        assert_eq!(&bytes[18..26], &9i64.to_be_bytes());
+        assert_eq!(&bytes[26..34], &3i64.to_be_bytes());
+        assert_eq!(AbortedTxn::from_bytes(&bytes), Some(entry));
+        let mut other_version = bytes;
+        other_version[1] = 1;
+        assert_eq!(AbortedTxn::from_bytes(&other_version), None);
+    }
+
+    #[test]
+    fn append_persist_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000100.txnindex");
+        let mut index = TxnIndex::open(&path, 100).unwrap();
+        assert!(index.is_empty());
+        assert!(!path.exists(), "no file until the first abort");
+        index.append(txn(1, 90, 105, 90)).unwrap();
+        index.append(txn(2, 101, 110, 101)).unwrap();
+        index.flush().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 68);
+        let error = index.append(txn(3, 100, 110, 100)).unwrap_err();
+        assert!(matches!(
+            error,
+            TxnIndexError::NonIncreasingLastOffset {
+                last_offset: 110,
+                previous_last_offset: 110
+            }
+        ));
+        let reopened = TxnIndex::open(&path, 100).unwrap();
+        assert_eq!(reopened.entries(), index.entries());
+        assert_eq!(reopened.len(), 2);
+        assert_eq!(reopened.base_offset(), 100);
+    }
+
+    #[test]
+    fn collect_returns_overlapping_transactions_and_stops_when_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = TxnIndex::open(dir.path().join("0.txnindex"), 0).unwrap();
+        index.append(txn(1, 0, 4, 0)).unwrap();
+        index.append(txn(2, 2, 8, 5)).unwrap();
+        index.append(txn(3, 10, 12, 13)).unwrap();
+        index.append(txn(4, 20, 25, 26)).unwrap();
+
+        let ids =
+            |r: &TxnIndexSearchResult| r.aborted.iter().map(|t| t.producer_id).collect::<Vec<_>>();
+
+        let result = index.collect_aborted_txns(5, 11);
+        assert_eq!(ids(&result), vec![2, 3]);
+        assert!(result.is_complete, "entry 3 has LSO 13 >= 11");
+
+        let result = index.collect_aborted_txns(0, 3);
+        assert_eq!(ids(&result), vec![1, 2]);
+        assert!(result.is_complete);
+
+        let result = index.collect_aborted_txns(13, 100);
+        assert_eq!(ids(&result), vec![4]);
+        assert!(!result.is_complete, "a later segment may hold more");
+
+        let result = index.collect_aborted_txns(26, 100);
+        assert!(result.aborted.is_empty());
+    }
+
+    #[test]
+    fn truncate_and_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.txnindex");
+        let mut index = TxnIndex::open(&path, 0).unwrap();
+        for i in 0..4 {
+            index.append(txn(i, i * 10, i * 10 + 5, i * 10)).unwrap();
+        }
+        index.truncate_to(25).unwrap();
+        assert_eq!(index.len(), 2, "entries ending at 25 and later go");
+        index.append(txn(9, 22, 30, 22)).unwrap();
+        let reopened = TxnIndex::open(&path, 0).unwrap();
+        assert_eq!(
+            reopened
+                .entries()
+                .iter()
+                .map(|t| t.producer_id)
+                .collect::<Vec<_>>(),
+            vec![0, 1, 9]
+        );
+        index.truncate_to(1_000).unwrap();
+        assert_eq!(index.len(), 3);
+        index.reset().unwrap();
+        assert!(index.is_empty());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        index.append(txn(5, 1, 2, 1)).unwrap();
+        assert_eq!(TxnIndex::open(&path, 0).unwrap().len(), 1);
+        index.delete().unwrap();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn sanity_check_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("50.txnindex");
+        let write = |entries: &[AbortedTxn], extra: &[u8]| {
+            let mut bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
+            bytes.extend_from_slice(extra);
+            std::fs::write(&path, bytes).unwrap();
+        };
+        let is_corrupt = |base| {
+            matches!(
+                TxnIndex::open(&path, base),
+                Err(TxnIndexError::Corrupt { .. })
+            )
+        };
+
+        write(&[txn(1, 40, 55, 40)], &[]);
+        assert!(TxnIndex::open(&path, 50).is_ok());
+        write(&[txn(1, 40, 55, 40)], &[0, 0, 0]);
+        assert!(is_corrupt(50), "partial trailing entry");
+        write(&[txn(1, 40, 45, 40)], &[]);
+        assert!(is_corrupt(50), "ends before the segment");
+        write(&[txn(1, 60, 55, 40)], &[]);
+        assert!(is_corrupt(50), "starts after it ends");
+        write(&[txn(1, 50, 60, 50), txn(2, 51, 60, 50)], &[]);
+        assert!(is_corrupt(50), "last offsets must increase");
+        let mut bad_version = txn(1, 50, 60, 50).to_bytes();
+        bad_version[0] = 7;
+        std::fs::write(&path, bad_version).unwrap();
+        assert!(is_corrupt(50), "unknown version");
+
+        // The caller's rebuild path: recreate the file and append again.
+        let mut index = TxnIndex::recreate(&path, 50).unwrap();
+        assert!(index.is_empty());
+        index.append(txn(1, 50, 60, 50)).unwrap();
+        assert_eq!(TxnIndex::open(&path, 50).unwrap().len(), 1);
     }
 }

@@ -198,14 +198,22 @@ impl ProducerStateManager {
 
     /// Rebuilds state from a batch read back from the log (after loading a snapshot, or on a
     /// follower): no checks, and the batch's own max timestamp stands in for the broker clock.
+    /// For a CreateTime topic; see [`Self::replay_with_log_append_time`].
     pub fn replay(&mut self, batch: &ProducerBatch) {
+        self.replay_with_log_append_time(batch, -1);
+    }
+
+    /// [`Self::replay`] for a LogAppendTime topic, where the batch's max timestamp is its log
+    /// append time: pass `batch.max_timestamp_ms`, so that retries are answered as they were
+    /// before the restart.
+    pub fn replay_with_log_append_time(&mut self, batch: &ProducerBatch, log_append_time_ms: i64) {
         let update_ms = self
             .producers
             .get(&batch.producer_id)
             .map_or(batch.max_timestamp_ms, |entry| {
                 entry.last_update_ms.max(batch.max_timestamp_ms)
             });
-        self.apply_batch(batch, update_ms, -1);
+        self.apply_batch(batch, update_ms, log_append_time_ms);
     }
 
     fn apply_batch(&mut self, batch: &ProducerBatch, update_ms: i64, log_append_time_ms: i64) {

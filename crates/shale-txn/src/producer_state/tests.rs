@@ -40,7 +40,14 @@ pub(super) struct TestLog {
     pub(super) next_offset: i64,
     pub(super) now_ms: i64,
     pub(super) appended: Vec<ProducerBatch>,
-    pub(super) markers: Vec<(usize, TxnMarker)>,
+    /// Everything appended, data and markers, in offset order.
+    pub(super) entries: Vec<LogEntry>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum LogEntry {
+    Data(ProducerBatch),
+    Marker(TxnMarker),
 }
 
 impl TestLog {
@@ -50,7 +57,7 @@ impl TestLog {
             next_offset: 0,
             now_ms: 1_000,
             appended: Vec::new(),
-            markers: Vec::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -68,6 +75,7 @@ impl TestLog {
                 self.next_offset = batch.last_offset + 1;
                 self.state.record(&batch, self.now_ms, self.now_ms);
                 self.appended.push(batch);
+                self.entries.push(LogEntry::Data(batch));
                 Ok((SequenceCheck::Append, batch.first_offset))
             }
             duplicate @ SequenceCheck::Duplicate { first_offset, .. } => {
@@ -99,7 +107,7 @@ impl TestLog {
         };
         self.state.check_marker(&marker)?;
         let completed = self.state.complete_txn(&marker)?;
-        self.markers.push((self.appended.len(), marker));
+        self.entries.push(LogEntry::Marker(marker));
         self.next_offset += 1;
         Ok(completed)
     }
