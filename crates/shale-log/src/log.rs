@@ -1,0 +1,1062 @@
+//! One partition's log: segments, offsets, append, read, roll, truncation, retention.
+//!
+//! Concurrency: every mutation takes `writer` (one writer at a time). Readers never take it:
+//! they read the published log end offset (Release/Acquire after the bytes are written),
+//! clone the segment `Arc`s they need under a brief read lock and read the files directly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::batch::{self, BatchHeader, Compression};
+use crate::checkpoint::fsync_dir;
+use crate::config::{LogConfig, TimestampType};
+use crate::epoch::LeaderEpochCache;
+use crate::error::LogError;
+use crate::fault::FaultInjector;
+use crate::records;
+use crate::segment::{self, Segment};
+use crate::types::{AppendInfo, AppendOrigin, FileSlice, ReadInfo, TopicPartition};
+
+/// What one retention pass over a log removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionResult {
+    pub segments_deleted: usize,
+    pub bytes_deleted: u64,
+}
+
+/// Options a log is opened with (from the manager's checkpoints).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OpenOptions {
+    pub(crate) recovery_point: Option<i64>,
+    pub(crate) log_start_offset: Option<i64>,
+    pub(crate) clean_shutdown: bool,
+}
+
+pub struct Log {
+    tp: TopicPartition,
+    dir: PathBuf,
+    config: RwLock<LogConfig>,
+    pub(crate) segments: RwLock<BTreeMap<i64, Arc<Segment>>>,
+    pub(crate) writer: Mutex<()>,
+    log_end_offset: AtomicI64,
+    log_start_offset: AtomicI64,
+    recovery_point: AtomicI64,
+    epochs: RwLock<LeaderEpochCache>,
+    offline: AtomicBool,
+    faults: Arc<FaultInjector>,
+    /// Files renamed to `.deleted`, removed after `file.delete.delay.ms`.
+    pending_deletes: Mutex<Vec<(i64, Vec<PathBuf>)>>,
+    last_flush_ms: AtomicI64,
+    unflushed_records: AtomicI64,
+}
+
+fn now_wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Log {
+    /// Opens or creates a log in `dir` as after a clean shutdown (a standalone helper;
+    /// the manager passes its checkpoints).
+    pub fn open(dir: &Path, tp: TopicPartition, config: LogConfig) -> Result<Log, LogError> {
+        Log::open_with(
+            dir,
+            tp,
+            config,
+            OpenOptions {
+                clean_shutdown: true,
+                ..OpenOptions::default()
+            },
+            Arc::new(FaultInjector::default()),
+        )
+    }
+
+    pub(crate) fn open_with(
+        dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        opts: OpenOptions,
+        faults: Arc<FaultInjector>,
+    ) -> Result<Log, LogError> {
+        let now = now_wall_ms();
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            if let Some(parent) = dir.parent() {
+                fsync_dir(parent)?;
+            }
+        }
+        let index_max = config.index_bytes_max();
+        let mut bases = Vec::new();
+        let mut swaps = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.ends_with(segment::DELETED_SUFFIX)
+                || name.ends_with(segment::CLEANED_SUFFIX)
+                || name.ends_with(".tmp")
+            {
+                segment::remove_if_exists(&entry.path())?;
+            } else if name.ends_with(segment::SWAP_SUFFIX) {
+                swaps.push(entry.path());
+            } else if let Some(base) = segment::parse_base_offset(name, segment::LOG_SUFFIX) {
+                bases.push(base);
+            }
+        }
+        crate::cleaner::complete_swaps(dir, &swaps, &mut bases)?;
+        bases.sort_unstable();
+        bases.dedup();
+        // Index files without a log file are leftovers.
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let base = segment::parse_base_offset(name, segment::INDEX_SUFFIX)
+                .or_else(|| segment::parse_base_offset(name, segment::TIME_INDEX_SUFFIX));
+            if let Some(b) = base {
+                if bases.binary_search(&b).is_err() {
+                    segment::remove_if_exists(&entry.path())?;
+                }
+            }
+        }
+        let mut segments = BTreeMap::new();
+        for base in bases {
+            segments.insert(base, Arc::new(Segment::open(dir, base, index_max, now)?));
+        }
+        let start_hint = opts.log_start_offset.unwrap_or(0);
+        if segments.is_empty() {
+            segments.insert(
+                start_hint,
+                Arc::new(Segment::create(dir, start_hint, index_max, now)?),
+            );
+            fsync_dir(dir)?;
+        }
+
+        let log = Log {
+            tp,
+            dir: dir.to_path_buf(),
+            config: RwLock::new(config),
+            segments: RwLock::new(segments),
+            writer: Mutex::new(()),
+            log_end_offset: AtomicI64::new(0),
+            log_start_offset: AtomicI64::new(0),
+            recovery_point: AtomicI64::new(0),
+            epochs: RwLock::new(LeaderEpochCache::load(dir)),
+            offline: AtomicBool::new(false),
+            faults,
+            pending_deletes: Mutex::new(Vec::new()),
+            last_flush_ms: AtomicI64::new(now),
+            unflushed_records: AtomicI64::new(0),
+        };
+        log.load(&opts, now)?;
+        Ok(log)
+    }
+
+    /// Computes the log end offset, recovering unflushed segments after an unclean shutdown.
+    fn load(&self, opts: &OpenOptions, now: i64) -> Result<(), LogError> {
+        let config = self.config();
+        let first_base = self.first_segment().base_offset;
+        let mut need_recovery = !opts.clean_shutdown;
+        let mut leo = None;
+        if !need_recovery {
+            let active = self.active_segment();
+            match active.read_next_offset() {
+                Ok(next) => leo = Some(next.unwrap_or(active.base_offset)),
+                Err(e) => {
+                    tracing::warn!(log = %self.tp, error = %e, "active segment damaged, recovering");
+                    need_recovery = true;
+                }
+            }
+        }
+        if need_recovery {
+            let rp = opts.recovery_point.unwrap_or(0);
+            leo = Some(self.recover_from(rp, &config)?);
+        }
+        let leo = leo.unwrap_or(first_base);
+        self.log_end_offset.store(leo, Ordering::Release);
+        let mut start = first_base.max(opts.log_start_offset.unwrap_or(first_base));
+        if start > leo {
+            // Everything was deleted up to an offset beyond the data that survived.
+            self.truncate_fully_locked(start, now)?;
+            start = self.log_end_offset();
+        }
+        self.log_start_offset.store(start, Ordering::Release);
+        let rp = if need_recovery {
+            self.flush_segments_from(i64::MIN)?;
+            leo
+        } else {
+            opts.recovery_point.unwrap_or(leo).min(leo)
+        };
+        self.recovery_point.store(rp, Ordering::Release);
+        {
+            let mut epochs = self.epochs.write();
+            let a = epochs.truncate_from_end(self.log_end_offset());
+            let b = epochs.truncate_from_start(start);
+            if a || b {
+                epochs.flush()?;
+            }
+        }
+        self.active_segment()
+            .reopen_for_append(config.index_bytes_max())?;
+        Ok(())
+    }
+
+    /// Validates segments from the one holding `recovery_point` on; cuts at the first bad
+    /// batch and deletes every later segment. Returns the log end offset.
+    fn recover_from(&self, recovery_point: i64, config: &LogConfig) -> Result<i64, LogError> {
+        let segs: Vec<Arc<Segment>> = self.segments.read().values().cloned().collect();
+        let start_idx = segs
+            .iter()
+            .rposition(|s| s.base_offset <= recovery_point)
+            .unwrap_or(0);
+        let mut next = segs[start_idx].base_offset;
+        if start_idx > 0 {
+            // Offsets of the flushed segment before must stay below the recovered ones.
+            if let Some(n) = segs[start_idx - 1].read_next_offset()? {
+                next = next.max(n);
+            }
+        }
+        let max_batch = config
+            .segment_bytes
+            .max(config.max_message_bytes)
+            .max(1 << 20)
+            * 2;
+        let mut cut_after: Option<usize> = None;
+        for (i, seg) in segs.iter().enumerate().skip(start_idx) {
+            let r = seg.recover(
+                next.min(seg.base_offset),
+                config.index_interval_bytes,
+                max_batch,
+            )?;
+            if let Some(n) = r.next_offset {
+                next = n;
+            } else {
+                next = next.max(seg.base_offset);
+            }
+            if r.truncated_bytes > 0 {
+                cut_after = Some(i);
+                break;
+            }
+        }
+        if let Some(i) = cut_after {
+            let mut map = self.segments.write();
+            for seg in &segs[i + 1..] {
+                tracing::warn!(log = %self.tp, base = seg.base_offset, "deleting segment after corruption");
+                map.remove(&seg.base_offset);
+                for p in seg.rename_to_deleted()? {
+                    segment::remove_if_exists(&p)?;
+                }
+            }
+            fsync_dir(&self.dir)?;
+        }
+        Ok(next)
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> LogConfig {
+        self.config.read().clone()
+    }
+
+    pub fn update_config(&self, c: LogConfig) {
+        *self.config.write() = c;
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset.load(Ordering::Acquire)
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset.load(Ordering::Acquire)
+    }
+
+    /// Offset up to which the log is known to be on disk.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point.load(Ordering::Acquire)
+    }
+
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.read().values().map(|s| s.size()).sum()
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.segments.read().len()
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.read().keys().copied().collect()
+    }
+
+    pub fn fault_injector(&self) -> &Arc<FaultInjector> {
+        &self.faults
+    }
+
+    pub(crate) fn active_segment(&self) -> Arc<Segment> {
+        let map = self.segments.read();
+        // The map is never empty: open creates a segment and deletion keeps the active one.
+        match map.values().next_back() {
+            Some(s) => s.clone(),
+            None => unreachable_empty(),
+        }
+    }
+
+    fn first_segment(&self) -> Arc<Segment> {
+        let map = self.segments.read();
+        match map.values().next() {
+            Some(s) => s.clone(),
+            None => unreachable_empty(),
+        }
+    }
+
+    pub(crate) fn segments_snapshot(&self) -> Vec<Arc<Segment>> {
+        self.segments.read().values().cloned().collect()
+    }
+
+    fn check_online(&self) -> Result<(), LogError> {
+        if self.is_offline() {
+            return Err(LogError::LogOffline(self.tp.to_string()));
+        }
+        Ok(())
+    }
+
+    fn mark_offline_on_storage(&self, e: LogError) -> LogError {
+        if e.is_storage() {
+            tracing::error!(log = %self.tp, error = %e, "storage failure, log refuses writes");
+            self.offline.store(true, Ordering::Release);
+        }
+        e
+    }
+
+    /// Appends whole batches. Client and coordinator appends are validated and get offsets
+    /// and `leader_epoch` assigned; replication appends keep theirs and must continue the log.
+    pub fn append(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+        origin: AppendOrigin,
+    ) -> Result<AppendInfo, LogError> {
+        self.check_online()?;
+        let config = self.config();
+        let mut headers = batch::parse_batches(batches)?;
+        for h in &headers {
+            validate_batch(h, &config, origin)?;
+        }
+        if origin != AppendOrigin::Replication {
+            validate_records(batches, &headers, &config, now_ms)?;
+        }
+        let _w = self.writer.lock();
+        self.check_online()?;
+        let leo = self.log_end_offset();
+        let log_append_time = origin != AppendOrigin::Replication
+            && config.message_timestamp_type == TimestampType::LogAppendTime;
+        if origin == AppendOrigin::Replication {
+            let mut expect = leo;
+            for h in &headers {
+                if h.base_offset < expect {
+                    return Err(LogError::UnexpectedAppendOffset {
+                        first_offset: h.base_offset,
+                        log_end: expect,
+                    });
+                }
+                expect = h.last_offset() + 1;
+            }
+        } else {
+            let mut next = leo;
+            let mut pos = 0usize;
+            for h in headers.iter_mut() {
+                let len = h.total_len();
+                let b = &mut batches[pos..pos + len];
+                batch::set_offset_and_epoch(b, next, leader_epoch);
+                h.base_offset = next;
+                h.partition_leader_epoch = leader_epoch;
+                if log_append_time {
+                    batch::set_log_append_time(b, now_ms);
+                    *h = BatchHeader::decode(b)?;
+                }
+                next = h.last_offset() + 1;
+                pos += len;
+            }
+        }
+        let first_offset = headers[0].base_offset;
+        let last_offset = headers[headers.len() - 1].last_offset();
+        let max_ts = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
+
+        let active = self
+            .maybe_roll(
+                batches.len() as u64,
+                first_offset,
+                last_offset,
+                now_ms,
+                &config,
+            )
+            .map_err(|e| self.mark_offline_on_storage(e))?;
+        active
+            .append(batches, &headers, config.index_interval_bytes, &self.faults)
+            .map_err(|e| self.mark_offline_on_storage(e))?;
+        self.log_end_offset
+            .store(last_offset + 1, Ordering::Release);
+
+        let mut epoch_changed = false;
+        {
+            let mut epochs = self.epochs.write();
+            for h in &headers {
+                epoch_changed |= epochs.assign(h.partition_leader_epoch, h.base_offset);
+            }
+            if epoch_changed {
+                epochs
+                    .flush()
+                    .map_err(|e| self.mark_offline_on_storage(e))?;
+            }
+        }
+        let records: i64 = headers.iter().map(|h| i64::from(h.record_count)).sum();
+        let unflushed = self.unflushed_records.fetch_add(records, Ordering::AcqRel) + records;
+        if unflushed >= config.flush_messages {
+            self.flush_locked(now_ms)?;
+        }
+        Ok(AppendInfo {
+            first_offset,
+            last_offset,
+            log_append_time_ms: if log_append_time { now_ms } else { -1 },
+            log_start_offset: self.log_start_offset(),
+            max_timestamp_ms: max_ts,
+            batches: headers,
+        })
+    }
+
+    /// Rolls to a new segment when the append would not fit. Caller holds the writer lock.
+    fn maybe_roll(
+        &self,
+        append_bytes: u64,
+        first_offset: i64,
+        last_offset: i64,
+        now_ms: i64,
+        config: &LogConfig,
+    ) -> Result<Arc<Segment>, LogError> {
+        let active = self.active_segment();
+        let size = active.size();
+        let by_size = size > 0 && size + append_bytes > config.segment_bytes;
+        let by_time = size > 0
+            && now_ms - active.rolling_timestamp().unwrap_or(active.created_ms) > config.segment_ms;
+        let by_offset = last_offset - active.base_offset > i64::from(u32::MAX)
+            || first_offset < active.base_offset;
+        let by_index = active.index_full()?;
+        let too_big = size + append_bytes > u64::from(u32::MAX);
+        if !(by_size || by_time || by_offset || by_index || too_big) {
+            return Ok(active);
+        }
+        if size == 0 && !by_offset {
+            return Ok(active);
+        }
+        self.roll_locked(first_offset, now_ms, config)
+    }
+
+    fn roll_locked(
+        &self,
+        new_base: i64,
+        now_ms: i64,
+        config: &LogConfig,
+    ) -> Result<Arc<Segment>, LogError> {
+        let active = self.active_segment();
+        if active.size() == 0 {
+            // An empty active segment is replaced rather than left behind.
+            self.segments.write().remove(&active.base_offset);
+            for p in active.rename_to_deleted()? {
+                segment::remove_if_exists(&p)?;
+            }
+        } else {
+            active.on_roll()?;
+        }
+        let seg = Arc::new(Segment::create(
+            &self.dir,
+            new_base,
+            config.index_bytes_max(),
+            now_ms,
+        )?);
+        fsync_dir(&self.dir)?;
+        self.segments.write().insert(new_base, seg.clone());
+        tracing::debug!(log = %self.tp, base = new_base, "rolled segment");
+        Ok(seg)
+    }
+
+    /// Forces a roll (tests and the cleaner use it to make the active data cleanable).
+    pub fn roll(&self, now_ms: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        let _w = self.writer.lock();
+        let config = self.config();
+        if self.active_segment().size() > 0 {
+            self.roll_locked(self.log_end_offset(), now_ms, &config)
+                .map_err(|e| self.mark_offline_on_storage(e))?;
+        }
+        Ok(())
+    }
+
+    /// Reads whole batches from the one containing `start_offset`, below
+    /// `upper_bound_offset` (high watermark or last stable offset), within `max_bytes`
+    /// unless `min_one_batch` lets the first batch exceed it.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadInfo, LogError> {
+        let leo = self.log_end_offset();
+        let lso = self.log_start_offset();
+        if start_offset < lso || start_offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                requested: start_offset,
+                log_start: lso,
+                log_end: leo,
+            });
+        }
+        let mut info = ReadInfo {
+            slices: Vec::new(),
+            log_start_offset: lso,
+            log_end_offset: leo,
+        };
+        let bound = upper_bound_offset.min(leo);
+        if start_offset >= bound {
+            return Ok(info);
+        }
+        let mut seg = {
+            let map = self.segments.read();
+            match map
+                .range(..=start_offset)
+                .next_back()
+                .or_else(|| map.iter().next())
+            {
+                Some((_, s)) => s.clone(),
+                None => return Ok(info),
+            }
+        };
+        let mut total = 0usize;
+        let mut first = true;
+        loop {
+            let start_pos = if first {
+                seg.find_batch(start_offset)?.map(|(p, _)| p)
+            } else {
+                Some(0)
+            };
+            first = false;
+            let mut done = false;
+            if let Some(start_pos) = start_pos {
+                let mut scanner = seg.scanner(start_pos);
+                let mut slice_len = 0u64;
+                while let Some((_, h)) = scanner.next()? {
+                    if h.last_offset() >= bound {
+                        done = true;
+                        break;
+                    }
+                    let len = h.total_len();
+                    if total + len > max_bytes {
+                        if total == 0 && min_one_batch {
+                            slice_len += len as u64;
+                            total += len;
+                        }
+                        done = true;
+                        break;
+                    }
+                    slice_len += len as u64;
+                    total += len;
+                }
+                if slice_len > 0 {
+                    info.slices.push(FileSlice {
+                        file: seg.file().clone(),
+                        position: start_pos,
+                        len: slice_len as u32,
+                    });
+                }
+            }
+            if done {
+                break;
+            }
+            let next = {
+                let map = self.segments.read();
+                map.range(seg.base_offset + 1..)
+                    .next()
+                    .map(|(_, s)| s.clone())
+            };
+            match next {
+                Some(s) => seg = s,
+                None => break,
+            }
+        }
+        Ok(info)
+    }
+
+    /// Reads one whole batch's bytes at `position` of `seg`.
+    fn read_batch(seg: &Segment, position: u64, h: &BatchHeader) -> Result<Vec<u8>, LogError> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; h.total_len()];
+        seg.file().read_exact_at(&mut buf, position)?;
+        Ok(buf)
+    }
+
+    /// First record offset whose timestamp is >= `timestamp_ms`, with that timestamp.
+    pub fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<(i64, i64)>, LogError> {
+        let lso = self.log_start_offset();
+        let limit = self.config().decompressed_batch_bytes_max;
+        for seg in self.segments_snapshot() {
+            match seg.max_timestamp()? {
+                Some((t, _)) if t >= timestamp_ms => {}
+                _ => continue,
+            }
+            let pos = seg.position_for_timestamp(timestamp_ms)?;
+            let mut scanner = seg.scanner(pos);
+            while let Some((p, h)) = scanner.next()? {
+                if h.max_timestamp < timestamp_ms || h.last_offset() < lso {
+                    continue;
+                }
+                let bytes = Self::read_batch(&seg, p, &h)?;
+                if let Some(found) = find_record(&bytes, &h, limit, |off, ts| {
+                    ts >= timestamp_ms && off >= lso
+                })? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Offset and timestamp of the record with the largest timestamp (ListOffsets -3).
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let mut best: Option<(i64, i64, Arc<Segment>)> = None;
+        for seg in self.segments_snapshot() {
+            if let Some((t, o)) = seg.max_timestamp()? {
+                if best.as_ref().is_none_or(|(bt, _, _)| t > *bt) {
+                    best = Some((t, o, seg.clone()));
+                }
+            }
+        }
+        let Some((ts, batch_last, seg)) = best else {
+            return Ok(None);
+        };
+        let limit = self.config().decompressed_batch_bytes_max;
+        if let Some((pos, h)) = seg.find_batch(batch_last)? {
+            let bytes = Self::read_batch(&seg, pos, &h)?;
+            if let Some(found) = find_record(&bytes, &h, limit, |_, t| t == ts)? {
+                return Ok(Some(found));
+            }
+            return Ok(Some((h.last_offset(), ts)));
+        }
+        Ok(None)
+    }
+
+    /// Removes everything at and above `offset` (a follower diverged from its leader).
+    pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
+        if offset < 0 {
+            return Err(LogError::InvalidArgument(format!("truncate to {offset}")));
+        }
+        self.check_online()?;
+        let _w = self.writer.lock();
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let now = now_wall_ms();
+        let result =
+            if offset < self.first_segment().base_offset || offset < self.log_start_offset() {
+                self.truncate_fully_locked(offset, now)
+            } else {
+                self.truncate_locked(offset)
+            };
+        result.map_err(|e| self.mark_offline_on_storage(e))
+    }
+
+    fn truncate_locked(&self, offset: i64) -> Result<(), LogError> {
+        let later: Vec<Arc<Segment>> = self
+            .segments
+            .read()
+            .range(offset + 1..)
+            .map(|(_, s)| s.clone())
+            .collect();
+        {
+            let mut map = self.segments.write();
+            for s in &later {
+                map.remove(&s.base_offset);
+            }
+        }
+        let now = now_wall_ms();
+        for s in &later {
+            self.schedule_delete(s, now)?;
+        }
+        let active = self.active_segment();
+        active.truncate_to(offset)?;
+        active.reopen_for_append(self.config().index_bytes_max())?;
+        fsync_dir(&self.dir)?;
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.recovery_point.fetch_min(offset, Ordering::AcqRel);
+        let mut epochs = self.epochs.write();
+        if epochs.truncate_from_end(offset) {
+            epochs.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Deletes every segment and starts an empty log at `offset`.
+    fn truncate_fully_locked(&self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let config = self.config();
+        let old: Vec<Arc<Segment>> = {
+            let mut map = self.segments.write();
+            std::mem::take(&mut *map).into_values().collect()
+        };
+        for s in &old {
+            self.schedule_delete(s, now_ms)?;
+        }
+        let seg = Arc::new(Segment::create(
+            &self.dir,
+            offset,
+            config.index_bytes_max(),
+            now_ms,
+        )?);
+        fsync_dir(&self.dir)?;
+        self.segments.write().insert(offset, seg);
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.log_start_offset.store(offset, Ordering::Release);
+        self.recovery_point.store(offset, Ordering::Release);
+        let mut epochs = self.epochs.write();
+        epochs.clear();
+        epochs.flush()?;
+        Ok(())
+    }
+
+    /// Moves the log start offset forward (DeleteRecords); returns the new log start.
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let _w = self.writer.lock();
+        let leo = self.log_end_offset();
+        let lso = self.log_start_offset();
+        if offset < 0 || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                requested: offset,
+                log_start: lso,
+                log_end: leo,
+            });
+        }
+        if offset > lso {
+            self.log_start_offset.store(offset, Ordering::Release);
+            let mut epochs = self.epochs.write();
+            if epochs.truncate_from_start(offset) {
+                epochs
+                    .flush()
+                    .map_err(|e| self.mark_offline_on_storage(e))?;
+            }
+        }
+        Ok(self.log_start_offset())
+    }
+
+    /// Kafka's leader-epoch bookkeeping when a replica becomes leader.
+    pub fn assign_epoch_start_offset(
+        &self,
+        leader_epoch: i32,
+        start_offset: i64,
+    ) -> Result<(), LogError> {
+        let mut epochs = self.epochs.write();
+        if epochs.assign(leader_epoch, start_offset) {
+            epochs
+                .flush()
+                .map_err(|e| self.mark_offline_on_storage(e))?;
+        }
+        Ok(())
+    }
+
+    /// OffsetForLeaderEpoch: `(epoch, end offset)`; `None` when undefined.
+    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> Option<(i32, i64)> {
+        self.epochs
+            .read()
+            .end_offset_for(leader_epoch, self.log_end_offset())
+    }
+
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs.read().latest_epoch()
+    }
+
+    /// `(epoch, start offset)` entries, oldest first.
+    pub fn epoch_entries(&self) -> Vec<(i32, i64)> {
+        self.epochs.read().entries().to_vec()
+    }
+
+    /// Forces everything written so far to disk and advances the recovery point.
+    pub fn flush(&self) -> Result<(), LogError> {
+        let _w = self.writer.lock();
+        self.flush_locked(now_wall_ms())
+    }
+
+    fn flush_locked(&self, now_ms: i64) -> Result<(), LogError> {
+        let leo = self.log_end_offset();
+        let rp = self.recovery_point();
+        if leo > rp || self.unflushed_records.load(Ordering::Acquire) > 0 {
+            self.flush_segments_from(rp)
+                .map_err(|e| self.mark_offline_on_storage(e))?;
+            self.recovery_point.store(leo, Ordering::Release);
+        }
+        self.unflushed_records.store(0, Ordering::Release);
+        self.last_flush_ms.store(now_ms, Ordering::Release);
+        Ok(())
+    }
+
+    fn flush_segments_from(&self, offset: i64) -> Result<(), LogError> {
+        let segs: Vec<Arc<Segment>> = {
+            let map = self.segments.read();
+            let floor = map
+                .range(..=offset)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
+            map.range(floor..).map(|(_, s)| s.clone()).collect()
+        };
+        for s in segs {
+            s.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes when `flush.ms` has passed since the last flush.
+    pub fn flush_if_due(&self, now_ms: i64) -> Result<bool, LogError> {
+        let flush_ms = self.config.read().flush_ms;
+        if flush_ms == i64::MAX {
+            return Ok(false);
+        }
+        if now_ms - self.last_flush_ms.load(Ordering::Acquire) < flush_ms {
+            return Ok(false);
+        }
+        let _w = self.writer.lock();
+        self.flush_locked(now_ms)?;
+        Ok(true)
+    }
+
+    /// Flushes and trims the indexes (clean close).
+    pub fn close(&self) -> Result<(), LogError> {
+        let _w = self.writer.lock();
+        if !self.is_offline() {
+            self.flush_locked(now_wall_ms())?;
+        }
+        for s in self.segments_snapshot() {
+            s.close()?;
+        }
+        Ok(())
+    }
+
+    fn schedule_delete(&self, seg: &Segment, now_ms: i64) -> Result<(), LogError> {
+        let files = seg.rename_to_deleted()?;
+        let delay = self.config.read().file_delete_delay_ms.max(0);
+        self.pending_deletes
+            .lock()
+            .push((now_ms.saturating_add(delay), files));
+        Ok(())
+    }
+
+    /// Removes `.deleted` files whose delay has passed; returns how many files went.
+    pub fn delete_due_files(&self, now_ms: i64) -> Result<usize, LogError> {
+        let due: Vec<Vec<PathBuf>> = {
+            let mut pending = self.pending_deletes.lock();
+            let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now_ms);
+            *pending = keep;
+            due.into_iter().map(|(_, f)| f).collect()
+        };
+        let mut n = 0;
+        for files in due {
+            for f in files {
+                segment::remove_if_exists(&f)?;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            fsync_dir(&self.dir)?;
+        }
+        Ok(n)
+    }
+
+    /// Deletes whole old segments by `retention.ms`, `retention.bytes` and the log start
+    /// offset; never the active segment.
+    pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionResult, LogError> {
+        let _w = self.writer.lock();
+        let config = self.config();
+        let segs = self.segments_snapshot();
+        let mut result = RetentionResult::default();
+        if segs.len() <= 1 {
+            return Ok(result);
+        }
+        let lso = self.log_start_offset();
+        let mut total: i64 = segs.iter().map(|s| s.size() as i64).sum();
+        let mut doomed = Vec::new();
+        for (i, seg) in segs.iter().enumerate().take(segs.len() - 1) {
+            let next_base = segs[i + 1].base_offset;
+            let below_start = next_base <= lso;
+            let by_time = config.cleanup_policy.delete
+                && config.retention_ms >= 0
+                && match seg.max_timestamp()? {
+                    Some((t, _)) => now_ms - t > config.retention_ms,
+                    None => false,
+                };
+            let by_size = config.cleanup_policy.delete
+                && config.retention_bytes >= 0
+                && total - seg.size() as i64 >= config.retention_bytes;
+            if !(below_start || by_time || by_size) {
+                break;
+            }
+            total -= seg.size() as i64;
+            doomed.push(seg.clone());
+        }
+        if doomed.is_empty() {
+            return Ok(result);
+        }
+        {
+            let mut map = self.segments.write();
+            for s in &doomed {
+                map.remove(&s.base_offset);
+            }
+        }
+        for s in &doomed {
+            result.segments_deleted += 1;
+            result.bytes_deleted += s.size();
+            self.schedule_delete(s, now_ms)
+                .map_err(|e| self.mark_offline_on_storage(e))?;
+        }
+        fsync_dir(&self.dir).map_err(|e| self.mark_offline_on_storage(e.into()))?;
+        let new_start = self.first_segment().base_offset.max(lso);
+        self.log_start_offset.store(new_start, Ordering::Release);
+        let mut epochs = self.epochs.write();
+        if epochs.truncate_from_start(new_start) {
+            epochs
+                .flush()
+                .map_err(|e| self.mark_offline_on_storage(e))?;
+        }
+        Ok(result)
+    }
+
+    /// Removes all files (the manager then removes the directory).
+    pub(crate) fn release(&self) {
+        self.offline.store(true, Ordering::Release);
+    }
+}
+
+fn unreachable_empty() -> ! {
+    // The segment map always holds the active segment; reaching this is a bug, not bad input.
+    panic!("log has no segment")
+}
+
+/// Checks done per batch before anything is written.
+fn validate_batch(
+    h: &BatchHeader,
+    config: &LogConfig,
+    origin: AppendOrigin,
+) -> Result<(), LogError> {
+    let size = h.total_len() as u64;
+    if size > config.max_message_bytes || size > config.segment_bytes.max(batch::HEADER_LEN as u64)
+    {
+        return Err(LogError::MessageTooLarge {
+            size_bytes: size,
+            limit_bytes: config.max_message_bytes.min(config.segment_bytes),
+        });
+    }
+    if origin == AppendOrigin::Replication {
+        return Ok(());
+    }
+    if i64::from(h.record_count) != i64::from(h.last_offset_delta) + 1 {
+        return Err(LogError::InvalidRecord(format!(
+            "record count {} does not match last offset delta {}",
+            h.record_count, h.last_offset_delta
+        )));
+    }
+    if origin == AppendOrigin::Client && h.is_control() {
+        return Err(LogError::InvalidRecord(
+            "clients may not write control batches".into(),
+        ));
+    }
+    if h.is_transactional() && !h.has_producer_id() {
+        return Err(LogError::InvalidRecord(
+            "transactional batch without producer id".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_timestamp(ts: i64, now_ms: i64, config: &LogConfig) -> Result<(), LogError> {
+    if now_ms.saturating_sub(ts) > config.message_timestamp_before_max_ms
+        || ts.saturating_sub(now_ms) > config.message_timestamp_after_max_ms
+    {
+        return Err(LogError::InvalidTimestamp {
+            timestamp_ms: ts,
+            now_ms,
+        });
+    }
+    Ok(())
+}
+
+/// Record-level checks: offsets deltas in order and timestamps within bounds. Uncompressed
+/// records are decoded in place; compressed batches are checked on their header timestamps.
+fn validate_records(
+    bytes: &[u8],
+    headers: &[BatchHeader],
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<(), LogError> {
+    let check_ts = config.message_timestamp_type == TimestampType::CreateTime;
+    let mut pos = 0usize;
+    for h in headers {
+        let b = &bytes[pos..pos + h.total_len()];
+        pos += h.total_len();
+        if h.compression() == Some(Compression::None) {
+            let recs = records::decode_records(&b[batch::HEADER_LEN..], h.record_count)?;
+            for (i, r) in recs.iter().enumerate() {
+                if i64::from(r.offset_delta) != i as i64 {
+                    return Err(LogError::InvalidRecord(format!(
+                        "record {i} has offset delta {}",
+                        r.offset_delta
+                    )));
+                }
+                if check_ts && !h.is_control() {
+                    check_timestamp(
+                        h.base_timestamp.saturating_add(r.timestamp_delta),
+                        now_ms,
+                        config,
+                    )?;
+                }
+            }
+        } else if check_ts && !h.is_control() {
+            check_timestamp(h.max_timestamp, now_ms, config)?;
+            if h.record_count > 0 {
+                check_timestamp(h.base_timestamp, now_ms, config)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finds the first record of a batch matching `pred(offset, timestamp)`.
+fn find_record(
+    bytes: &[u8],
+    h: &BatchHeader,
+    decompressed_bytes_max: u64,
+    pred: impl Fn(i64, i64) -> bool,
+) -> Result<Option<(i64, i64)>, LogError> {
+    let body = records::batch_body(bytes, decompressed_bytes_max)?;
+    let recs = records::decode_records(&body, h.record_count)?;
+    for r in recs {
+        let off = h.base_offset + i64::from(r.offset_delta);
+        let ts = if h.timestamp_type() == TimestampType::LogAppendTime {
+            h.max_timestamp
+        } else {
+            h.base_timestamp.saturating_add(r.timestamp_delta)
+        };
+        if pred(off, ts) {
+            return Ok(Some((off, ts)));
+        }
+    }
+    Ok(None)
+}
