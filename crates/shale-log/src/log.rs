@@ -303,6 +303,15 @@ impl Log {
         self.segments.read().keys().copied().collect()
     }
 
+    /// How many segments have their indexes open (old segments open them lazily).
+    pub fn loaded_index_count(&self) -> usize {
+        self.segments
+            .read()
+            .values()
+            .filter(|s| s.indexes_loaded())
+            .count()
+    }
+
     pub fn fault_injector(&self) -> &Arc<FaultInjector> {
         &self.faults
     }
@@ -700,6 +709,12 @@ impl Log {
         active.truncate_to(offset)?;
         active.reopen_for_append(self.config().index_bytes_max())?;
         fsync_dir(&self.dir)?;
+        // The end is where the remaining data ends (a batch containing `offset` goes whole),
+        // so a reopen finds the same end.
+        let offset = active
+            .read_next_offset()?
+            .unwrap_or(active.base_offset)
+            .min(offset);
         self.log_end_offset.store(offset, Ordering::Release);
         self.recovery_point.fetch_min(offset, Ordering::AcqRel);
         let mut epochs = self.epochs.write();

@@ -157,6 +157,10 @@ impl Segment {
         &self.file
     }
 
+    pub(crate) fn indexes_loaded(&self) -> bool {
+        self.indexes.read().is_some()
+    }
+
     pub(crate) fn size(&self) -> u64 {
         self.size.load(Ordering::Acquire)
     }
