@@ -79,7 +79,7 @@ pub fn parse_request_header(frame: &Bytes) -> Result<(RequestHeader, Bytes), Pro
 }
 
 /// The request header defines no tagged fields, so every one is skipped.
-fn skip_tagged_fields(reader: &mut Reader<'_>, what: &str) -> Result<(), ProtocolError> {
+pub(crate) fn skip_tagged_fields(reader: &mut Reader<'_>, what: &str) -> Result<(), ProtocolError> {
     let count = reader.unsigned_varint(what)?;
     for _ in 0..count {
         reader.unsigned_varint(what)?;

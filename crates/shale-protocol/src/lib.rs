@@ -28,6 +28,8 @@ mod fuzz_regression_tests;
 #[cfg(test)]
 mod proptest_tests;
 #[cfg(test)]
+mod response_roundtrip_tests;
+#[cfg(test)]
 mod roundtrip_tests;
 #[cfg(any(test, feature = "fuzzing"))]
 mod schema_testgen;
@@ -37,8 +39,12 @@ mod validate_tests;
 pub use error::ProtocolError;
 pub use frame::{frame_len, FRAME_LEN_PREFIX_BYTES};
 pub use header::{parse_request_header, RequestHeader};
-pub use request::{decode_request, max_supported_request_version, min_supported_request_version};
-pub use response::{encode_api_versions_fallback, encode_response, UNSUPPORTED_VERSION_ERROR_CODE};
-pub use validate::validate_request_body;
+pub use request::{
+    decode_request, encode_request, max_supported_request_version, min_supported_request_version,
+};
+pub use response::{
+    decode_response, encode_api_versions_fallback, encode_response, UNSUPPORTED_VERSION_ERROR_CODE,
+};
+pub use validate::{validate_request_body, validate_response_body};
 
 pub use kafka_protocol;

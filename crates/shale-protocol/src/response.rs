@@ -1,7 +1,10 @@
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
-use crate::{ProtocolError, RequestHeader, FRAME_LEN_PREFIX_BYTES};
+use crate::header::skip_tagged_fields;
+use crate::reader::Reader;
+use crate::schema::decodable_response_versions;
+use crate::{validate_response_body, ProtocolError, RequestHeader, FRAME_LEN_PREFIX_BYTES};
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION_ERROR_CODE: i16 = 35;
@@ -43,6 +46,35 @@ pub fn encode_response(
     Ok(frame)
 }
 
+/// Splits a response frame (after its length prefix) into its correlation id and the
+/// decoded body, for responses to Shale's own outgoing requests. The body is validated
+/// against Kafka's response schema first, so a hostile peer cannot make the decoder
+/// reserve memory it did not send.
+pub fn decode_response(
+    api_key: i16,
+    api_version: i16,
+    frame: Bytes,
+) -> Result<(i32, ResponseKind), ProtocolError> {
+    let unsupported = ProtocolError::UnsupportedVersion {
+        api_key,
+        api_version,
+    };
+    let key = ApiKey::try_from(api_key).map_err(|()| unsupported.clone())?;
+    if !decodable_response_versions(api_key).is_some_and(|range| range.contains(api_version)) {
+        return Err(unsupported);
+    }
+    let mut reader = Reader::new(&frame);
+    let correlation_id = reader.i32("correlation id")?;
+    if key != ApiKey::ApiVersions && key.response_header_version(api_version) >= 1 {
+        skip_tagged_fields(&mut reader, "response header")?;
+    }
+    let mut body = frame.slice(reader.position()..);
+    validate_response_body(api_key, api_version, &body)?;
+    let response = ResponseKind::decode(key, &mut body, api_version)
+        .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))?;
+    Ok((correlation_id, response))
+}
+
 /// The KIP-511 answer to an ApiVersions request at a version the broker does not know:
 /// an ApiVersions v0 body with UNSUPPORTED_VERSION (35) and the full API list, under a
 /// v0 response header, so that the client can retry at a version both sides know.
@@ -65,7 +97,7 @@ pub fn encode_api_versions_fallback(correlation_id: i32, apis: &[(i16, i16, i16)
     frame
 }
 
-fn write_len_prefix(frame: &mut BytesMut) -> Result<(), ProtocolError> {
+pub(crate) fn write_len_prefix(frame: &mut BytesMut) -> Result<(), ProtocolError> {
     let len = i32::try_from(frame.len() - FRAME_LEN_PREFIX_BYTES).map_err(|_| {
         ProtocolError::Encode(format!("response of {} bytes exceeds a frame", frame.len()))
     })?;

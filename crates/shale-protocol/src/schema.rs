@@ -1,7 +1,7 @@
 //! The shape of the generated request schema table (`schema_generated.rs`), mirroring
 //! the semantics of Kafka's JSON message specs.
 
-use crate::schema_generated::REQUESTS;
+use crate::schema_generated::{REQUESTS, RESPONSES};
 
 /// An inclusive version range; `Versions::NONE` is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +82,19 @@ pub(crate) struct MessageSpec {
 
 /// The request spec of an API key, if Kafka 4.1 defines one.
 pub(crate) fn request_spec(api_key: i16) -> Option<&'static MessageSpec> {
-    REQUESTS
+    find_spec(REQUESTS, api_key)
+}
+
+/// The response spec of an API key, if Kafka 4.1 defines one.
+pub(crate) fn response_spec(api_key: i16) -> Option<&'static MessageSpec> {
+    find_spec(RESPONSES, api_key)
+}
+
+fn find_spec(table: &'static [MessageSpec], api_key: i16) -> Option<&'static MessageSpec> {
+    table
         .binary_search_by_key(&api_key, |spec| spec.api_key)
         .ok()
-        .and_then(|index| REQUESTS.get(index))
+        .and_then(|index| table.get(index))
 }
 
 /// The request versions of `api_key` that both the schema table and kafka-protocol's
@@ -100,6 +109,16 @@ pub(crate) fn decodable_versions(api_key: i16) -> Option<Versions> {
         spec.valid.1
     };
     let range = Versions(known.min.max(spec.valid.0), known.max.min(spec_max));
+    (range.0 <= range.1).then_some(range)
+}
+
+/// The response versions of `api_key` that both the schema table and kafka-protocol's
+/// decoder accept (response decoders include the unstable latest versions).
+pub(crate) fn decodable_response_versions(api_key: i16) -> Option<Versions> {
+    let key = kafka_protocol::messages::ApiKey::try_from(api_key).ok()?;
+    let spec = response_spec(api_key)?;
+    let known = key.valid_versions();
+    let range = Versions(known.min.max(spec.valid.0), known.max.min(spec.valid.1));
     (range.0 <= range.1).then_some(range)
 }
 

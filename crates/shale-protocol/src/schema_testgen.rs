@@ -3,7 +3,9 @@
 
 use bytes::BufMut;
 
-use crate::schema::{request_spec, Field, FieldType};
+#[cfg(test)]
+use crate::schema::response_spec;
+use crate::schema::{request_spec, Field, FieldType, MessageSpec};
 
 /// A small deterministic generator (xorshift64*), so failures replay from their seed.
 pub(crate) struct Rng(u64);
@@ -37,9 +39,25 @@ struct Gen {
     tagged: bool,
 }
 
-/// A random body of `api_key` at `api_version` that follows Kafka's spec.
+/// A random request body of `api_key` at `api_version` that follows Kafka's spec.
 pub(crate) fn random_body(api_key: i16, api_version: i16, tagged: bool, rng: &mut Rng) -> Vec<u8> {
     let spec = request_spec(api_key).unwrap_or_else(|| panic!("no spec for api key {api_key}"));
+    random_body_for(spec, api_version, tagged, rng)
+}
+
+/// A random response body of `api_key` at `api_version` that follows Kafka's spec.
+#[cfg(test)]
+pub(crate) fn random_response_body(
+    api_key: i16,
+    api_version: i16,
+    tagged: bool,
+    rng: &mut Rng,
+) -> Vec<u8> {
+    let spec = response_spec(api_key).unwrap_or_else(|| panic!("no spec for api key {api_key}"));
+    random_body_for(spec, api_version, tagged, rng)
+}
+
+fn random_body_for(spec: &MessageSpec, api_version: i16, tagged: bool, rng: &mut Rng) -> Vec<u8> {
     let gen = Gen {
         version: api_version,
         flexible: spec.flexible.contains(api_version),

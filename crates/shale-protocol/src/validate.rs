@@ -3,7 +3,9 @@
 //! remain, before `kafka-protocol` (which trusts declared lengths) sees the body.
 
 use crate::reader::{truncated, Reader};
-use crate::schema::{min_encoded_bytes, request_spec, Field, FieldType};
+use crate::schema::{
+    min_encoded_bytes, request_spec, response_spec, Field, FieldType, MessageSpec,
+};
 use crate::ProtocolError;
 
 /// Kafka refuses strings longer than `i16::MAX` bytes, compact ones included.
@@ -27,11 +29,29 @@ pub fn validate_request_body(
     api_version: i16,
     body: &[u8],
 ) -> Result<(), ProtocolError> {
+    validate_body(request_spec(api_key), api_key, api_version, body)
+}
+
+/// The same check for a response body (responses from peers are untrusted as well).
+pub fn validate_response_body(
+    api_key: i16,
+    api_version: i16,
+    body: &[u8],
+) -> Result<(), ProtocolError> {
+    validate_body(response_spec(api_key), api_key, api_version, body)
+}
+
+fn validate_body(
+    spec: Option<&MessageSpec>,
+    api_key: i16,
+    api_version: i16,
+    body: &[u8],
+) -> Result<(), ProtocolError> {
     let unsupported = ProtocolError::UnsupportedVersion {
         api_key,
         api_version,
     };
-    let spec = request_spec(api_key).ok_or(unsupported.clone())?;
+    let spec = spec.ok_or(unsupported.clone())?;
     if !spec.valid.contains(api_version) {
         return Err(unsupported);
     }
