@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod allocator;
+pub mod coordinator;
 pub mod error;
 pub mod producer_state;
 pub mod txn_index;

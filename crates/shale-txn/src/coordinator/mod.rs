@@ -1,0 +1,19 @@
+//! The transaction coordinator as a pure state machine (issue #7): transactional ids, their
+//! states and legal transitions, timeouts and producer fencing. The broker owns the clock, the
+//! transaction log and the marker sender; this module decides.
+
+mod error;
+mod machine;
+mod metadata;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::{TxnCoordinatorError, TxnLogAppendError};
+pub use machine::{
+    AppendOutcome, AppendPurpose, MarkerRequest, PartitionVerification, ProducerIdAndEpoch,
+    TxnAppend, TxnCoordinator, TxnCoordinatorConfig, TxnDecision, TxnReply, TxnResult,
+};
+pub use metadata::{is_epoch_exhausted, TopicPartition, TxnLogRecord, TxnMetadata};
+pub use state::TxnState;
