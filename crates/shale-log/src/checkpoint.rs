@@ -123,3 +123,41 @@ pub(crate) fn write_epochs(path: &Path, entries: &[(i32, i64)]) -> io::Result<()
     }
     write_atomic(path, s.as_bytes())
 }
+
+/// One per-directory offset checkpoint file shared by its logs, so a log can persist its own
+/// entry at once (the log start offset after DeleteRecords must survive a crash).
+pub(crate) struct OffsetCheckpointFile {
+    path: std::path::PathBuf,
+    entries: parking_lot::Mutex<std::collections::BTreeMap<TopicPartition, i64>>,
+}
+
+impl OffsetCheckpointFile {
+    pub(crate) fn new(path: std::path::PathBuf, initial: HashMap<TopicPartition, i64>) -> Self {
+        OffsetCheckpointFile {
+            path,
+            entries: parking_lot::Mutex::new(initial.into_iter().collect()),
+        }
+    }
+
+    fn write(&self, entries: &std::collections::BTreeMap<TopicPartition, i64>) -> io::Result<()> {
+        let v: Vec<(TopicPartition, i64)> = entries.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        write_offsets(&self.path, &v)
+    }
+
+    /// Updates one entry and rewrites the file if it changed.
+    pub(crate) fn set(&self, tp: &TopicPartition, offset: i64) -> io::Result<()> {
+        let mut e = self.entries.lock();
+        if e.get(tp) == Some(&offset) {
+            return Ok(());
+        }
+        e.insert(tp.clone(), offset);
+        self.write(&e)
+    }
+
+    /// Replaces every entry and rewrites the file.
+    pub(crate) fn replace(&self, all: Vec<(TopicPartition, i64)>) -> io::Result<()> {
+        let mut e = self.entries.lock();
+        *e = all.into_iter().collect();
+        self.write(&e)
+    }
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::batch::{self, BatchHeader, Compression};
-use crate::checkpoint::fsync_dir;
+use crate::checkpoint::{fsync_dir, OffsetCheckpointFile};
 use crate::config::{LogConfig, TimestampType};
 use crate::epoch::LeaderEpochCache;
 use crate::error::LogError;
@@ -29,8 +29,9 @@ pub struct RetentionResult {
 }
 
 /// Options a log is opened with (from the manager's checkpoints).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct OpenOptions {
+    pub(crate) start_checkpoint: Option<Arc<OffsetCheckpointFile>>,
     pub(crate) recovery_point: Option<i64>,
     pub(crate) log_start_offset: Option<i64>,
     pub(crate) clean_shutdown: bool,
@@ -52,6 +53,7 @@ pub struct Log {
     pending_deletes: Mutex<Vec<(i64, Vec<PathBuf>)>>,
     last_flush_ms: AtomicI64,
     unflushed_records: AtomicI64,
+    start_checkpoint: Option<Arc<OffsetCheckpointFile>>,
 }
 
 fn now_wall_ms() -> i64 {
@@ -152,6 +154,7 @@ impl Log {
             pending_deletes: Mutex::new(Vec::new()),
             last_flush_ms: AtomicI64::new(now),
             unflushed_records: AtomicI64::new(0),
+            start_checkpoint: opts.start_checkpoint.clone(),
         };
         log.load(&opts, now)?;
         Ok(log)
@@ -335,6 +338,15 @@ impl Log {
 
     pub(crate) fn segments_snapshot(&self) -> Vec<Arc<Segment>> {
         self.segments.read().values().cloned().collect()
+    }
+
+    /// Persists the log start offset at once where a checkpoint file is attached.
+    fn persist_log_start(&self) -> Result<(), LogError> {
+        if let Some(cp) = &self.start_checkpoint {
+            cp.set(&self.tp, self.log_start_offset())
+                .map_err(|e| self.mark_offline_on_storage(e.into()))?;
+        }
+        Ok(())
     }
 
     fn check_online(&self) -> Result<(), LogError> {
@@ -680,7 +692,7 @@ impl Log {
         }
         let now = now_wall_ms();
         let result =
-            if offset < self.first_segment().base_offset || offset < self.log_start_offset() {
+            if offset < self.first_segment().base_offset || offset <= self.log_start_offset() {
                 self.truncate_fully_locked(offset, now)
             } else {
                 self.truncate_locked(offset)
@@ -748,7 +760,8 @@ impl Log {
         let mut epochs = self.epochs.write();
         epochs.clear();
         epochs.flush()?;
-        Ok(())
+        drop(epochs);
+        self.persist_log_start()
     }
 
     /// Moves the log start offset forward (DeleteRecords); returns the new log start.
@@ -771,6 +784,8 @@ impl Log {
                     .flush()
                     .map_err(|e| self.mark_offline_on_storage(e))?;
             }
+            drop(epochs);
+            self.persist_log_start()?;
         }
         Ok(self.log_start_offset())
     }
@@ -945,6 +960,9 @@ impl Log {
         fsync_dir(&self.dir).map_err(|e| self.mark_offline_on_storage(e.into()))?;
         let new_start = self.first_segment().base_offset.max(lso);
         self.log_start_offset.store(new_start, Ordering::Release);
+        if new_start != lso {
+            self.persist_log_start()?;
+        }
         let mut epochs = self.epochs.write();
         if epochs.truncate_from_start(new_start) {
             epochs

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::checkpoint::{self, fsync_dir};
+use crate::checkpoint::{self, fsync_dir, OffsetCheckpointFile};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::fault::FaultInjector;
@@ -30,6 +30,8 @@ pub struct RetentionReport {
 pub struct LogManager {
     dirs: Vec<PathBuf>,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
+    /// One log-start checkpoint per directory, shared with its logs.
+    start_checkpoints: Vec<Arc<OffsetCheckpointFile>>,
     /// Serialises creation and deletion so placement counts are exact.
     create_lock: Mutex<()>,
     faults: Arc<FaultInjector>,
@@ -60,6 +62,7 @@ impl LogManager {
         let faults = Arc::new(FaultInjector::default());
         let mut found = Vec::new();
         let mut clean_markers = Vec::new();
+        let mut start_checkpoints = Vec::new();
         for dir in &log_dirs {
             std::fs::create_dir_all(dir)?;
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -74,6 +77,11 @@ impl LogManager {
                 tracing::warn!(error = %e, "ignoring log start checkpoint");
                 HashMap::new()
             });
+            let start_cp = Arc::new(OffsetCheckpointFile::new(
+                dir.join(LOG_START_FILE),
+                starts.clone(),
+            ));
+            start_checkpoints.push(start_cp.clone());
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
                 if !entry.file_type()?.is_dir() {
@@ -91,6 +99,7 @@ impl LogManager {
                 found.push(Found {
                     dir: entry.path(),
                     opts: OpenOptions {
+                        start_checkpoint: Some(start_cp.clone()),
                         recovery_point: recovery.get(&tp).copied(),
                         log_start_offset: starts.get(&tp).copied(),
                         clean_shutdown: clean,
@@ -103,6 +112,7 @@ impl LogManager {
         let mgr = LogManager {
             dirs: log_dirs,
             logs: RwLock::new(logs),
+            start_checkpoints,
             create_lock: Mutex::new(()),
             faults,
         };
@@ -156,12 +166,13 @@ impl LogManager {
         if let Some(l) = self.get(tp) {
             return Ok(l);
         }
-        let dir = self.least_loaded_dir();
+        let (dir, cp) = self.least_loaded_dir();
         let log = Arc::new(Log::open_with(
             &dir.join(tp.dir_name()),
             tp.clone(),
             config,
             OpenOptions {
+                start_checkpoint: Some(cp),
                 clean_shutdown: true,
                 ..OpenOptions::default()
             },
@@ -171,21 +182,22 @@ impl LogManager {
         Ok(log)
     }
 
-    fn least_loaded_dir(&self) -> PathBuf {
+    fn least_loaded_dir(&self) -> (PathBuf, Arc<OffsetCheckpointFile>) {
         let logs = self.logs.read();
-        let mut counts: Vec<(usize, &PathBuf)> = self.dirs.iter().map(|d| (0usize, d)).collect();
+        let mut counts: Vec<(usize, usize)> = (0..self.dirs.len()).map(|i| (0usize, i)).collect();
         for log in logs.values() {
             if let Some(parent) = log.dir().parent() {
-                if let Some(c) = counts.iter_mut().find(|(_, d)| d.as_path() == parent) {
+                if let Some(c) = counts
+                    .iter_mut()
+                    .find(|(_, i)| self.dirs[*i].as_path() == parent)
+                {
                     c.0 += 1;
                 }
             }
         }
         // Ties go to the first directory listed.
-        counts
-            .iter()
-            .min_by_key(|(c, _)| *c)
-            .map_or_else(|| self.dirs[0].clone(), |(_, d)| (*d).clone())
+        let i = counts.iter().min_by_key(|(c, _)| *c).map_or(0, |(_, i)| *i);
+        (self.dirs[i].clone(), self.start_checkpoints[i].clone())
     }
 
     /// Deletes a partition: renames its directory to `<tp>.<uuid>-delete`, then removes it.
@@ -209,7 +221,9 @@ impl LogManager {
         fsync_dir(&parent)?;
         std::fs::remove_dir_all(&doomed)?;
         fsync_dir(&parent)?;
-        Ok(())
+        drop(_w);
+        // A partition created again under the same name must not inherit these entries.
+        self.write_checkpoints()
     }
 
     /// One retention pass over every log, then removal of due `.deleted` files.
@@ -266,7 +280,7 @@ impl LogManager {
     /// Writes the recovery-point and log-start checkpoints of every directory.
     pub fn write_checkpoints(&self) -> Result<(), LogError> {
         let all = self.all();
-        for dir in &self.dirs {
+        for (dir, start_cp) in self.dirs.iter().zip(&self.start_checkpoints) {
             let mine: Vec<&(TopicPartition, Arc<Log>)> = all
                 .iter()
                 .filter(|(_, l)| l.dir().parent() == Some(dir.as_path()))
@@ -280,7 +294,7 @@ impl LogManager {
                 .map(|(t, l)| (t.clone(), l.log_start_offset()))
                 .collect();
             checkpoint::write_offsets(&dir.join(RECOVERY_POINT_FILE), &rps)?;
-            checkpoint::write_offsets(&dir.join(LOG_START_FILE), &starts)?;
+            start_cp.replace(starts)?;
         }
         Ok(())
     }

@@ -243,3 +243,17 @@ fn segment_ms_rolls_by_first_batch_timestamp() {
     .unwrap();
     assert_eq!(log.segment_base_offsets(), vec![0, 2]);
 }
+
+#[test]
+fn delete_records_survives_unclean_restart() {
+    let d = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("drc", 0);
+    {
+        let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+        let log = m.get_or_create(&tp, LogConfig::default()).unwrap();
+        fill(&log, 3, 0);
+        log.delete_records_before(3).unwrap();
+    }
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    assert_eq!(m.get(&tp).unwrap().log_start_offset(), 3);
+}
