@@ -1,0 +1,259 @@
+//! IncrementalAlterConfigs and the legacy AlterConfigs (which replaces a resource's whole set).
+
+use std::collections::{BTreeMap, HashSet};
+
+use uuid::Uuid;
+
+use super::partitions::{ChangeSpec, Election};
+use super::{AlterConfigOp, AlterConfigOpType, Batch, Controller};
+use crate::config_defs::{self, ConfigType};
+use crate::error::MetadataError;
+use crate::image::{MetadataImage, NO_LEADER};
+use crate::records::{ConfigResource, MetadataRecord};
+
+type ResourceResults = Vec<(ConfigResource, Result<(), MetadataError>)>;
+
+fn validate_value(resource: &ConfigResource, name: &str, value: &str) -> Result<(), MetadataError> {
+    match resource {
+        ConfigResource::Topic(_) => config_defs::validate_topic_config(name, value),
+        ConfigResource::Broker(_) | ConfigResource::ClusterDefaultBroker => {
+            config_defs::validate_broker_config(name, value)
+        }
+    }
+}
+
+fn check_resource(image: &MetadataImage, resource: &ConfigResource) -> Result<(), MetadataError> {
+    match resource {
+        ConfigResource::Topic(name) => {
+            if image.topic(name).is_none() {
+                return Err(MetadataError::UnknownTopicOrPartition);
+            }
+        }
+        ConfigResource::Broker(id) => {
+            if *id < 0 {
+                return Err(MetadataError::InvalidRequest(format!(
+                    "Invalid broker name {id}"
+                )));
+            }
+        }
+        ConfigResource::ClusterDefaultBroker => {}
+    }
+    Ok(())
+}
+
+fn is_list(resource: &ConfigResource, name: &str) -> bool {
+    let def = match resource {
+        ConfigResource::Topic(_) => config_defs::topic_config_def(name),
+        _ => config_defs::topic_config_for_broker_synonym(name).map(|(d, _)| d),
+    };
+    def.is_some_and(|d| d.config_type == ConfigType::List)
+}
+
+fn list_default(resource: &ConfigResource, name: &str) -> String {
+    match resource {
+        ConfigResource::Topic(_) => config_defs::topic_config_def(name)
+            .map(|d| d.default.to_string())
+            .unwrap_or_default(),
+        _ => config_defs::topic_config_for_broker_synonym(name)
+            .and_then(|(_, s)| s.default)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+fn duplicate_keys<'a>(names: impl Iterator<Item = &'a str>) -> bool {
+    let mut seen = HashSet::new();
+    names.into_iter().any(|n| !seen.insert(n))
+}
+
+fn null_value(name: &str) -> MetadataError {
+    MetadataError::InvalidRequest(format!("Null value not supported for : {name}"))
+}
+
+impl Controller {
+    pub(crate) fn incremental_alter_configs(
+        &mut self,
+        batch: &mut Batch,
+        resources: Vec<(ConfigResource, Vec<AlterConfigOp>)>,
+        validate_only: bool,
+    ) -> ResourceResults {
+        let mut results = Vec::with_capacity(resources.len());
+        for (resource, ops) in resources {
+            let result = self
+                .plan_incremental(&batch.image, &resource, &ops)
+                .map(|changes| {
+                    if !validate_only {
+                        self.write_config_changes(batch, &resource, changes);
+                    }
+                });
+            results.push((resource, result));
+        }
+        results
+    }
+
+    fn plan_incremental(
+        &self,
+        image: &MetadataImage,
+        resource: &ConfigResource,
+        ops: &[AlterConfigOp],
+    ) -> Result<BTreeMap<String, Option<String>>, MetadataError> {
+        check_resource(image, resource)?;
+        if duplicate_keys(ops.iter().map(|o| o.name.as_str())) {
+            return Err(MetadataError::InvalidRequest(
+                "Error due to duplicate config keys".into(),
+            ));
+        }
+        let current = image.configs(resource);
+        let mut changes = BTreeMap::new();
+        for op in ops {
+            let new_value = match op.op {
+                AlterConfigOpType::Set => {
+                    let value = op.value.clone().ok_or_else(|| null_value(&op.name))?;
+                    validate_value(resource, &op.name, &value)?;
+                    Some(value)
+                }
+                AlterConfigOpType::Delete => {
+                    if matches!(resource, ConfigResource::Topic(_))
+                        && config_defs::topic_config_def(&op.name).is_none()
+                    {
+                        return Err(MetadataError::InvalidConfig(format!(
+                            "Unknown topic config name: {}",
+                            op.name
+                        )));
+                    }
+                    None
+                }
+                AlterConfigOpType::Append | AlterConfigOpType::Subtract => {
+                    if !is_list(resource, &op.name) {
+                        let verb = if op.op == AlterConfigOpType::Append {
+                            "append"
+                        } else {
+                            "subtract"
+                        };
+                        return Err(MetadataError::InvalidConfig(format!(
+                            "Config value {verb} is not allowed for config key: {}",
+                            op.name
+                        )));
+                    }
+                    let value = op.value.clone().ok_or_else(|| null_value(&op.name))?;
+                    let base = current
+                        .get(&op.name)
+                        .cloned()
+                        .unwrap_or_else(|| list_default(resource, &op.name));
+                    let mut items = config_defs::parse_list(&base);
+                    let operands = config_defs::parse_list(&value);
+                    if op.op == AlterConfigOpType::Append {
+                        for item in operands {
+                            if !items.contains(&item) {
+                                items.push(item);
+                            }
+                        }
+                    } else {
+                        items.retain(|i| !operands.contains(i));
+                    }
+                    let joined = items.join(",");
+                    validate_value(resource, &op.name, &joined)?;
+                    Some(joined)
+                }
+            };
+            changes.insert(op.name.clone(), new_value);
+        }
+        Ok(changes)
+    }
+
+    pub(crate) fn legacy_alter_configs(
+        &mut self,
+        batch: &mut Batch,
+        resources: Vec<(ConfigResource, Vec<(String, Option<String>)>)>,
+        validate_only: bool,
+    ) -> ResourceResults {
+        let mut results = Vec::with_capacity(resources.len());
+        for (resource, configs) in resources {
+            let result = self
+                .plan_legacy(&batch.image, &resource, &configs)
+                .map(|changes| {
+                    if !validate_only {
+                        self.write_config_changes(batch, &resource, changes);
+                    }
+                });
+            results.push((resource, result));
+        }
+        results
+    }
+
+    fn plan_legacy(
+        &self,
+        image: &MetadataImage,
+        resource: &ConfigResource,
+        configs: &[(String, Option<String>)],
+    ) -> Result<BTreeMap<String, Option<String>>, MetadataError> {
+        check_resource(image, resource)?;
+        if duplicate_keys(configs.iter().map(|(n, _)| n.as_str())) {
+            return Err(MetadataError::InvalidRequest(
+                "Error due to duplicate config keys".into(),
+            ));
+        }
+        let mut changes: BTreeMap<String, Option<String>> = image
+            .configs(resource)
+            .keys()
+            .map(|k| (k.clone(), None))
+            .collect();
+        for (name, value) in configs {
+            let value = value.clone().ok_or_else(|| null_value(name))?;
+            validate_value(resource, name, &value)?;
+            changes.insert(name.clone(), Some(value));
+        }
+        Ok(changes)
+    }
+
+    fn write_config_changes(
+        &self,
+        batch: &mut Batch,
+        resource: &ConfigResource,
+        changes: BTreeMap<String, Option<String>>,
+    ) {
+        let current = batch.image.configs(resource).clone();
+        let mut unclean_touched = false;
+        for (name, value) in changes {
+            if current.get(&name) == value.as_ref() {
+                continue;
+            }
+            unclean_touched |= name == "unclean.leader.election.enable";
+            batch.push(MetadataRecord::Config {
+                resource: resource.clone(),
+                name,
+                value,
+            });
+        }
+        if unclean_touched {
+            self.elect_leaderless(batch, resource);
+        }
+    }
+
+    /// Enabling unclean election gives leaderless partitions a leader right away.
+    fn elect_leaderless(&self, batch: &mut Batch, resource: &ConfigResource) {
+        let targets: Vec<(Uuid, i32)> = batch
+            .image
+            .topics()
+            .filter(|t| match resource {
+                ConfigResource::Topic(name) => &t.name == name,
+                _ => true,
+            })
+            .flat_map(|t| {
+                t.partitions
+                    .values()
+                    .filter(|p| p.leader == NO_LEADER)
+                    .map(move |p| (t.topic_id, p.partition))
+            })
+            .collect();
+        for (topic_id, partition) in targets {
+            self.change_partition(
+                batch,
+                topic_id,
+                partition,
+                ChangeSpec::default(),
+                Election::Normal,
+            );
+        }
+    }
+}

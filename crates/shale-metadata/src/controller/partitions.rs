@@ -1,0 +1,467 @@
+//! Partition changes: ISR proposals from leaders (AlterPartition), leader elections and
+//! reassignments. Every change goes through [`plan_change`], Kafka's PartitionChangeBuilder:
+//! apply the target ISR/replicas, complete a reassignment once its targets are in the ISR,
+//! then elect a leader if the current one may no longer lead.
+
+use std::collections::HashSet;
+
+use uuid::Uuid;
+
+use super::{Batch, Controller, ElectionType, ReassignablePartition, TopicPartitionResults};
+use crate::error::MetadataError;
+use crate::image::{MetadataImage, PartitionImage, NO_LEADER};
+use crate::records::{ConfigResource, MetadataRecord};
+
+pub(crate) struct IsrProposal {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    pub topic_id: Uuid,
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub new_isr: Vec<i32>,
+    pub partition_epoch: i32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Election {
+    /// Keep the leader while it may lead; otherwise the first eligible ISR member, falling
+    /// back to an unclean choice when the topic allows it.
+    Normal,
+    /// Move leadership to the first replica if it is an eligible ISR member.
+    Preferred,
+    /// As Normal, but an unclean choice is allowed regardless of configuration.
+    Unclean,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChangeSpec {
+    pub isr: Option<Vec<i32>>,
+    pub replicas: Option<Vec<i32>>,
+    pub adding: Option<Vec<i32>>,
+    pub removing: Option<Vec<i32>>,
+}
+
+fn is_active(image: &MetadataImage, broker: i32) -> bool {
+    image.broker(broker).is_some_and(|b| b.is_active())
+}
+
+/// `unclean.leader.election.enable` for a topic: topic override, cluster default, controller.
+pub(crate) fn unclean_allowed(image: &MetadataImage, topic: &str, default: bool) -> bool {
+    const NAME: &str = "unclean.leader.election.enable";
+    image
+        .topic_configs(topic)
+        .get(NAME)
+        .or_else(|| {
+            image
+                .configs(&ConfigResource::ClusterDefaultBroker)
+                .get(NAME)
+        })
+        .map_or(default, |v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The record moving `current` to the state described by `spec` and `election`, or `None`
+/// when nothing changes.
+pub(crate) fn plan_change(
+    image: &MetadataImage,
+    topic_id: Uuid,
+    current: &PartitionImage,
+    spec: ChangeSpec,
+    election: Election,
+    unclean_enabled: bool,
+) -> Option<MetadataRecord> {
+    let mut isr = spec.isr.unwrap_or_else(|| current.isr.clone());
+    let mut replicas = spec.replicas.unwrap_or_else(|| current.replicas.clone());
+    let mut adding = spec
+        .adding
+        .unwrap_or_else(|| current.adding_replicas.clone());
+    let mut removing = spec
+        .removing
+        .unwrap_or_else(|| current.removing_replicas.clone());
+
+    // Complete a reassignment once every target replica is in the ISR.
+    if !adding.is_empty() || !removing.is_empty() {
+        let target: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|r| !removing.contains(r))
+            .collect();
+        if target.iter().all(|r| isr.contains(r)) {
+            let new_isr: Vec<i32> = isr.iter().copied().filter(|r| target.contains(r)).collect();
+            if !new_isr.is_empty() {
+                isr = new_isr;
+            }
+            replicas = target;
+            adding.clear();
+            removing.clear();
+        }
+    }
+
+    let leader_may_stay = current.leader != NO_LEADER
+        && isr.contains(&current.leader)
+        && replicas.contains(&current.leader)
+        && is_active(image, current.leader);
+    let eligible = |r: &i32| isr.contains(r) && is_active(image, *r);
+    let mut leader = current.leader;
+    match election {
+        Election::Preferred => {
+            if let Some(&preferred) = replicas.first() {
+                if eligible(&preferred) {
+                    leader = preferred;
+                } else if !leader_may_stay {
+                    leader = replicas.iter().copied().find(eligible).unwrap_or(NO_LEADER);
+                }
+            }
+        }
+        Election::Normal | Election::Unclean => {
+            if !leader_may_stay {
+                leader = replicas.iter().copied().find(eligible).unwrap_or(NO_LEADER);
+                let unclean = election == Election::Unclean || unclean_enabled;
+                if leader == NO_LEADER && unclean {
+                    if let Some(r) = replicas.iter().copied().find(|r| is_active(image, *r)) {
+                        leader = r;
+                        isr = vec![r];
+                    }
+                }
+            }
+        }
+    }
+
+    let leader_changed = leader != current.leader;
+    let isr_changed = isr != current.isr;
+    let replicas_changed = replicas != current.replicas;
+    let adding_changed = adding != current.adding_replicas;
+    let removing_changed = removing != current.removing_replicas;
+    if !(leader_changed || isr_changed || replicas_changed || adding_changed || removing_changed) {
+        return None;
+    }
+    Some(MetadataRecord::PartitionChange {
+        topic_id,
+        partition: current.partition,
+        leader: leader_changed.then_some(leader),
+        isr: isr_changed.then_some(isr),
+        replicas: replicas_changed.then_some(replicas),
+        adding_replicas: adding_changed.then_some(adding),
+        removing_replicas: removing_changed.then_some(removing),
+    })
+}
+
+fn unique(list: &[i32]) -> bool {
+    let mut seen = HashSet::new();
+    list.iter().all(|r| seen.insert(*r))
+}
+
+impl Controller {
+    /// Applies a change to one partition in the batch; returns whether a record was written.
+    pub(crate) fn change_partition(
+        &self,
+        batch: &mut Batch,
+        topic_id: Uuid,
+        partition: i32,
+        spec: ChangeSpec,
+        election: Election,
+    ) -> bool {
+        let Some(topic) = batch.image.topic_by_id(topic_id) else {
+            return false;
+        };
+        let Some(current) = topic.partitions.get(&partition) else {
+            return false;
+        };
+        let unclean = unclean_allowed(
+            &batch.image,
+            &topic.name,
+            self.config.unclean_leader_election_enable,
+        );
+        match plan_change(&batch.image, topic_id, current, spec, election, unclean) {
+            Some(record) => {
+                batch.push(record);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn alter_partition(
+        &mut self,
+        batch: &mut Batch,
+        proposal: IsrProposal,
+    ) -> Result<PartitionImage, MetadataError> {
+        let broker = batch.image.broker(proposal.broker_id);
+        if !broker.is_some_and(|b| b.broker_epoch == proposal.broker_epoch) {
+            return Err(MetadataError::StaleBrokerEpoch(format!(
+                "Expected broker epoch {}, but got {} for broker {}",
+                broker.map_or(-1, |b| b.broker_epoch),
+                proposal.broker_epoch,
+                proposal.broker_id
+            )));
+        }
+        let topic = batch
+            .image
+            .topic_by_id(proposal.topic_id)
+            .ok_or(MetadataError::UnknownTopicId)?;
+        let current = topic
+            .partitions
+            .get(&proposal.partition)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?
+            .clone();
+        let tp = format!("{}-{}", topic.name, proposal.partition);
+        if proposal.leader_epoch != current.leader_epoch {
+            return Err(MetadataError::FencedLeaderEpoch(format!(
+                "The leader epoch {} of {tp} does not match the current leader epoch {}.",
+                proposal.leader_epoch, current.leader_epoch
+            )));
+        }
+        if current.leader != proposal.broker_id {
+            return Err(MetadataError::InvalidRequest(format!(
+                "Broker {} is not the leader of {tp}; the leader is {}.",
+                proposal.broker_id, current.leader
+            )));
+        }
+        if proposal.partition_epoch != current.partition_epoch {
+            return Err(MetadataError::InvalidUpdateVersion(format!(
+                "The partition epoch {} of {tp} does not match the current partition epoch {}.",
+                proposal.partition_epoch, current.partition_epoch
+            )));
+        }
+        if !unique(&proposal.new_isr)
+            || !proposal
+                .new_isr
+                .iter()
+                .all(|r| current.replicas.contains(r))
+            || !proposal.new_isr.contains(&proposal.broker_id)
+        {
+            return Err(MetadataError::InvalidRequest(format!(
+                "Invalid ISR {:?} for {tp}: members must be distinct replicas and include the \
+                 leader.",
+                proposal.new_isr
+            )));
+        }
+        if let Some(bad) = proposal
+            .new_isr
+            .iter()
+            .find(|r| !current.isr.contains(r) && !is_active(&batch.image, **r))
+        {
+            return Err(MetadataError::IneligibleReplica(format!(
+                "Replica {bad} of {tp} is fenced, in controlled shutdown or not registered, and \
+                 cannot join the ISR."
+            )));
+        }
+        self.change_partition(
+            batch,
+            proposal.topic_id,
+            proposal.partition,
+            ChangeSpec {
+                isr: Some(proposal.new_isr),
+                ..Default::default()
+            },
+            Election::Normal,
+        );
+        batch
+            .image
+            .partition(proposal.topic_id, proposal.partition)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)
+    }
+
+    pub(crate) fn elect_leaders(
+        &mut self,
+        batch: &mut Batch,
+        election_type: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> TopicPartitionResults {
+        let all = partitions.is_none();
+        let targets: Vec<(String, i32)> = match partitions {
+            Some(list) => list,
+            None => batch
+                .image
+                .topics()
+                .flat_map(|t| t.partitions.keys().map(|p| (t.name.clone(), *p)))
+                .collect(),
+        };
+        let mut results = Vec::with_capacity(targets.len());
+        for (topic, partition) in targets {
+            let result = self.elect_one(batch, election_type, &topic, partition);
+            // With no partition list, Kafka reports only the partitions it acted on.
+            if all && matches!(result, Err(MetadataError::ElectionNotNeeded(_))) {
+                continue;
+            }
+            results.push(((topic, partition), result));
+        }
+        results
+    }
+
+    fn elect_one(
+        &mut self,
+        batch: &mut Batch,
+        election_type: ElectionType,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), MetadataError> {
+        let t = batch
+            .image
+            .topic(topic)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        let topic_id = t.topic_id;
+        let current = t
+            .partitions
+            .get(&partition)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?
+            .clone();
+        let not_needed = || {
+            MetadataError::ElectionNotNeeded(
+                "Leader election not needed for topic partition.".into(),
+            )
+        };
+        match election_type {
+            ElectionType::Preferred => {
+                let preferred = current.replicas.first().copied().unwrap_or(NO_LEADER);
+                if current.leader == preferred {
+                    return Err(not_needed());
+                }
+                if !current.isr.contains(&preferred) || !is_active(&batch.image, preferred) {
+                    return Err(MetadataError::PreferredLeaderNotAvailable(format!(
+                        "Failed to elect leader for partition {topic}-{partition} under strategy \
+                         PreferredReplicaPartitionLeaderElectionStrategy"
+                    )));
+                }
+                self.change_partition(
+                    batch,
+                    topic_id,
+                    partition,
+                    ChangeSpec::default(),
+                    Election::Preferred,
+                );
+                Ok(())
+            }
+            ElectionType::Unclean => {
+                if current.leader != NO_LEADER {
+                    return Err(not_needed());
+                }
+                self.change_partition(
+                    batch,
+                    topic_id,
+                    partition,
+                    ChangeSpec::default(),
+                    Election::Unclean,
+                );
+                let after = batch.image.partition(topic_id, partition);
+                if after.is_some_and(|p| p.leader != NO_LEADER) {
+                    Ok(())
+                } else {
+                    Err(MetadataError::EligibleLeadersNotAvailable(format!(
+                        "Failed to elect leader for partition {topic}-{partition} under strategy \
+                         UncleanPartitionLeaderElectionStrategy"
+                    )))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn alter_reassignments(
+        &mut self,
+        batch: &mut Batch,
+        partitions: Vec<ReassignablePartition>,
+    ) -> TopicPartitionResults {
+        partitions
+            .into_iter()
+            .map(|p| {
+                let key = (p.topic.clone(), p.partition);
+                (key, self.reassign_one(batch, p))
+            })
+            .collect()
+    }
+
+    fn reassign_one(
+        &mut self,
+        batch: &mut Batch,
+        request: ReassignablePartition,
+    ) -> Result<(), MetadataError> {
+        let topic = batch
+            .image
+            .topic(&request.topic)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        let topic_id = topic.topic_id;
+        let current = topic
+            .partitions
+            .get(&request.partition)
+            .ok_or(MetadataError::UnknownTopicOrPartition)?
+            .clone();
+        // The assignment before any ongoing reassignment.
+        let original: Vec<i32> = current
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !current.adding_replicas.contains(r))
+            .collect();
+        let mut original_isr: Vec<i32> = current
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| original.contains(r))
+            .collect();
+        if original_isr.is_empty() {
+            original_isr = current.isr.clone();
+        }
+        let Some(target) = request.replicas else {
+            if !current.is_reassigning() {
+                return Err(MetadataError::NoReassignmentInProgress(format!(
+                    "No ongoing reassignment for {}-{}.",
+                    request.topic, request.partition
+                )));
+            }
+            self.change_partition(
+                batch,
+                topic_id,
+                request.partition,
+                ChangeSpec {
+                    isr: Some(original_isr),
+                    replicas: Some(original),
+                    adding: Some(Vec::new()),
+                    removing: Some(Vec::new()),
+                },
+                Election::Normal,
+            );
+            return Ok(());
+        };
+        if target.is_empty() {
+            return Err(MetadataError::InvalidReplicaAssignment(
+                "The target replica set is empty.".into(),
+            ));
+        }
+        if !unique(&target) {
+            return Err(MetadataError::InvalidReplicaAssignment(format!(
+                "The target replica set {target:?} contains a duplicate broker."
+            )));
+        }
+        if let Some(missing) = target.iter().find(|r| batch.image.broker(**r).is_none()) {
+            return Err(MetadataError::InvalidReplicaAssignment(format!(
+                "The target replica set includes broker {missing}, but no such broker is \
+                 registered."
+            )));
+        }
+        let adding: Vec<i32> = target
+            .iter()
+            .copied()
+            .filter(|r| !original.contains(r))
+            .collect();
+        let removing: Vec<i32> = original
+            .iter()
+            .copied()
+            .filter(|r| !target.contains(r))
+            .collect();
+        let mut merged = target.clone();
+        merged.extend(removing.iter().copied());
+        self.change_partition(
+            batch,
+            topic_id,
+            request.partition,
+            ChangeSpec {
+                isr: Some(original_isr),
+                replicas: Some(merged),
+                adding: Some(adding),
+                removing: Some(removing),
+            },
+            Election::Normal,
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,1049 @@
+//! State-machine tests with an injected clock: each request's records are applied before the
+//! next, as the runtime does.
+
+use uuid::Uuid;
+
+use super::*;
+use crate::image::NO_LEADER;
+use crate::records::SecurityProtocol;
+
+struct Harness {
+    controller: Controller,
+    image: MetadataImage,
+    now_ms: i64,
+    epochs: HashMap<i32, i64>,
+}
+
+impl Harness {
+    fn new(config: ControllerConfig) -> Self {
+        Harness {
+            controller: Controller::new(config, 42),
+            image: MetadataImage::empty("cluster-a"),
+            now_ms: 1_000_000,
+            epochs: HashMap::new(),
+        }
+    }
+
+    fn handle(&mut self, request: ControllerRequest) -> ControllerResponse {
+        let (response, records) = self.controller.handle(&self.image, request, self.now_ms);
+        if !records.is_empty() {
+            self.image = self.image.apply_entry(&records, self.image.offset + 1);
+        }
+        response
+    }
+
+    fn register(&mut self, id: i32, rack: Option<&str>) -> i64 {
+        let response = self.handle(ControllerRequest::RegisterBroker {
+            broker_id: id,
+            incarnation_id: Uuid::from_u128(id as u128 + 1000 * (self.now_ms as u128)),
+            cluster_id: "cluster-a".into(),
+            listeners: vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9000 + id as u16,
+                security_protocol: SecurityProtocol::Plaintext,
+            }],
+            rack: rack.map(str::to_string),
+            features: vec![],
+        });
+        let ControllerResponse::RegisterBroker(Ok(epoch)) = response else {
+            panic!("registration failed: {response:?}");
+        };
+        self.epochs.insert(id, epoch);
+        epoch
+    }
+
+    fn heartbeat(&mut self, id: i32) -> HeartbeatReply {
+        self.heartbeat_with(id, false, false)
+    }
+
+    fn heartbeat_with(&mut self, id: i32, want_fence: bool, want_shutdown: bool) -> HeartbeatReply {
+        let response = self.handle(ControllerRequest::BrokerHeartbeat {
+            broker_id: id,
+            broker_epoch: self.epochs[&id],
+            want_fence,
+            want_shutdown,
+            current_metadata_offset: self.image.offset,
+        });
+        let ControllerResponse::BrokerHeartbeat(Ok(reply)) = response else {
+            panic!("heartbeat failed: {response:?}");
+        };
+        reply
+    }
+
+    /// Registers and unfences brokers.
+    fn brokers(&mut self, ids: &[i32]) {
+        for &id in ids {
+            self.register(id, None);
+            assert!(!self.heartbeat(id).is_fenced);
+        }
+    }
+
+    fn create(&mut self, topic: CreatableTopic) -> Result<CreatedTopic, MetadataError> {
+        let ControllerResponse::CreateTopics(mut results) =
+            self.handle(ControllerRequest::CreateTopics {
+                topics: vec![topic],
+                validate_only: false,
+            })
+        else {
+            panic!("wrong response");
+        };
+        results.remove(0).1
+    }
+
+    fn create_simple(&mut self, name: &str, partitions: i32, rf: i16) -> Uuid {
+        self.create(CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: rf,
+            assignments: vec![],
+            configs: vec![],
+        })
+        .unwrap()
+        .topic_id
+    }
+
+    fn partition(&self, topic: &str, p: i32) -> PartitionImage {
+        self.image.topic(topic).unwrap().partitions[&p].clone()
+    }
+}
+
+fn topic(name: &str, partitions: i32, rf: i16) -> CreatableTopic {
+    CreatableTopic {
+        name: name.into(),
+        num_partitions: partitions,
+        replication_factor: rf,
+        assignments: vec![],
+        configs: vec![],
+    }
+}
+
+#[test]
+fn create_topic_with_defaults_and_leaders() {
+    let mut h = Harness::new(ControllerConfig {
+        num_partitions: 3,
+        ..Default::default()
+    });
+    h.brokers(&[1]);
+    let created = h.create(CreatableTopic::with_defaults("events")).unwrap();
+    assert_eq!(created.num_partitions, 3);
+    assert_eq!(created.replication_factor, 1);
+    let t = h.image.topic("events").unwrap();
+    assert_eq!(t.topic_id, created.topic_id);
+    for p in t.partitions.values() {
+        assert_eq!((p.leader, p.isr.clone(), p.leader_epoch), (1, vec![1], 0));
+    }
+    assert!(matches!(
+        h.create(CreatableTopic::with_defaults("events")),
+        Err(MetadataError::TopicAlreadyExists(_))
+    ));
+}
+
+#[test]
+fn create_topic_validation_errors() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2]);
+    assert!(matches!(
+        h.create(topic("", 1, 1)),
+        Err(MetadataError::InvalidTopic(_))
+    ));
+    assert!(matches!(
+        h.create(topic("a/b", 1, 1)),
+        Err(MetadataError::InvalidTopic(_))
+    ));
+    assert!(matches!(
+        h.create(topic("..", 1, 1)),
+        Err(MetadataError::InvalidTopic(_))
+    ));
+    assert!(matches!(
+        h.create(topic(&"x".repeat(250), 1, 1)),
+        Err(MetadataError::InvalidTopic(_))
+    ));
+    assert!(matches!(
+        h.create(topic("t", 0, 1)),
+        Err(MetadataError::InvalidPartitions(_))
+    ));
+    assert!(matches!(
+        h.create(topic("t", 1, 0)),
+        Err(MetadataError::InvalidReplicationFactor(_))
+    ));
+    assert!(matches!(
+        h.create(topic("t", 1, 3)),
+        Err(MetadataError::InvalidReplicationFactor(_))
+    ));
+    let mut bad_config = topic("t", 1, 1);
+    bad_config.configs = vec![("segment.bytes".into(), Some("100".into()))];
+    assert!(matches!(
+        h.create(bad_config),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+    let mut unknown_config = topic("t", 1, 1);
+    unknown_config.configs = vec![("bogus.config".into(), Some("1".into()))];
+    assert!(matches!(
+        h.create(unknown_config),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+    h.create_simple("a.b", 1, 1);
+    assert!(matches!(
+        h.create(topic("a_b", 1, 1)),
+        Err(MetadataError::InvalidTopic(_))
+    ));
+    // Nothing was created by the failures.
+    assert_eq!(h.image.topic_count(), 1);
+
+    let ControllerResponse::CreateTopics(results) = h.handle(ControllerRequest::CreateTopics {
+        topics: vec![topic("dup", 1, 1), topic("dup", 1, 1), topic("ok", 1, 1)],
+        validate_only: false,
+    }) else {
+        panic!()
+    };
+    assert!(matches!(
+        results[0].1,
+        Err(MetadataError::InvalidRequest(_))
+    ));
+    assert!(results[1].1.is_ok());
+    assert!(h.image.topic("dup").is_none());
+}
+
+#[test]
+fn create_topic_validate_only_writes_nothing() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    let before = h.image.offset;
+    let ControllerResponse::CreateTopics(results) = h.handle(ControllerRequest::CreateTopics {
+        topics: vec![topic("t", 4, 1)],
+        validate_only: true,
+    }) else {
+        panic!()
+    };
+    assert_eq!(results[0].1.as_ref().unwrap().num_partitions, 4);
+    assert_eq!(h.image.offset, before);
+    assert!(h.image.topic("t").is_none());
+}
+
+#[test]
+fn create_topic_with_configs_and_manual_assignment() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    let created = h
+        .create(CreatableTopic {
+            name: "m".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![3, 1]), (1, vec![2, 3])],
+            configs: vec![("cleanup.policy".into(), Some("compact".into()))],
+        })
+        .unwrap();
+    assert_eq!((created.num_partitions, created.replication_factor), (2, 2));
+    assert_eq!(h.partition("m", 0).replicas, vec![3, 1]);
+    assert_eq!(h.partition("m", 0).leader, 3);
+    assert_eq!(h.image.topic_configs("m")["cleanup.policy"], "compact");
+
+    let mut bad = CreatableTopic {
+        name: "n".into(),
+        num_partitions: 2,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1])],
+        configs: vec![],
+    };
+    assert!(matches!(
+        h.create(bad.clone()),
+        Err(MetadataError::InvalidRequest(_))
+    ));
+    bad.num_partitions = -1;
+    bad.assignments = vec![(0, vec![1, 1])];
+    assert!(matches!(
+        h.create(bad.clone()),
+        Err(MetadataError::InvalidReplicaAssignment(_))
+    ));
+    bad.assignments = vec![(0, vec![9])];
+    assert!(matches!(
+        h.create(bad.clone()),
+        Err(MetadataError::InvalidReplicaAssignment(_))
+    ));
+    bad.assignments = vec![(0, vec![1]), (2, vec![2])];
+    assert!(matches!(
+        h.create(bad.clone()),
+        Err(MetadataError::InvalidReplicaAssignment(_))
+    ));
+    bad.assignments = vec![(0, vec![1]), (1, vec![2, 3])];
+    assert!(matches!(
+        h.create(bad),
+        Err(MetadataError::InvalidReplicaAssignment(_))
+    ));
+}
+
+#[test]
+fn placement_shifts_and_skips_fenced_brokers() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create_simple("t", 6, 2);
+    let leaders: Vec<i32> = (0..6).map(|p| h.partition("t", p).leader).collect();
+    for pair in leaders.windows(2) {
+        // Each next partition's first replica is the next broker.
+        assert_eq!(pair[1], pair[0] % 3 + 1);
+    }
+    h.heartbeat_with(3, true, false);
+    assert!(h.image.broker(3).unwrap().fenced);
+    h.create_simple("u", 4, 2);
+    for p in 0..4 {
+        assert!(!h.partition("u", p).replicas.contains(&3));
+    }
+    assert!(matches!(
+        h.create(topic("v", 1, 3)),
+        Err(MetadataError::InvalidReplicationFactor(_))
+    ));
+}
+
+#[test]
+fn rack_aware_placement_through_the_controller() {
+    let mut h = Harness::new(ControllerConfig::default());
+    for (id, rack) in [(1, "a"), (2, "a"), (3, "b"), (4, "b")] {
+        h.register(id, Some(rack));
+        h.heartbeat(id);
+    }
+    h.create_simple("r", 8, 2);
+    for p in 0..8 {
+        let replicas = h.partition("r", p).replicas;
+        let racks: Vec<_> = replicas
+            .iter()
+            .map(|r| h.image.broker(*r).unwrap().rack.clone())
+            .collect();
+        assert_ne!(racks[0], racks[1], "partition {p}: {replicas:?}");
+    }
+}
+
+#[test]
+fn delete_topics_by_name_and_id() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    let a = h.create_simple("a", 1, 1);
+    h.create_simple("b", 1, 1);
+    let ControllerResponse::DeleteTopics { by_name, by_id } =
+        h.handle(ControllerRequest::DeleteTopics {
+            names: vec!["b".into(), "missing".into()],
+            ids: vec![a, Uuid::from_u128(99)],
+        })
+    else {
+        panic!()
+    };
+    assert!(by_name[0].1.is_ok());
+    assert_eq!(by_name[1].1, Err(MetadataError::UnknownTopicOrPartition));
+    assert_eq!(by_id[0].1, Ok("a".to_string()));
+    assert_eq!(by_id[1].1, Err(MetadataError::UnknownTopicId));
+    assert_eq!(h.image.topic_count(), 0);
+
+    let mut h = Harness::new(ControllerConfig {
+        delete_topic_enable: false,
+        ..Default::default()
+    });
+    h.brokers(&[1]);
+    h.create_simple("a", 1, 1);
+    let ControllerResponse::DeleteTopics { by_name, .. } =
+        h.handle(ControllerRequest::DeleteTopics {
+            names: vec!["a".into()],
+            ids: vec![],
+        })
+    else {
+        panic!()
+    };
+    assert_eq!(by_name[0].1, Err(MetadataError::TopicDeletionDisabled));
+    assert!(h.image.topic("a").is_some());
+}
+
+#[test]
+fn create_partitions_continues_layout() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create_simple("t", 2, 2);
+    let req = |count, assignments| ControllerRequest::CreatePartitions {
+        topics: vec![CreatePartitionsTopic {
+            name: "t".into(),
+            count,
+            assignments,
+        }],
+        validate_only: false,
+    };
+    let ControllerResponse::CreatePartitions(r) = h.handle(req(5, None)) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    let t = h.image.topic("t").unwrap();
+    assert_eq!(t.partitions.len(), 5);
+    for p in t.partitions.values() {
+        assert_eq!(p.replicas.len(), 2);
+        assert_eq!(p.isr, p.replicas);
+    }
+    let ControllerResponse::CreatePartitions(r) = h.handle(req(4, None)) else {
+        panic!()
+    };
+    assert!(matches!(r[0].1, Err(MetadataError::InvalidPartitions(_))));
+    let ControllerResponse::CreatePartitions(r) = h.handle(req(5, None)) else {
+        panic!()
+    };
+    assert!(matches!(r[0].1, Err(MetadataError::InvalidPartitions(_))));
+    let ControllerResponse::CreatePartitions(r) = h.handle(req(7, Some(vec![vec![1, 2]]))) else {
+        panic!()
+    };
+    assert!(matches!(
+        r[0].1,
+        Err(MetadataError::InvalidReplicaAssignment(_))
+    ));
+    let ControllerResponse::CreatePartitions(r) =
+        h.handle(req(7, Some(vec![vec![3, 1], vec![2, 3]])))
+    else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    assert_eq!(h.partition("t", 6).replicas, vec![2, 3]);
+}
+
+#[test]
+fn fencing_after_session_timeout_moves_leadership() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2, 3]), (1, vec![2, 3, 1])],
+        configs: vec![],
+    })
+    .unwrap();
+    // Brokers 2 and 3 keep heartbeating; broker 1 goes silent.
+    for _ in 0..5 {
+        h.now_ms += 2000;
+        h.heartbeat(2);
+        h.heartbeat(3);
+        let ControllerResponse::Tick(fenced) = h.handle(ControllerRequest::Tick) else {
+            panic!()
+        };
+        if h.now_ms - 1_000_000 <= 9000 {
+            assert!(fenced.is_empty());
+        }
+    }
+    assert!(h.image.broker(1).unwrap().fenced);
+    let p0 = h.partition("t", 0);
+    assert_eq!(p0.leader, 2);
+    assert_eq!(p0.isr, vec![2, 3]);
+    assert_eq!(p0.leader_epoch, 1);
+    let p1 = h.partition("t", 1);
+    assert_eq!((p1.leader, p1.leader_epoch), (2, 0));
+    assert_eq!(p1.isr, vec![2, 3]);
+
+    // The broker comes back: heartbeats unfence it but it must rejoin the ISR through the
+    // leader.
+    let reply = h.heartbeat(1);
+    assert!(!reply.is_fenced);
+    assert_eq!(h.partition("t", 0).isr, vec![2, 3]);
+}
+
+#[test]
+fn last_isr_member_fenced_leaves_partition_leaderless_until_unfenced() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    h.create_simple("t", 1, 1);
+    h.heartbeat_with(1, true, false);
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.leader_epoch),
+        (NO_LEADER, vec![1], 1)
+    );
+    h.heartbeat(1);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.leader_epoch), (1, 2));
+}
+
+#[test]
+fn unclean_election_only_when_enabled() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    // Leader shrinks the ISR to itself, then dies.
+    let p = h.partition("t", 0);
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let ControllerResponse::AlterPartition(r) = h.handle(ControllerRequest::AlterPartition {
+        broker_id: 1,
+        broker_epoch: h.epochs[&1],
+        topic_id: tid,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: vec![1],
+        partition_epoch: p.partition_epoch,
+    }) else {
+        panic!()
+    };
+    assert_eq!(r.unwrap().isr, vec![1]);
+    h.heartbeat_with(1, true, false);
+    assert_eq!(h.partition("t", 0).leader, NO_LEADER);
+
+    let elect = |h: &mut Harness, election_type| {
+        let ControllerResponse::ElectLeaders(r) = h.handle(ControllerRequest::ElectLeaders {
+            election_type,
+            partitions: Some(vec![("t".into(), 0)]),
+        }) else {
+            panic!()
+        };
+        r[0].1.clone()
+    };
+    assert!(matches!(
+        elect(&mut h, ElectionType::Preferred),
+        Err(MetadataError::PreferredLeaderNotAvailable(_))
+    ));
+    // Enabling unclean election for the topic elects broker 2 right away.
+    let ControllerResponse::AlterConfigs(r) =
+        h.handle(ControllerRequest::IncrementalAlterConfigs {
+            resources: vec![(
+                ConfigResource::Topic("t".into()),
+                vec![AlterConfigOp {
+                    name: "unclean.leader.election.enable".into(),
+                    op: AlterConfigOpType::Set,
+                    value: Some("true".into()),
+                }],
+            )],
+            validate_only: false,
+        })
+    else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr), (2, vec![2]));
+    assert!(matches!(
+        elect(&mut h, ElectionType::Unclean),
+        Err(MetadataError::ElectionNotNeeded(_))
+    ));
+}
+
+#[test]
+fn explicit_unclean_election_request() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let p = h.partition("t", 0);
+    h.handle(ControllerRequest::AlterPartition {
+        broker_id: 1,
+        broker_epoch: h.epochs[&1],
+        topic_id: tid,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: vec![1],
+        partition_epoch: p.partition_epoch,
+    });
+    h.heartbeat_with(1, true, false);
+    let ControllerResponse::ElectLeaders(r) = h.handle(ControllerRequest::ElectLeaders {
+        election_type: ElectionType::Unclean,
+        partitions: Some(vec![("t".into(), 0), ("nope".into(), 0)]),
+    }) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    assert_eq!(r[1].1, Err(MetadataError::UnknownTopicOrPartition));
+    assert_eq!(h.partition("t", 0).leader, 2);
+}
+
+#[test]
+fn preferred_election_restores_first_replica() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    h.heartbeat_with(1, true, false);
+    assert_eq!(h.partition("t", 0).leader, 2);
+    h.heartbeat(1);
+    // Broker 1 rejoins the ISR through the leader.
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let p = h.partition("t", 0);
+    let ControllerResponse::AlterPartition(r) = h.handle(ControllerRequest::AlterPartition {
+        broker_id: 2,
+        broker_epoch: h.epochs[&2],
+        topic_id: tid,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: vec![2, 1],
+        partition_epoch: p.partition_epoch,
+    }) else {
+        panic!()
+    };
+    assert_eq!(r.unwrap().isr, vec![2, 1]);
+    let ControllerResponse::ElectLeaders(r) = h.handle(ControllerRequest::ElectLeaders {
+        election_type: ElectionType::Preferred,
+        partitions: None,
+    }) else {
+        panic!()
+    };
+    assert_eq!(r.len(), 1);
+    assert!(r[0].1.is_ok());
+    assert_eq!(h.partition("t", 0).leader, 1);
+    let ControllerResponse::ElectLeaders(r) = h.handle(ControllerRequest::ElectLeaders {
+        election_type: ElectionType::Preferred,
+        partitions: Some(vec![("t".into(), 0)]),
+    }) else {
+        panic!()
+    };
+    assert!(matches!(r[0].1, Err(MetadataError::ElectionNotNeeded(_))));
+}
+
+#[test]
+fn alter_partition_rejects_stale_epochs() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2, 3])],
+        configs: vec![],
+    })
+    .unwrap();
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let p = h.partition("t", 0);
+    let alter =
+        |h: &mut Harness, broker: i32, epoch: i64, leader_epoch, partition_epoch, isr: Vec<i32>| {
+            let ControllerResponse::AlterPartition(r) =
+                h.handle(ControllerRequest::AlterPartition {
+                    broker_id: broker,
+                    broker_epoch: epoch,
+                    topic_id: tid,
+                    partition: 0,
+                    leader_epoch,
+                    new_isr: isr,
+                    partition_epoch,
+                })
+            else {
+                panic!()
+            };
+            r
+        };
+    let e1 = h.epochs[&1];
+    let ok = alter(&mut h, 1, e1, p.leader_epoch, p.partition_epoch, vec![1, 2]).unwrap();
+    assert_eq!(
+        (ok.isr.clone(), ok.partition_epoch, ok.leader_epoch),
+        (vec![1, 2], 1, 0)
+    );
+    // Same request again: its partition epoch is now stale.
+    assert!(matches!(
+        alter(&mut h, 1, e1, p.leader_epoch, p.partition_epoch, vec![1, 2]),
+        Err(MetadataError::InvalidUpdateVersion(_))
+    ));
+    assert!(matches!(
+        alter(
+            &mut h,
+            1,
+            e1,
+            p.leader_epoch + 1,
+            ok.partition_epoch,
+            vec![1]
+        ),
+        Err(MetadataError::FencedLeaderEpoch(_))
+    ));
+    assert!(matches!(
+        alter(
+            &mut h,
+            1,
+            e1 + 100,
+            ok.leader_epoch,
+            ok.partition_epoch,
+            vec![1]
+        ),
+        Err(MetadataError::StaleBrokerEpoch(_))
+    ));
+    let e2 = h.epochs[&2];
+    assert!(matches!(
+        alter(&mut h, 2, e2, ok.leader_epoch, ok.partition_epoch, vec![2]),
+        Err(MetadataError::InvalidRequest(_))
+    ));
+    assert!(matches!(
+        alter(
+            &mut h,
+            1,
+            e1,
+            ok.leader_epoch,
+            ok.partition_epoch,
+            vec![1, 7]
+        ),
+        Err(MetadataError::InvalidRequest(_))
+    ));
+    // A fenced broker may not rejoin the ISR.
+    h.heartbeat_with(3, true, false);
+    assert!(matches!(
+        alter(
+            &mut h,
+            1,
+            e1,
+            ok.leader_epoch,
+            ok.partition_epoch,
+            vec![1, 2, 3]
+        ),
+        Err(MetadataError::IneligibleReplica(_))
+    ));
+}
+
+#[test]
+fn reassignment_completes_when_targets_join_isr() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    let ControllerResponse::AlterPartitionReassignments(r) =
+        h.handle(ControllerRequest::AlterPartitionReassignments {
+            partitions: vec![ReassignablePartition {
+                topic: "t".into(),
+                partition: 0,
+                replicas: Some(vec![3, 2]),
+            }],
+        })
+    else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    let p = h.partition("t", 0);
+    assert_eq!(p.replicas, vec![3, 2, 1]);
+    assert_eq!(p.adding_replicas, vec![3]);
+    assert_eq!(p.removing_replicas, vec![1]);
+    assert_eq!(p.leader, 1);
+    // The leader adds 3 to the ISR: the reassignment completes and leadership leaves 1.
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let ControllerResponse::AlterPartition(r) = h.handle(ControllerRequest::AlterPartition {
+        broker_id: 1,
+        broker_epoch: h.epochs[&1],
+        topic_id: tid,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: vec![1, 2, 3],
+        partition_epoch: p.partition_epoch,
+    }) else {
+        panic!()
+    };
+    let p = r.unwrap();
+    assert_eq!(p.replicas, vec![3, 2]);
+    assert_eq!(p.isr, vec![2, 3]);
+    assert!(!p.is_reassigning());
+    assert_eq!(p.leader, 3);
+
+    // Cancelling with nothing in progress is an error; cancelling an ongoing one reverts.
+    let cancel = |h: &mut Harness| {
+        let ControllerResponse::AlterPartitionReassignments(r) =
+            h.handle(ControllerRequest::AlterPartitionReassignments {
+                partitions: vec![ReassignablePartition {
+                    topic: "t".into(),
+                    partition: 0,
+                    replicas: None,
+                }],
+            })
+        else {
+            panic!()
+        };
+        r[0].1.clone()
+    };
+    assert!(matches!(
+        cancel(&mut h),
+        Err(MetadataError::NoReassignmentInProgress(_))
+    ));
+    h.handle(ControllerRequest::AlterPartitionReassignments {
+        partitions: vec![ReassignablePartition {
+            topic: "t".into(),
+            partition: 0,
+            replicas: Some(vec![1, 2]),
+        }],
+    });
+    assert!(h.partition("t", 0).is_reassigning());
+    cancel(&mut h).unwrap();
+    let p = h.partition("t", 0);
+    // As Kafka's revert: the original replicas, in the merged order.
+    assert_eq!(p.replicas, vec![2, 3]);
+    assert!(!p.is_reassigning());
+}
+
+#[test]
+fn controlled_shutdown_moves_leaders_then_fences() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    h.create(CreatableTopic {
+        name: "u".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1])],
+        configs: vec![],
+    })
+    .unwrap();
+    let reply = h.heartbeat_with(1, false, true);
+    assert!(reply.should_shut_down);
+    assert!(reply.is_fenced);
+    let p0 = h.partition("t", 0);
+    assert_eq!((p0.leader, p0.isr), (2, vec![2]));
+    let p1 = h.partition("u", 0);
+    assert_eq!((p1.leader, p1.isr), (NO_LEADER, vec![1]));
+}
+
+#[test]
+fn registration_rules() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    let wrong_cluster = h.handle(ControllerRequest::RegisterBroker {
+        broker_id: 2,
+        incarnation_id: Uuid::from_u128(5),
+        cluster_id: "other".into(),
+        listeners: vec![],
+        rack: None,
+        features: vec![],
+    });
+    assert!(matches!(
+        wrong_cluster,
+        ControllerResponse::RegisterBroker(Err(MetadataError::InconsistentClusterId(_)))
+    ));
+    // A second incarnation of a live broker is refused.
+    let dup = h.handle(ControllerRequest::RegisterBroker {
+        broker_id: 1,
+        incarnation_id: Uuid::from_u128(6),
+        cluster_id: "cluster-a".into(),
+        listeners: vec![],
+        rack: None,
+        features: vec![],
+    });
+    assert!(matches!(
+        dup,
+        ControllerResponse::RegisterBroker(Err(MetadataError::DuplicateBrokerRegistration(_)))
+    ));
+    // After its session expires, a new incarnation registers with a newer epoch, fenced.
+    let old_epoch = h.epochs[&1];
+    h.now_ms += 10_000;
+    let new_epoch = h.register(1, None);
+    assert!(new_epoch > old_epoch);
+    assert!(h.image.broker(1).unwrap().fenced);
+    let stale = h.handle(ControllerRequest::BrokerHeartbeat {
+        broker_id: 1,
+        broker_epoch: old_epoch,
+        want_fence: false,
+        want_shutdown: false,
+        current_metadata_offset: h.image.offset,
+    });
+    assert!(matches!(
+        stale,
+        ControllerResponse::BrokerHeartbeat(Err(MetadataError::StaleBrokerEpoch(_)))
+    ));
+    // Not caught up: stays fenced.
+    let behind = h.handle(ControllerRequest::BrokerHeartbeat {
+        broker_id: 1,
+        broker_epoch: new_epoch,
+        want_fence: false,
+        want_shutdown: false,
+        current_metadata_offset: new_epoch - 1,
+    });
+    assert!(matches!(
+        behind,
+        ControllerResponse::BrokerHeartbeat(Ok(HeartbeatReply {
+            is_fenced: true,
+            is_caught_up: false,
+            ..
+        }))
+    ));
+    assert!(!h.heartbeat(1).is_fenced);
+    let ControllerResponse::UnregisterBroker(r) =
+        h.handle(ControllerRequest::UnregisterBroker { broker_id: 1 })
+    else {
+        panic!()
+    };
+    r.unwrap();
+    assert!(h.image.broker(1).is_none());
+}
+
+#[test]
+fn producer_id_blocks_are_disjoint() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    let epoch = h.epochs[&1];
+    let alloc = |h: &mut Harness, broker_epoch| {
+        let ControllerResponse::AllocateProducerIds(r) =
+            h.handle(ControllerRequest::AllocateProducerIds {
+                broker_id: 1,
+                broker_epoch,
+            })
+        else {
+            panic!()
+        };
+        r
+    };
+    let a = alloc(&mut h, epoch).unwrap();
+    let b = alloc(&mut h, epoch).unwrap();
+    assert_eq!((a.first_producer_id, a.len), (0, 1000));
+    assert_eq!(b.first_producer_id, 1000);
+    assert!(matches!(
+        alloc(&mut h, epoch + 1),
+        Err(MetadataError::StaleBrokerEpoch(_))
+    ));
+}
+
+#[test]
+fn alter_configs_incremental_and_legacy() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    h.create_simple("t", 1, 1);
+    let res = ConfigResource::Topic("t".into());
+    let op = |name: &str, op, value: Option<&str>| AlterConfigOp {
+        name: name.into(),
+        op,
+        value: value.map(str::to_string),
+    };
+    let incremental = |h: &mut Harness, resource: ConfigResource, ops: Vec<AlterConfigOp>| {
+        let ControllerResponse::AlterConfigs(r) =
+            h.handle(ControllerRequest::IncrementalAlterConfigs {
+                resources: vec![(resource, ops)],
+                validate_only: false,
+            })
+        else {
+            panic!()
+        };
+        r[0].1.clone()
+    };
+    incremental(
+        &mut h,
+        res.clone(),
+        vec![
+            op("retention.ms", AlterConfigOpType::Set, Some("1000")),
+            op("cleanup.policy", AlterConfigOpType::Append, Some("compact")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(h.image.topic_configs("t")["retention.ms"], "1000");
+    assert_eq!(
+        h.image.topic_configs("t")["cleanup.policy"],
+        "delete,compact"
+    );
+    incremental(
+        &mut h,
+        res.clone(),
+        vec![
+            op("retention.ms", AlterConfigOpType::Delete, None),
+            op(
+                "cleanup.policy",
+                AlterConfigOpType::Subtract,
+                Some("delete"),
+            ),
+        ],
+    )
+    .unwrap();
+    assert!(!h.image.topic_configs("t").contains_key("retention.ms"));
+    assert_eq!(h.image.topic_configs("t")["cleanup.policy"], "compact");
+
+    assert!(matches!(
+        incremental(
+            &mut h,
+            res.clone(),
+            vec![op("segment.bytes", AlterConfigOpType::Set, Some("10"))]
+        ),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        incremental(
+            &mut h,
+            res.clone(),
+            vec![op("retention.ms", AlterConfigOpType::Append, Some("1"))]
+        ),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        incremental(
+            &mut h,
+            res.clone(),
+            vec![op("nope", AlterConfigOpType::Set, Some("1"))]
+        ),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        incremental(
+            &mut h,
+            res.clone(),
+            vec![
+                op("retention.ms", AlterConfigOpType::Set, Some("1")),
+                op("retention.ms", AlterConfigOpType::Set, Some("2"))
+            ]
+        ),
+        Err(MetadataError::InvalidRequest(_))
+    ));
+    assert_eq!(
+        incremental(
+            &mut h,
+            ConfigResource::Topic("missing".into()),
+            vec![op("retention.ms", AlterConfigOpType::Set, Some("1"))]
+        ),
+        Err(MetadataError::UnknownTopicOrPartition)
+    );
+    incremental(
+        &mut h,
+        ConfigResource::ClusterDefaultBroker,
+        vec![op("log.retention.ms", AlterConfigOpType::Set, Some("5000"))],
+    )
+    .unwrap();
+    assert_eq!(
+        h.image.cluster_default_broker_configs()["log.retention.ms"],
+        "5000"
+    );
+    assert!(matches!(
+        incremental(
+            &mut h,
+            ConfigResource::Broker(1),
+            vec![op("log.segment.bytes", AlterConfigOpType::Set, Some("12"))]
+        ),
+        Err(MetadataError::InvalidConfig(_))
+    ));
+
+    // Legacy AlterConfigs replaces the whole set.
+    let ControllerResponse::AlterConfigs(r) = h.handle(ControllerRequest::AlterConfigs {
+        resources: vec![(res, vec![("max.message.bytes".into(), Some("2000".into()))])],
+        validate_only: false,
+    }) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    let configs = h.image.topic_configs("t");
+    assert_eq!(configs.len(), 1);
+    assert_eq!(configs["max.message.bytes"], "2000");
+}
+
+#[test]
+fn topic_ids_are_valid_and_deterministic() {
+    let mut a = ControllerRng::new(1);
+    let mut b = ControllerRng::new(1);
+    for _ in 0..1000 {
+        let id = a.topic_id();
+        assert_eq!(id, b.topic_id());
+        assert_eq!(id.get_version_num(), 4);
+        assert!(id.as_bytes()[0] >> 2 != 62);
+    }
+}
