@@ -3,6 +3,7 @@
 //! transaction log and the marker sender; this module decides.
 
 mod error;
+mod log_format;
 mod machine;
 mod metadata;
 mod state;
@@ -11,6 +12,10 @@ mod state;
 mod tests;
 
 pub use error::{TxnCoordinatorError, TxnLogAppendError};
+pub use log_format::{
+    decode_txn_log_record, encode_txn_log_key, encode_txn_log_record, encode_txn_log_value,
+    TxnLogFormatError,
+};
 pub use machine::{
     AppendOutcome, AppendPurpose, MarkerRequest, PartitionVerification, ProducerIdAndEpoch,
     TxnAppend, TxnCoordinator, TxnCoordinatorConfig, TxnDecision, TxnReply, TxnResult,

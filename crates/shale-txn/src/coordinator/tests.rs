@@ -739,3 +739,24 @@ fn illegal_transitions_are_refused_by_the_metadata() {
     assert_eq!(next.prev_producer_id, 1);
     assert_eq!(next.txn_start_timestamp_ms, 5);
 }
+
+#[test]
+fn reload_through_kafkas_record_format() {
+    let mut h = Harness::new();
+    let id = h.init_ok();
+    h.add(id, &[("a", 0), ("a", 2), ("b", 1)]).unwrap();
+    let (_, markers) = h.end(id, false);
+
+    let mut loaded = TxnCoordinator::new(TxnCoordinatorConfig::default(), 3);
+    for record in &h.log {
+        let (key, value) = encode_txn_log_record(record);
+        loaded.replay(&decode_txn_log_record(&key, value.as_deref()).unwrap());
+    }
+    // Kafka's value has no last producer epoch; everything else survives.
+    let expected = TxnMetadata {
+        last_producer_epoch: -1,
+        ..h.meta().clone()
+    };
+    assert_eq!(loaded.metadata(TID), Some(&expected));
+    assert_eq!(loaded.markers_to_resend(), vec![markers.unwrap()]);
+}
