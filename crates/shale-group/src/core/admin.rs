@@ -1,0 +1,115 @@
+//! DescribeGroups, ListGroups and DeleteGroups.
+
+use super::group::GroupState;
+use super::{CoordinatorShard, Effects, RequestToken, Response};
+use crate::error::GroupError;
+use crate::records::GroupRecord;
+use crate::types::{DeleteGroupResult, DescribedGroup, DescribedMember, ListedGroup};
+
+impl CoordinatorShard {
+    pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
+        let Some(group) = self.groups.get(group_id) else {
+            return DescribedGroup {
+                group_id: group_id.to_owned(),
+                error: Some(GroupError::GroupIdNotFound),
+                group_state: GroupState::Dead.kafka_name().to_owned(),
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+            };
+        };
+        let stable = group.state == GroupState::Stable;
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        DescribedGroup {
+            group_id: group_id.to_owned(),
+            error: None,
+            group_state: group.state.kafka_name().to_owned(),
+            protocol_type: group.protocol_type.clone().unwrap_or_default(),
+            protocol_data: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
+            members: group
+                .members_in_join_order()
+                .into_iter()
+                .map(|member| DescribedMember {
+                    member_id: member.member_id.clone(),
+                    group_instance_id: member.group_instance_id.clone(),
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    member_metadata: if stable {
+                        member.metadata_for(&protocol).cloned().unwrap_or_default()
+                    } else {
+                        Default::default()
+                    },
+                    member_assignment: if stable {
+                        member.assignment.clone()
+                    } else {
+                        Default::default()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// Groups of this partition; an empty `states` filter lists all.
+    pub fn list_groups(&self, states: &[GroupState]) -> Vec<ListedGroup> {
+        self.groups
+            .values()
+            .filter(|group| states.is_empty() || states.contains(&group.state))
+            .map(|group| ListedGroup {
+                group_id: group.group_id.clone(),
+                protocol_type: group.protocol_type.clone().unwrap_or_default(),
+                group_state: group.state.kafka_name().to_owned(),
+                group_type: "classic".to_owned(),
+            })
+            .collect()
+    }
+
+    /// Deletes empty groups: tombstones for their offsets and their metadata.
+    pub fn delete_groups(
+        &mut self,
+        token: RequestToken,
+        group_ids: Vec<String>,
+        now_ms: i64,
+    ) -> Effects {
+        self.observe(now_ms);
+        let mut effects = Effects::default();
+        let mut results = Vec::with_capacity(group_ids.len());
+        for group_id in group_ids {
+            let error = self.delete_group(&group_id, &mut effects).err();
+            results.push(DeleteGroupResult { group_id, error });
+        }
+        effects.reply(token, Response::DeleteGroups(results));
+        effects
+    }
+
+    fn delete_group(&self, group_id: &str, effects: &mut Effects) -> Result<(), GroupError> {
+        if group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
+        let group = self
+            .groups
+            .get(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        match group.state {
+            GroupState::Dead => return Err(GroupError::GroupIdNotFound),
+            GroupState::Empty if group.members.is_empty() => {}
+            _ => return Err(GroupError::NonEmptyGroup),
+        }
+        for (topic, partition) in group.offsets.keys() {
+            effects.records.push(GroupRecord::OffsetCommit {
+                group_id: group_id.to_owned(),
+                topic: topic.clone(),
+                partition: *partition,
+                value: None,
+            });
+        }
+        effects.records.push(GroupRecord::GroupMetadata {
+            group_id: group_id.to_owned(),
+            value: None,
+        });
+        Ok(())
+    }
+}

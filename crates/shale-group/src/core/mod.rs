@@ -1,0 +1,259 @@
+//! The pure coordinator state machine of one `__consumer_offsets` partition.
+//!
+//! Handlers take `(request, now_ms)` and return [`Effects`]: replies (possibly to requests parked
+//! by earlier calls) and records to append. The caller appends the records, then feeds each one
+//! to [`CoordinatorShard::replay`], then delivers the replies: committed offsets and stored group
+//! metadata change only through `replay`, both live and when a partition is loaded. Membership in
+//! flight (members joining, parked requests, timers) is not persisted, as in Kafka: a loaded group
+//! is Stable (or Empty) with the members of its last stored generation.
+
+mod admin;
+mod group;
+mod join;
+mod membership;
+mod offsets;
+mod replay;
+mod timers;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+pub use group::GroupState;
+pub use replay::{GroupSnapshot, ShardSnapshot};
+
+use crate::config::GroupConfig;
+use crate::error::GroupError;
+use crate::records::GroupRecord;
+use crate::types::{
+    DeleteGroupResult, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse,
+    OffsetDeleteResponse, SyncGroupResponse,
+};
+use group::Group;
+use timers::{TimerKey, Timers};
+
+/// Identifies a request the caller is waiting on; replies carry it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestToken(pub u64);
+
+/// A reply to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Join(Result<JoinGroupResponse, GroupError>),
+    Sync(Result<SyncGroupResponse, GroupError>),
+    Heartbeat(Result<(), GroupError>),
+    Leave(Result<LeaveGroupResponse, GroupError>),
+    OffsetCommit(Result<OffsetCommitResponse, GroupError>),
+    OffsetDelete(Result<OffsetDeleteResponse, GroupError>),
+    DeleteGroups(Vec<DeleteGroupResult>),
+}
+
+impl Response {
+    /// The same reply failed with `error` (the records it depended on could not be written).
+    pub fn failed(self, error: GroupError) -> Response {
+        match self {
+            Response::Join(_) => Response::Join(Err(error)),
+            Response::Sync(_) => Response::Sync(Err(error)),
+            Response::Heartbeat(_) => Response::Heartbeat(Err(error)),
+            Response::Leave(_) => Response::Leave(Err(error)),
+            Response::OffsetCommit(_) => Response::OffsetCommit(Err(error)),
+            Response::OffsetDelete(_) => Response::OffsetDelete(Err(error)),
+            Response::DeleteGroups(results) => Response::DeleteGroups(
+                results
+                    .into_iter()
+                    .map(|result| DeleteGroupResult {
+                        error: Some(result.error.unwrap_or_else(|| error.clone())),
+                        ..result
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// What a call produced. Replies must be delivered only after `records` were appended.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Effects {
+    pub replies: Vec<(RequestToken, Response)>,
+    pub records: Vec<GroupRecord>,
+}
+
+impl Effects {
+    pub(crate) fn reply(&mut self, token: RequestToken, response: Response) {
+        self.replies.push((token, response));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.replies.is_empty() && self.records.is_empty()
+    }
+
+    pub fn extend(&mut self, other: Effects) {
+        self.replies.extend(other.replies);
+        self.records.extend(other.records);
+    }
+}
+
+/// Source of fresh member ids (`<prefix>-<uuid>` in production).
+pub type MemberIdSource = Box<dyn FnMut(&str) -> String + Send>;
+
+/// The coordinator state of one `__consumer_offsets` partition.
+pub struct CoordinatorShard {
+    partition: i32,
+    config: GroupConfig,
+    pub(crate) groups: BTreeMap<String, Group>,
+    pub(crate) timers: Timers,
+    member_ids: MemberIdSource,
+    /// The latest time seen, for timers scheduled by `replay`.
+    pub(crate) last_now_ms: i64,
+    /// Loading is over (`on_loaded` was called): replayed groups get live timers.
+    pub(crate) live: bool,
+}
+
+impl std::fmt::Debug for CoordinatorShard {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CoordinatorShard")
+            .field("partition", &self.partition)
+            .field("groups", &self.groups.len())
+            .finish()
+    }
+}
+
+impl CoordinatorShard {
+    pub fn new(partition: i32, config: GroupConfig) -> Self {
+        Self::with_member_ids(
+            partition,
+            config,
+            Box::new(|prefix| format!("{prefix}-{}", uuid::Uuid::new_v4())),
+        )
+    }
+
+    /// A shard with a custom member id source (deterministic ids in tests).
+    pub fn with_member_ids(
+        partition: i32,
+        config: GroupConfig,
+        member_ids: MemberIdSource,
+    ) -> Self {
+        Self {
+            partition,
+            config,
+            groups: BTreeMap::new(),
+            timers: Timers::default(),
+            member_ids,
+            last_now_ms: 0,
+            live: false,
+        }
+    }
+
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// The earliest timer deadline, if any: call [`CoordinatorShard::tick`] then.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        self.timers.next_deadline_ms()
+    }
+
+    /// Fires every timer due at `now_ms`.
+    pub fn tick(&mut self, now_ms: i64) -> Effects {
+        self.observe(now_ms);
+        let mut effects = Effects::default();
+        // Each timer fires at its own deadline, so a late tick behaves like timely ones.
+        while let Some((deadline_ms, key)) = self.timers.pop_due(now_ms) {
+            let now_ms = deadline_ms;
+            match key {
+                TimerKey::Heartbeat {
+                    group_id,
+                    member_id,
+                } => self.on_heartbeat_expired(&group_id, &member_id, now_ms, &mut effects),
+                TimerKey::PendingMember {
+                    group_id,
+                    member_id,
+                } => self.on_pending_member_expired(&group_id, &member_id, now_ms, &mut effects),
+                TimerKey::Join { group_id } => self.on_join_timer(&group_id, now_ms, &mut effects),
+                TimerKey::Sync { group_id } => {
+                    self.on_pending_sync_expired(&group_id, now_ms, &mut effects)
+                }
+                TimerKey::OffsetExpiration => self.on_offset_expiration(now_ms, &mut effects),
+            }
+        }
+        effects
+    }
+
+    /// Call once loading is done: members of loaded groups must heartbeat within their session
+    /// timeout, and offset expiration starts.
+    pub fn on_loaded(&mut self, now_ms: i64) {
+        self.observe(now_ms);
+        self.live = true;
+        let heartbeats: Vec<(String, String, i32)> = self
+            .groups
+            .values()
+            .flat_map(|group| {
+                group.members.values().map(|member| {
+                    (
+                        group.group_id.clone(),
+                        member.member_id.clone(),
+                        member.session_timeout_ms,
+                    )
+                })
+            })
+            .collect();
+        for (group_id, member_id, session_timeout_ms) in heartbeats {
+            self.timers.schedule(
+                TimerKey::Heartbeat {
+                    group_id,
+                    member_id,
+                },
+                now_ms + i64::from(session_timeout_ms),
+            );
+        }
+        self.timers.schedule(
+            TimerKey::OffsetExpiration,
+            now_ms + self.config.offsets_retention_check_interval_ms,
+        );
+    }
+
+    /// The records of `records` could not be written: a group whose new assignment was not stored
+    /// rebalances so that its members get a consistent assignment again (as Kafka does).
+    pub fn on_append_failed(&mut self, records: &[GroupRecord], now_ms: i64) -> Effects {
+        self.observe(now_ms);
+        let mut effects = Effects::default();
+        for record in records {
+            if let GroupRecord::GroupMetadata {
+                group_id,
+                value: Some(value),
+            } = record
+            {
+                let rebalance = self.groups.get(group_id).is_some_and(|group| {
+                    group.generation_id == value.generation
+                        && matches!(
+                            group.state,
+                            GroupState::Stable | GroupState::CompletingRebalance
+                        )
+                });
+                if rebalance {
+                    self.prepare_rebalance(group_id, now_ms, &mut effects);
+                }
+            }
+        }
+        effects
+    }
+
+    pub(crate) fn observe(&mut self, now_ms: i64) {
+        self.last_now_ms = self.last_now_ms.max(now_ms);
+    }
+
+    pub(crate) fn new_member_id(&mut self, prefix: &str) -> String {
+        (self.member_ids)(prefix)
+    }
+
+    /// The state of a group, if it exists.
+    pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
+        self.groups.get(group_id).map(|group| group.state)
+    }
+}

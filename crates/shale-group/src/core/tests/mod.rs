@@ -1,0 +1,6 @@
+//! State-machine tests with injected time.
+
+mod harness;
+mod join_sync;
+mod membership;
+mod offsets_admin;

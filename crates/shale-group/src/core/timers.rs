@@ -1,0 +1,72 @@
+//! The shard's timers: a deadline-ordered set plus an index by key, so rescheduling and
+//! cancelling are cheap and `next_deadline_ms` is the first element.
+
+use std::collections::{BTreeSet, HashMap};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum TimerKey {
+    /// A member's session timeout (or, while a new member's join is parked, its join timeout).
+    Heartbeat { group_id: String, member_id: String },
+    /// A member id handed out with MEMBER_ID_REQUIRED that has not joined yet.
+    PendingMember { group_id: String, member_id: String },
+    /// The join phase: initial rebalance delay or rebalance timeout.
+    Join { group_id: String },
+    /// Members that got a JoinGroup response but have not sent SyncGroup.
+    Sync { group_id: String },
+    /// Periodic offset expiration (`offsets.retention.check.interval.ms`).
+    OffsetExpiration,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    queue: BTreeSet<(i64, TimerKey)>,
+    deadlines: HashMap<TimerKey, i64>,
+}
+
+impl Timers {
+    pub(crate) fn schedule(&mut self, key: TimerKey, deadline_ms: i64) {
+        if let Some(previous) = self.deadlines.insert(key.clone(), deadline_ms) {
+            self.queue.remove(&(previous, key.clone()));
+        }
+        self.queue.insert((deadline_ms, key));
+    }
+
+    pub(crate) fn cancel(&mut self, key: &TimerKey) {
+        if let Some(previous) = self.deadlines.remove(key) {
+            self.queue.remove(&(previous, key.clone()));
+        }
+    }
+
+    pub(crate) fn next_deadline_ms(&self) -> Option<i64> {
+        self.queue.first().map(|(deadline, _)| *deadline)
+    }
+
+    /// Removes and returns the earliest timer due at `now_ms`, with its deadline.
+    pub(crate) fn pop_due(&mut self, now_ms: i64) -> Option<(i64, TimerKey)> {
+        let (deadline, _) = self.queue.first()?;
+        if *deadline > now_ms {
+            return None;
+        }
+        let (deadline, key) = self.queue.pop_first()?;
+        self.deadlines.remove(&key);
+        Some((deadline, key))
+    }
+
+    pub(crate) fn cancel_group(&mut self, group_id: &str) {
+        let keys: Vec<TimerKey> = self
+            .deadlines
+            .keys()
+            .filter(|key| match key {
+                TimerKey::Heartbeat { group_id: g, .. }
+                | TimerKey::PendingMember { group_id: g, .. }
+                | TimerKey::Join { group_id: g }
+                | TimerKey::Sync { group_id: g } => g == group_id,
+                TimerKey::OffsetExpiration => false,
+            })
+            .cloned()
+            .collect();
+        for key in keys {
+            self.cancel(&key);
+        }
+    }
+}
