@@ -1,0 +1,209 @@
+"""Start and stop the broker under test: Shale or the Apache Kafka reference.
+
+Both are started fresh in a temporary directory on free loopback ports, and are always
+stopped (process group killed) when the harness exits.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import shutil
+from pathlib import Path
+
+# Broker settings shared by both targets: single node, internal topics with replication
+# factor 1, no initial rebalance delay, short group sessions allowed (Kafka property names).
+COMMON_PROPERTIES = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "group.min.session.timeout.ms": "1000",
+}
+
+
+def free_port() -> int:
+    """A port the kernel considers free right now (bound to 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class BrokerError(RuntimeError):
+    pass
+
+
+class Broker:
+    """A broker process in its own process group, logging into log_path."""
+
+    name = "broker"
+
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.proc = None
+        self.port = None
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"compat-{self.name}-"))
+        self.version = "unknown"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _spawn(self, cmd, ready_marker: str, timeout_s: float, env=None):
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file = open(self.log_path, "ab")
+        log_file.write(("$ " + " ".join(cmd) + "\n").encode())
+        log_file.flush()
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self.workdir,
+            env=env,
+            start_new_session=True,
+        )
+        log_file.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrokerError(
+                    f"{self.name} exited with code {self.proc.returncode} before it was ready;"
+                    f" last log lines:\n{self.tail()}"
+                )
+            if ready_marker in self.log_path.read_text(errors="replace"):
+                self._wait_port(deadline)
+                return
+            time.sleep(0.1)
+        raise BrokerError(
+            f"{self.name} did not print {ready_marker!r} within {timeout_s}s; last log lines:\n{self.tail()}"
+        )
+
+    def _wait_port(self, deadline: float):
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise BrokerError(f"{self.name} printed its ready line but port {self.port} does not accept")
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM the broker's process group, SIGKILL it if it lingers, remove its data."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=10)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class KafkaBroker(Broker):
+    """Apache Kafka in KRaft combined mode (broker + controller), single node."""
+
+    name = "kafka"
+
+    def __init__(self, log_path: Path, lib_dir: Path, kafka_version: str):
+        super().__init__(log_path)
+        self.lib_dir = lib_dir
+        self.version = f"Apache Kafka {kafka_version}"
+
+    def start(self, extra_properties=None):
+        self.port = free_port()
+        controller_port = free_port()
+        while controller_port == self.port:
+            controller_port = free_port()
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.workdir / "data"),
+            **COMMON_PROPERTIES,
+            **(extra_properties or {}),
+        }
+        props_path = self.workdir / "server.properties"
+        props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        log4j_path = self.workdir / "log4j2.properties"
+        log4j_path.write_text(
+            "rootLogger.level=INFO\nrootLogger.appenderRef.out.ref=OUT\n"
+            "appender.out.type=Console\nappender.out.name=OUT\n"
+            "appender.out.layout.type=PatternLayout\nappender.out.layout.pattern=[%d] %p %m (%c)%n\n"
+            "logger.kafka.name=org.apache.kafka\nlogger.kafka.level=INFO\n"
+        )
+        classpath = f"{self.lib_dir}/*"
+        java_opts = [f"-Dlog4j2.configurationFile={log4j_path}"]
+        uuid = subprocess.run(
+            ["java", *java_opts, "-cp", classpath, "kafka.tools.StorageTool", "random-uuid"],
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.strip().splitlines()[-1]
+        fmt = subprocess.run(
+            ["java", *java_opts, "-cp", classpath, "kafka.tools.StorageTool", "format",
+             "--standalone", "-t", uuid, "-c", str(props_path)],
+            capture_output=True, text=True, timeout=120,
+        )
+        if fmt.returncode != 0:
+            raise BrokerError(f"StorageTool format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        self._spawn(
+            ["java", "-Xmx1g", *java_opts, "-cp", classpath, "kafka.Kafka", str(props_path)],
+            "Kafka Server started", timeout_s=120,
+        )
+
+
+class ShaleBroker(Broker):
+    """Shale started through its documented command line with Kafka property overrides."""
+
+    name = "shale"
+
+    def __init__(self, log_path: Path, binary: Path):
+        super().__init__(log_path)
+        self.binary = binary
+
+    def start(self, extra_properties=None):
+        if not self.binary.exists():
+            raise BrokerError(f"Shale binary not found at {self.binary}")
+        try:
+            out = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True, timeout=10)
+            self.version = (out.stdout.strip() or out.stderr.strip() or "shale").splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            self.version = "shale"
+        self.port = free_port()
+        listener = f"PLAINTEXT://127.0.0.1:{self.port}"
+        props = {
+            "node.id": "1",
+            "listeners": listener,
+            "advertised.listeners": listener,
+            "log.dirs": str(self.workdir / "data"),
+            **COMMON_PROPERTIES,
+            **(extra_properties or {}),
+        }
+        cmd = [str(self.binary), "serve"]
+        for key, value in props.items():
+            cmd += ["--override", f"{key}={value}"]
+        env = dict(os.environ)
+        env.setdefault("RUST_BACKTRACE", "1")
+        self._spawn(cmd, "Shale server started", timeout_s=60, env=env)

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Run every client's scenarios against one broker (Shale or Apache Kafka) and print a matrix.
+
+Each (client, scenario) pair runs as its own process with a timeout. The process exits 0 for a
+pass, 77 when the client cannot express the scenario (n/a), anything else for a failure; its
+output is kept under results/logs/<target>/.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import BrokerError, KafkaBroker, ShaleBroker  # noqa: E402
+
+COMPAT_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = COMPAT_DIR.parent
+DEPS = COMPAT_DIR / ".deps"
+VENV_PY = COMPAT_DIR / ".venv" / "bin" / "python"
+KAFKA_LIB = DEPS / "kafka" / "lib"
+NOT_APPLICABLE_EXIT = 77
+
+SCENARIOS = [
+    ("metadata", "API version negotiation, cluster and topic metadata"),
+    ("topics", "create / describe / add partitions / delete topics"),
+    ("codecs", "produce+consume with none/gzip/snappy/lz4/zstd: keys, headers, timestamps, null values"),
+    ("large", "records near message.max.bytes round-trip"),
+    ("idempotent", "idempotent producer (acks=all) delivers once, in order"),
+    ("group", "consumer group subscribe, commit, resume after restart"),
+    ("rebalance", "partitions rebalance across two members and back"),
+    ("static", "static membership (group.instance.id) keeps assignment across restart"),
+    ("cooperative", "cooperative-sticky incremental rebalance"),
+    ("offsets_for_times", "ListOffsets by timestamp, earliest and latest"),
+    ("configs", "describe and alter topic configs"),
+    ("delete_records", "DeleteRecords moves the log start offset"),
+    ("consumer_lag", "committed offsets and lag through ConsumerGroupCommand"),
+    ("errors", "unknown topic, record too large, invalid config error codes"),
+]
+SCENARIO_NAMES = [name for name, _ in SCENARIOS]
+
+
+def python_client(script):
+    return {"cmd": [str(VENV_PY), str(COMPAT_DIR / "python" / script)], "deps": ["venv"]}
+
+
+CLIENTS = {
+    "kcat": {**python_client("kcat_client.py"), "deps": ["venv", "kcat"]},
+    "kafka-python": python_client("kafka_python_client.py"),
+    "confluent-kafka": python_client("confluent_client.py"),
+    "aiokafka": python_client("aiokafka_client.py"),
+    "java": {
+        "cmd": ["java", "-Xss4m", "-cp", f"{DEPS / 'java-classes'}:{KAFKA_LIB}/*", "Compat"],
+        "deps": ["java"],
+    },
+    "cli": {**python_client("cli_client.py"), "deps": ["venv", "kafka"]},
+    "franz-go": {"cmd": [str(DEPS / "go-bin" / "compat-franz")], "deps": ["go"]},
+    "kafkajs": {"cmd": ["node", str(COMPAT_DIR / "node" / "compat.js")], "deps": ["node"]},
+}
+
+FAST_CLIENTS = ["kcat", "kafka-python", "java"]
+FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
+                  "offsets_for_times", "configs", "errors"]
+
+SCENARIO_TIMEOUT_S = 150
+STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", choices=["shale", "kafka"], default="shale")
+    parser.add_argument("--fast", action="store_true", help="a CI-sized slice: a few clients, core scenarios")
+    parser.add_argument("--clients", help="comma-separated subset of: " + ",".join(CLIENTS))
+    parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(SCENARIO_NAMES))
+    parser.add_argument("--bootstrap", help="use an already running broker instead of starting one")
+    parser.add_argument("--no-build", action="store_true", help="do not run cargo build for Shale")
+    parser.add_argument("--timeout", type=int, default=SCENARIO_TIMEOUT_S, help="seconds per scenario")
+    args = parser.parse_args()
+
+    def pick(value, universe, default, what):
+        if not value:
+            return list(default)
+        chosen = [v.strip() for v in value.split(",") if v.strip()]
+        unknown = [v for v in chosen if v not in universe]
+        if unknown:
+            parser.error(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(universe)})")
+        return chosen
+
+    args.client_list = pick(args.clients, list(CLIENTS), FAST_CLIENTS if args.fast else CLIENTS, "clients")
+    args.scenario_list = pick(args.scenarios, SCENARIO_NAMES,
+                              FAST_SCENARIOS if args.fast else SCENARIO_NAMES, "scenarios")
+    return args
+
+
+def install_deps(names):
+    """Run harness/deps.sh for each needed installer (idempotent, cached in .deps)."""
+    needed = []
+    for name in names:
+        if name not in needed:
+            needed.append(name)
+    result = subprocess.run(["bash", str(COMPAT_DIR / "harness" / "deps.sh"), *needed], timeout=3600)
+    if result.returncode != 0:
+        sys.exit(f"dependency installation failed for: {', '.join(needed)}")
+
+
+def deps_var(name):
+    out = subprocess.run(
+        ["bash", "-c", f"source '{COMPAT_DIR}/harness/deps.sh' && echo ${name}"],
+        capture_output=True, text=True, timeout=30,
+    )
+    return out.stdout.strip()
+
+
+def build_shale():
+    print("[compat] cargo build --release -p shale", flush=True)
+    result = subprocess.run(["cargo", "build", "--release", "-p", "shale"], cwd=REPO_DIR, timeout=3600)
+    if result.returncode != 0:
+        sys.exit("cargo build --release -p shale failed")
+
+
+def shale_binary() -> Path:
+    if os.environ.get("SHALE_BIN"):
+        return Path(os.environ["SHALE_BIN"])
+    target_dir = Path(os.environ.get("CARGO_TARGET_DIR", REPO_DIR / "target"))
+    return target_dir / "release" / "shale"
+
+
+def client_version(client) -> str:
+    try:
+        out = subprocess.run(CLIENTS[client]["cmd"] + ["--version"], capture_output=True, text=True, timeout=60)
+        text = out.stdout.strip().splitlines()
+        return text[-1] if text else f"unknown ({out.stderr.strip()[-200:]})"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+
+
+def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
+    run_id = uuid.uuid4().hex[:8]
+    prefix = f"compat-{client}-{scenario}-{run_id}".replace("_", "-")
+    cmd = CLIENTS[client]["cmd"] + ["--bootstrap", bootstrap, "--scenario", scenario, "--prefix", prefix]
+    log_path = log_dir / f"{client}.{scenario}.log"
+    started = time.monotonic()
+    env = dict(os.environ, COMPAT_KAFKA_LIB=str(KAFKA_LIB), PYTHONUNBUFFERED="1")
+    with open(log_path, "wb") as log_file:
+        log_file.write(("$ " + " ".join(cmd) + "\n").encode())
+        log_file.flush()
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
+    duration = time.monotonic() - started
+    output = log_path.read_text(errors="replace")
+    if code == 0:
+        status, detail = "pass", ""
+    elif code == NOT_APPLICABLE_EXIT:
+        status = "n/a"
+        detail = next((line[4:].strip() for line in output.splitlines() if line.startswith("N/A:")), "")
+    else:
+        status = "fail"
+        lines = [line for line in output.splitlines()[1:] if line.strip()]
+        detail = ("timed out after %ds; " % timeout_s if code is None else f"exit {code}; ") + \
+            " | ".join(lines[-6:])[-1200:]
+    return {"client": client, "scenario": scenario, "status": status,
+            "duration_s": round(duration, 2), "detail": detail, "log": str(log_path.relative_to(COMPAT_DIR))}
+
+
+def print_matrix(results, clients, scenarios):
+    by_key = {(r["client"], r["scenario"]): r["status"] for r in results}
+    width = max(len(s) for s in scenarios) + 2
+    col = max(10, max(len(c) for c in clients) + 2)
+    print("\n" + "scenario".ljust(width) + "".join(c.ljust(col) for c in clients))
+    print("-" * (width + col * len(clients)))
+    for scenario in scenarios:
+        cells = [STATUS_LABEL[by_key.get((c, scenario))].ljust(col) for c in clients]
+        print(scenario.ljust(width) + "".join(cells))
+
+
+def main():
+    args = parse_args()
+    target = args.against
+    results_dir = COMPAT_DIR / "results"
+    log_dir = results_dir / "logs" / target
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for old in log_dir.glob("*.log"):
+        old.unlink()
+    started_wall = time.monotonic()
+
+    deps = [d for c in args.client_list for d in CLIENTS[c]["deps"]]
+    if target == "kafka" and not args.bootstrap:
+        deps.append("kafka")
+    install_deps(deps)
+    kafka_version = deps_var("KAFKA_VERSION")
+
+    broker = None
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    results = []
+    try:
+        if args.bootstrap:
+            bootstrap, broker_version = args.bootstrap, f"external broker at {args.bootstrap}"
+        else:
+            if target == "kafka":
+                broker = KafkaBroker(log_dir / "broker.log", KAFKA_LIB, kafka_version)
+            else:
+                if not args.no_build and not os.environ.get("SHALE_BIN"):
+                    build_shale()
+                broker = ShaleBroker(log_dir / "broker.log", shale_binary())
+            print(f"[compat] starting {broker.name} ...", flush=True)
+            t0 = time.monotonic()
+            try:
+                broker.start()
+            except BrokerError as exc:
+                sys.exit(f"[compat] could not start {broker.name}: {exc}")
+            bootstrap, broker_version = broker.bootstrap, broker.version
+            print(f"[compat] {broker_version} ready at {bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
+
+        versions = {c: client_version(c) for c in args.client_list}
+        for client in args.client_list:
+            for scenario in args.scenario_list:
+                if broker is not None and not broker.alive():
+                    result = {"client": client, "scenario": scenario, "status": "fail", "duration_s": 0,
+                              "detail": "broker is no longer running", "log": ""}
+                else:
+                    result = run_scenario(client, scenario, bootstrap, log_dir, args.timeout)
+                results.append(result)
+                print(f"[compat] {client:<16} {scenario:<18} {STATUS_LABEL[result['status']]:<5}"
+                      f" {result['duration_s']:6.1f}s {result['detail'][:300]}", flush=True)
+    finally:
+        if broker is not None:
+            if not broker.alive() and broker.proc is not None:
+                print(f"[compat] broker exited with code {broker.proc.returncode}; log tail:\n{broker.tail()}")
+            broker.stop()
+
+    duration = time.monotonic() - started_wall
+    print_matrix(results, args.client_list, args.scenario_list)
+    print(f"\nbroker: {broker_version}")
+    print("client versions:")
+    for client, version in versions.items():
+        print(f"  {client:<16} {version}")
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "fail", "n/a")}
+    print(f"\n{counts['pass']} passed, {counts['fail']} failed, {counts['n/a']} n/a in {duration:.0f}s")
+    failures = [r for r in results if r["status"] == "fail"]
+    if failures:
+        print("\nfailures (full output under compat-tests/results/logs/):")
+        for r in failures:
+            print(f"  {r['client']} / {r['scenario']}: {r['detail'][:600]}")
+
+    report = {
+        "target": target,
+        "broker": broker_version,
+        "bootstrap": bootstrap,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(duration, 1),
+        "fast": args.fast,
+        "clients": versions,
+        "scenarios": dict(s for s in SCENARIOS if s[0] in args.scenario_list),
+        "summary": counts,
+        "results": results,
+    }
+    (results_dir / f"{target}.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"results written to compat-tests/results/{target}.json")
+    sys.exit(1 if failures or not results else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,622 @@
+// Java client scenarios (kafka-clients producer, consumer and AdminClient).
+// Usage: java Compat --version | --bootstrap HOST:PORT --scenario NAME --prefix PREFIX
+// Exit code: 0 pass, 77 not applicable, anything else fail.
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.*;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.utils.internals.AppInfoParser;
+
+public class Compat {
+    static final int NOT_APPLICABLE = 77;
+    static final String[] CODECS = {"none", "gzip", "snappy", "lz4", "zstd"};
+    static final int LARGE_VALUE_BYTES = 1_000_000;
+    static final int TOO_LARGE_VALUE_BYTES = 1_200_000;
+
+    static String bootstrap;
+    static String prefix;
+
+    static class NotApplicable extends RuntimeException {
+        NotApplicable(String m) { super(m); }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String scenario = null;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--version":
+                    System.out.println("kafka-clients " + AppInfoParser.getVersion());
+                    return;
+                case "--bootstrap": bootstrap = args[++i]; break;
+                case "--scenario": scenario = args[++i]; break;
+                case "--prefix": prefix = args[++i]; break;
+                default: throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        try {
+            switch (scenario) {
+                case "metadata": metadata(); break;
+                case "topics": topics(); break;
+                case "codecs": codecs(); break;
+                case "large": large(); break;
+                case "idempotent": idempotent(); break;
+                case "group": group(); break;
+                case "rebalance": rebalance(); break;
+                case "static": staticMembership(); break;
+                case "cooperative": cooperative(); break;
+                case "offsets_for_times": offsetsForTimes(); break;
+                case "configs": configs(); break;
+                case "delete_records": deleteRecords(); break;
+                case "errors": errors(); break;
+                default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
+            }
+        } catch (NotApplicable e) {
+            System.out.println("N/A: " + e.getMessage());
+            System.exit(NOT_APPLICABLE);
+        } catch (Throwable t) {
+            t.printStackTrace(System.out);
+            System.out.flush();
+            System.exit(1);
+        }
+        System.out.println("PASS");
+        System.exit(0);
+    }
+
+    // ---------- helpers ----------
+
+    static String topic(String suffix) { return prefix + "-" + suffix; }
+    static String group(String suffix) { return prefix + "-" + suffix + "-group"; }
+
+    static void check(boolean cond, String what) {
+        if (!cond) throw new AssertionError(what);
+    }
+
+    static void checkEq(Object actual, Object expected, String what) {
+        if (!Objects.deepEquals(actual, expected))
+            throw new AssertionError(what + ": expected " + show(expected) + ", got " + show(actual));
+    }
+
+    static String show(Object o) {
+        if (o instanceof byte[]) return Arrays.toString((byte[]) o);
+        return String.valueOf(o);
+    }
+
+    static void waitUntil(BooleanSupplier cond, int seconds, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < deadline) {
+            if (cond.getAsBoolean()) return;
+            Thread.sleep(100);
+        }
+        throw new AssertionError("timed out after " + seconds + "s waiting for " + what);
+    }
+
+    static Admin admin() {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 20000);
+        return Admin.create(p);
+    }
+
+    static KafkaProducer<byte[], byte[]> producer(Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30000);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 20000);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 20000);
+        p.putAll(extra);
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        p.putAll(extra);
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    static void createTopic(Admin admin, String name, int partitions, Map<String, String> configs) throws Exception {
+        NewTopic nt = new NewTopic(name, partitions, (short) 1);
+        if (configs != null) nt.configs(configs);
+        admin.createTopics(List.of(nt)).all().get(30, TimeUnit.SECONDS);
+        waitUntil(() -> hasLeaders(admin, name, partitions), 20, "leaders for " + name);
+    }
+
+    static boolean hasLeaders(Admin admin, String name, int partitions) {
+        try {
+            TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames().get(10, TimeUnit.SECONDS).get(name);
+            return d.partitions().size() == partitions && d.partitions().stream().allMatch(p -> p.leader() != null);
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    static Throwable rootOf(Throwable t) {
+        while ((t instanceof ExecutionException || t instanceof KafkaException) && t.getCause() != null
+                && !(t instanceof ApiException)) t = t.getCause();
+        return t;
+    }
+
+    static <E extends Throwable> E expectError(Class<E> type, ThrowingRunnable r, String what) throws Exception {
+        try {
+            r.run();
+        } catch (Throwable t) {
+            Throwable root = t instanceof ExecutionException ? t.getCause() : t;
+            if (type.isInstance(root)) return type.cast(root);
+            if (type.isInstance(rootOf(t))) return type.cast(rootOf(t));
+            throw new AssertionError(what + ": expected " + type.getSimpleName() + ", got " + t, t);
+        }
+        throw new AssertionError(what + ": expected " + type.getSimpleName() + ", but it succeeded");
+    }
+
+    interface ThrowingRunnable { void run() throws Exception; }
+
+    // The canonical record set (same shape as python/common.py make_records).
+    static final class Rec {
+        byte[] key; byte[] value; List<Header> headers; long timestamp;
+    }
+
+    static List<Rec> makeRecords(int count) {
+        long base = System.currentTimeMillis() - 60_000;
+        List<Rec> out = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Rec r = new Rec();
+            if (i % 4 != 0) {
+                byte[] suffix = ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                r.key = new byte[4 + suffix.length];
+                r.key[0] = (byte) i; r.key[1] = 0; r.key[2] = (byte) 255; r.key[3] = (byte) 128;
+                System.arraycopy(suffix, 0, r.key, 4, suffix.length);
+            }
+            if (i != 5) {
+                r.value = new byte[1 + i * 37];
+                for (int j = 0; j < r.value.length; j++) r.value[j] = (byte) ((i * 7 + j) % 256);
+            }
+            r.headers = new ArrayList<>();
+            if (i % 3 != 0) {
+                r.headers.add(new RecordHeader("h1", ("v" + i).getBytes(StandardCharsets.UTF_8)));
+                r.headers.add(new RecordHeader("h-bin", new byte[]{0, 1, 2, (byte) 255}));
+                r.headers.add(new RecordHeader("h1", "dup".getBytes(StandardCharsets.UTF_8)));
+            }
+            r.timestamp = base + i * 1000L;
+            out.add(r);
+        }
+        return out;
+    }
+
+    static List<RecordMetadata> produce(KafkaProducer<byte[], byte[]> p, String topic, List<Rec> recs) throws Exception {
+        List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
+        for (Rec r : recs) fs.add(p.send(new ProducerRecord<>(topic, 0, r.timestamp, r.key, r.value, r.headers)));
+        p.flush();
+        List<RecordMetadata> out = new ArrayList<>();
+        for (var f : fs) out.add(f.get(30, TimeUnit.SECONDS));
+        return out;
+    }
+
+    static List<ConsumerRecord<byte[], byte[]>> consumeAssigned(String topic, int partition, int count) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
+            TopicPartition tp = new TopicPartition(topic, partition);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (got.size() < count && System.nanoTime() < deadline)
+                for (var rec : c.poll(Duration.ofMillis(500))) got.add(rec);
+            return got;
+        }
+    }
+
+    static void compare(List<Rec> expected, List<ConsumerRecord<byte[], byte[]>> actual, String what) {
+        checkEq(actual.size(), expected.size(), what + ": record count");
+        for (int i = 0; i < expected.size(); i++) {
+            Rec e = expected.get(i);
+            ConsumerRecord<byte[], byte[]> a = actual.get(i);
+            checkEq(a.offset(), (long) i, what + "[" + i + "] offset");
+            checkEq(a.key(), e.key, what + "[" + i + "] key");
+            checkEq(a.value(), e.value, what + "[" + i + "] value");
+            checkEq(a.timestamp(), e.timestamp, what + "[" + i + "] timestamp");
+            checkEq(a.timestampType(), TimestampType.CREATE_TIME, what + "[" + i + "] timestamp type");
+            List<Header> got = new ArrayList<>();
+            a.headers().forEach(got::add);
+            checkEq(got.size(), e.headers.size(), what + "[" + i + "] header count");
+            for (int h = 0; h < got.size(); h++) {
+                checkEq(got.get(h).key(), e.headers.get(h).key(), what + "[" + i + "] header key");
+                checkEq(got.get(h).value(), e.headers.get(h).value(), what + "[" + i + "] header value");
+            }
+        }
+    }
+
+    // ---------- scenarios ----------
+
+    static void metadata() throws Exception {
+        try (Admin admin = admin()) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            Collection<Node> nodes = cluster.nodes().get(30, TimeUnit.SECONDS);
+            checkEq(nodes.size(), 1, "broker count");
+            Node node = nodes.iterator().next();
+            checkEq(node.host() + ":" + node.port(), bootstrap, "advertised address");
+            Node controller = cluster.controller().get(30, TimeUnit.SECONDS);
+            checkEq(controller.id(), node.id(), "controller id names the broker");
+            check(cluster.clusterId().get(30, TimeUnit.SECONDS) != null, "cluster id present");
+            String t = topic("t");
+            createTopic(admin, t, 3, null);
+            check(admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(t), "topic listed");
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
+                checkEq(c.partitionsFor(t).size(), 3, "partitionsFor");
+            }
+            // The producer negotiates ApiVersions and needs InitProducerId (idempotent by default).
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
+                RecordMetadata md = p.send(new ProducerRecord<>(t, 1, null, "v".getBytes())).get(30, TimeUnit.SECONDS);
+                checkEq(md.partition(), 1, "produced partition");
+                checkEq(md.offset(), 0L, "first offset");
+            }
+        }
+    }
+
+    static void topics() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 2, Map.of("retention.ms", "123456789"));
+            TopicDescription d = admin.describeTopics(List.of(t)).allTopicNames().get().get(t);
+            checkEq(d.partitions().size(), 2, "partitions");
+            check(d.topicId() != null && !d.topicId().equals(Uuid.ZERO_UUID), "topic id assigned");
+            checkEq(d.partitions().get(0).replicas().size(), 1, "replicas");
+            checkEq(d.partitions().get(0).isr().size(), 1, "isr");
+            expectError(TopicExistsException.class,
+                    () -> admin.createTopics(List.of(new NewTopic(t, 1, (short) 1))).all().get(), "duplicate create");
+            admin.createPartitions(Map.of(t, NewPartitions.increaseTo(5))).all().get(30, TimeUnit.SECONDS);
+            waitUntil(() -> hasLeaders(admin, t, 5), 20, "5 partitions with leaders");
+            expectError(InvalidPartitionsException.class,
+                    () -> admin.createPartitions(Map.of(t, NewPartitions.increaseTo(3))).all().get(),
+                    "decreasing partitions");
+            admin.deleteTopics(List.of(t)).all().get(30, TimeUnit.SECONDS);
+            waitUntil(() -> {
+                try { return !admin.listTopics().names().get().contains(t); } catch (Exception e) { return false; }
+            }, 20, "topic gone");
+            expectError(UnknownTopicOrPartitionException.class,
+                    () -> admin.describeTopics(List.of(t)).allTopicNames().get(), "describe deleted topic");
+        }
+    }
+
+    static void codecs() throws Exception {
+        try (Admin admin = admin()) {
+            for (String codec : CODECS) {
+                String t = topic(codec);
+                createTopic(admin, t, 1, null);
+                List<Rec> recs = makeRecords(12);
+                try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec,
+                        ProducerConfig.LINGER_MS_CONFIG, 50))) {
+                    List<RecordMetadata> mds = produce(p, t, recs);
+                    for (int i = 0; i < mds.size(); i++) checkEq(mds.get(i).offset(), (long) i, codec + " offset");
+                }
+                compare(recs, consumeAssigned(t, 0, recs.size()), codec);
+                System.out.println(codec + " ok");
+            }
+        }
+    }
+
+    static void large() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            Rec r = new Rec();
+            r.key = "big".getBytes();
+            r.value = new byte[LARGE_VALUE_BYTES];
+            for (int i = 0; i < r.value.length; i++) r.value[i] = (byte) (i % 251);
+            r.headers = List.of(new RecordHeader("h", "1".getBytes()));
+            r.timestamp = System.currentTimeMillis();
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 2_000_000))) {
+                produce(p, t, List.of(r));
+            }
+            compare(List.of(r), consumeAssigned(t, 0, 1), "large");
+        }
+    }
+
+    static void idempotent() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true,
+                    ProducerConfig.ACKS_CONFIG, "all", ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 5))) {
+                for (int i = 0; i < 500; i++)
+                    fs.add(p.send(new ProducerRecord<>(t, 0, null, ("m-" + i).getBytes())));
+                p.flush();
+                for (int i = 0; i < fs.size(); i++) checkEq(fs.get(i).get().offset(), (long) i, "offset " + i);
+            }
+            var got = consumeAssigned(t, 0, 500);
+            checkEq(got.size(), 500, "count");
+            for (int i = 0; i < 500; i++) checkEq(new String(got.get(i).value()), "m-" + i, "value " + i);
+            // The producer state must be visible to DescribeProducers as one producer id.
+            var producers = admin.describeProducers(List.of(new TopicPartition(t, 0))).all().get(30, TimeUnit.SECONDS);
+            var states = producers.get(new TopicPartition(t, 0)).activeProducers();
+            checkEq(states.size(), 1, "active producers");
+            checkEq(states.get(0).lastSequence(), 499, "last sequence");
+        }
+    }
+
+    static void fill(Admin admin, String t, int partitions, int perPartition) throws Exception {
+        createTopic(admin, t, partitions, null);
+        try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
+            for (int part = 0; part < partitions; part++)
+                for (int i = 0; i < perPartition; i++)
+                    p.send(new ProducerRecord<>(t, part, null, ("p" + part + "-" + i).getBytes()));
+            p.flush();
+        }
+    }
+
+    static List<ConsumerRecord<byte[], byte[]>> pollN(KafkaConsumer<byte[], byte[]> c, int n) {
+        List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (got.size() < n && System.nanoTime() < deadline)
+            for (var r : c.poll(Duration.ofMillis(300))) got.add(r);
+        return got;
+    }
+
+    static void group() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t"), g = group("g");
+            fill(admin, t, 2, 10);
+            Map<String, Object> cfg = Map.of(ConsumerConfig.GROUP_ID_CONFIG, g, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 4);
+            Set<String> seen = new HashSet<>();
+            try (KafkaConsumer<byte[], byte[]> c = consumer(cfg)) {
+                c.subscribe(List.of(t));
+                var first = pollN(c, 8);
+                check(first.size() >= 8, "first poll got " + first.size());
+                // Commit exactly the first 8 records seen (per partition: last offset + 1).
+                Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+                for (var r : first.subList(0, 8)) {
+                    commit.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1, "meta"));
+                    seen.add(r.partition() + ":" + r.offset());
+                }
+                c.commitSync(commit);
+                var committed = c.committed(new HashSet<>(commit.keySet()));
+                for (var e : commit.entrySet()) {
+                    checkEq(committed.get(e.getKey()).offset(), e.getValue().offset(), "committed " + e.getKey());
+                    checkEq(committed.get(e.getKey()).metadata(), "meta", "commit metadata");
+                }
+            }
+            var offsets = admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+            checkEq(offsets.values().stream().mapToLong(OffsetAndMetadata::offset).sum(), 8L, "admin committed sum");
+            var desc = admin.describeConsumerGroups(List.of(g)).all().get(30, TimeUnit.SECONDS).get(g);
+            checkEq(desc.groupState(), GroupState.EMPTY, "group state after close");
+            try (KafkaConsumer<byte[], byte[]> c = consumer(cfg)) {
+                c.subscribe(List.of(t));
+                var rest = pollN(c, 12);
+                checkEq(rest.size(), 12, "records after resume");
+                for (var r : rest) check(seen.add(r.partition() + ":" + r.offset()), "duplicate " + r.partition() + ":" + r.offset());
+                c.commitSync();
+            }
+            checkEq(seen.size(), 20, "each record once");
+            var listed = admin.listGroups().all().get(30, TimeUnit.SECONDS);
+            check(listed.stream().anyMatch(l -> l.groupId().equals(g)), "group listed");
+        }
+    }
+
+    static class Tracker implements ConsumerRebalanceListener {
+        final List<String> events = Collections.synchronizedList(new ArrayList<>());
+        public void onPartitionsRevoked(Collection<TopicPartition> ps) { events.add("revoked " + parts(ps)); }
+        public void onPartitionsAssigned(Collection<TopicPartition> ps) { events.add("assigned " + parts(ps)); }
+        public void onPartitionsLost(Collection<TopicPartition> ps) { events.add("lost " + parts(ps)); }
+        static Set<Integer> parts(Collection<TopicPartition> ps) {
+            Set<Integer> s = new TreeSet<>();
+            for (var p : ps) s.add(p.partition());
+            return s;
+        }
+    }
+
+    static Set<Integer> assigned(KafkaConsumer<byte[], byte[]> c) { return Tracker.parts(c.assignment()); }
+
+    static void rebalanceWith(String strategy, boolean cooperative) throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t"), g = group("g");
+            fill(admin, t, 4, 2);
+            Map<String, Object> cfg = new HashMap<>(Map.of(ConsumerConfig.GROUP_ID_CONFIG, g,
+                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 6000, ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500));
+            if (strategy != null) cfg.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, strategy);
+            Tracker t1 = new Tracker(), t2 = new Tracker();
+            try (KafkaConsumer<byte[], byte[]> c1 = consumer(cfg)) {
+                c1.subscribe(List.of(t), t1);
+                waitUntil(() -> { c1.poll(Duration.ofMillis(100)); return assigned(c1).size() == 4; }, 30, "c1 owns 4");
+                t1.events.clear();
+                try (KafkaConsumer<byte[], byte[]> c2 = consumer(cfg)) {
+                    c2.subscribe(List.of(t), t2);
+                    waitUntil(() -> {
+                        c1.poll(Duration.ofMillis(100));
+                        c2.poll(Duration.ofMillis(100));
+                        Set<Integer> a1 = assigned(c1), a2 = assigned(c2), all = new TreeSet<>(a1);
+                        all.addAll(a2);
+                        return a1.size() == 2 && a2.size() == 2 && all.size() == 4;
+                    }, 40, "2/2 split");
+                    if (cooperative) {
+                        // Incremental: c1 only revokes the two partitions that moved, never all four.
+                        for (String e : t1.events)
+                            if (e.startsWith("revoked")) check(!e.equals("revoked [0, 1, 2, 3]"), "eager revoke seen: " + t1.events);
+                        check(t1.events.stream().anyMatch(e -> e.startsWith("revoked [") && !e.equals("revoked []")),
+                                "c1 revoked the moved partitions: " + t1.events);
+                        var desc = admin.describeConsumerGroups(List.of(g)).all().get().get(g);
+                        checkEq(desc.partitionAssignor(), "cooperative-sticky", "group protocol");
+                    }
+                }
+                waitUntil(() -> { c1.poll(Duration.ofMillis(100)); return assigned(c1).size() == 4; }, 30,
+                        "c1 owns 4 after c2 left");
+            }
+        }
+    }
+
+    static void rebalance() throws Exception { rebalanceWith(null, false); }
+
+    static void cooperative() throws Exception {
+        rebalanceWith(CooperativeStickyAssignor.class.getName(), true);
+    }
+
+    static void staticMembership() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t"), g = group("g");
+            fill(admin, t, 2, 1);
+            Map<String, Object> base = Map.of(ConsumerConfig.GROUP_ID_CONFIG, g,
+                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 20000, ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
+            Map<String, Object> a = new HashMap<>(base), b = new HashMap<>(base);
+            a.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "member-a");
+            b.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "member-b");
+            try (KafkaConsumer<byte[], byte[]> cb = consumer(b)) {
+                cb.subscribe(List.of(t));
+                Set<Integer> before;
+                try (KafkaConsumer<byte[], byte[]> ca = consumer(a)) {
+                    ca.subscribe(List.of(t));
+                    waitUntil(() -> {
+                        ca.poll(Duration.ofMillis(100));
+                        cb.poll(Duration.ofMillis(100));
+                        return assigned(ca).size() == 1 && assigned(cb).size() == 1;
+                    }, 40, "one partition each");
+                    before = assigned(ca);
+                    var desc = admin.describeConsumerGroups(List.of(g)).all().get().get(g);
+                    Set<String> ids = new TreeSet<>();
+                    for (var m : desc.members()) ids.add(m.groupInstanceId().orElse("?"));
+                    checkEq(ids, new TreeSet<>(List.of("member-a", "member-b")), "group instance ids");
+                }
+                // A static member that closes does not leave: the group keeps both members.
+                var desc = admin.describeConsumerGroups(List.of(g)).all().get().get(g);
+                checkEq(desc.members().size(), 2, "members right after static member closed");
+                Set<Integer> bBefore = assigned(cb);
+                try (KafkaConsumer<byte[], byte[]> ca = consumer(a)) {
+                    ca.subscribe(List.of(t));
+                    waitUntil(() -> { ca.poll(Duration.ofMillis(100)); cb.poll(Duration.ofMillis(50));
+                        return !assigned(ca).isEmpty(); }, 30, "restarted static member assigned");
+                    checkEq(assigned(ca), before, "static member keeps its partition");
+                    checkEq(assigned(cb), bBefore, "other member undisturbed");
+                }
+            }
+        }
+    }
+
+    static void offsetsForTimes() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            List<Rec> recs = makeRecords(10);
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) { produce(p, t, recs); }
+            TopicPartition tp = new TopicPartition(t, 0);
+            long base = recs.get(0).timestamp;
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
+                var found = c.offsetsForTimes(Map.of(tp, base + 2500)).get(tp);
+                check(found != null, "offset for timestamp found");
+                checkEq(found.offset(), 3L, "offset for base+2500");
+                checkEq(found.timestamp(), base + 3000, "timestamp for base+2500");
+                checkEq(c.offsetsForTimes(Map.of(tp, base + 10_000_000L)).get(tp), null, "after last record");
+                checkEq(c.beginningOffsets(List.of(tp)).get(tp), 0L, "earliest");
+                checkEq(c.endOffsets(List.of(tp)).get(tp), 10L, "latest");
+            }
+            var max = admin.listOffsets(Map.of(tp, OffsetSpec.maxTimestamp())).all().get().get(tp);
+            checkEq(max.offset(), 9L, "max timestamp offset");
+            checkEq(max.timestamp(), base + 9000, "max timestamp");
+        }
+    }
+
+    static Map<String, ConfigEntry> topicConfig(Admin admin, String t) throws Exception {
+        ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, t);
+        Map<String, ConfigEntry> out = new HashMap<>();
+        for (ConfigEntry e : admin.describeConfigs(List.of(r)).all().get().get(r).entries()) out.put(e.name(), e);
+        return out;
+    }
+
+    static void configs() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, Map.of("cleanup.policy", "compact"));
+            var cfg = topicConfig(admin, t);
+            checkEq(cfg.get("retention.ms").value(), "604800000", "default retention.ms");
+            checkEq(cfg.get("max.message.bytes").value(), "1048588", "default max.message.bytes");
+            checkEq(cfg.get("retention.ms").source(), ConfigEntry.ConfigSource.DEFAULT_CONFIG, "source of default");
+            checkEq(cfg.get("cleanup.policy").value(), "compact", "create-time config");
+            checkEq(cfg.get("cleanup.policy").source(), ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, "source of override");
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, t);
+            admin.incrementalAlterConfigs(Map.of(r, List.of(
+                    new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("cleanup.policy", ""), AlterConfigOp.OpType.DELETE)))).all().get();
+            cfg = topicConfig(admin, t);
+            checkEq(cfg.get("retention.ms").value(), "3600000", "altered retention.ms");
+            checkEq(cfg.get("cleanup.policy").value(), "delete", "cleanup.policy back to default");
+            ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, "1");
+            var entries = admin.describeConfigs(List.of(broker)).all().get().get(broker).entries();
+            check(entries.stream().anyMatch(e -> e.name().equals("log.retention.hours") || e.name().equals("num.partitions")),
+                    "broker configs described");
+        }
+    }
+
+    static void deleteRecords() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
+                for (int i = 0; i < 10; i++) p.send(new ProducerRecord<>(t, 0, null, ("r" + i).getBytes()));
+                p.flush();
+            }
+            TopicPartition tp = new TopicPartition(t, 0);
+            var low = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(4))).lowWatermarks().get(tp).get();
+            checkEq(low.lowWatermark(), 4L, "low watermark");
+            var earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all().get().get(tp);
+            checkEq(earliest.offset(), 4L, "earliest after delete");
+            var got = consumeAssigned(t, 0, 6);
+            checkEq(got.size(), 6, "records after delete");
+            for (int i = 0; i < 6; i++) {
+                checkEq(got.get(i).offset(), (long) (i + 4), "offset");
+                checkEq(new String(got.get(i).value()), "r" + (i + 4), "value");
+            }
+            expectError(org.apache.kafka.common.errors.OffsetOutOfRangeException.class,
+                    () -> admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(50))).all().get(),
+                    "delete beyond high watermark");
+        }
+    }
+
+    static void errors() throws Exception {
+        try (Admin admin = admin()) {
+            String missing = topic("missing");
+            expectError(UnknownTopicOrPartitionException.class,
+                    () -> admin.deleteTopics(List.of(missing)).all().get(), "delete missing topic");
+            expectError(UnknownTopicOrPartitionException.class,
+                    () -> admin.describeTopics(List.of(missing)).allTopicNames().get(), "describe missing topic");
+            expectError(InvalidConfigurationException.class,
+                    () -> admin.createTopics(List.of(new NewTopic(topic("bad-config"), 1, (short) 1)
+                            .configs(Map.of("cleanup.policy", "bogus")))).all().get(), "invalid config value");
+            expectError(InvalidTopicException.class,
+                    () -> admin.createTopics(List.of(new NewTopic("bad/name", 1, (short) 1))).all().get(), "invalid name");
+            expectError(InvalidReplicationFactorException.class,
+                    () -> admin.createTopics(List.of(new NewTopic(topic("rf3"), 1, (short) 3))).all().get(),
+                    "replication factor above broker count");
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, t);
+            expectError(InvalidConfigurationException.class, () -> admin.incrementalAlterConfigs(Map.of(r, List.of(
+                    new AlterConfigOp(new ConfigEntry("retention.ms", "not-a-number"), AlterConfigOp.OpType.SET)))).all().get(),
+                    "alter with invalid value");
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 4_000_000,
+                    ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false, ProducerConfig.RETRIES_CONFIG, 0))) {
+                expectError(RecordTooLargeException.class,
+                        () -> p.send(new ProducerRecord<>(t, 0, null, new byte[TOO_LARGE_VALUE_BYTES])).get(30, TimeUnit.SECONDS),
+                        "record above max.message.bytes");
+            }
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false))) {
+                var parts = c.listTopics().get(missing);
+                checkEq(parts, null, "missing topic not auto-created by a consumer");
+            }
+        }
+    }
+}
