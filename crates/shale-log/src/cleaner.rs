@@ -1,21 +1,55 @@
-//! Log compaction.
+//! Log compaction: keeps the latest record per key in the cleanable part of a log (segments
+//! below the active one and older than `min.compaction.lag.ms`), removes tombstones after
+//! `delete.retention.ms` (KIP-534 delete horizon in the batch header), keeps every record's
+//! offset, rewrites changed batches with a new CRC and swaps the result in crash-safely:
+//! `<base>.log.cleaned` -> `<base>.log.swap` -> old segments renamed `.deleted` -> `<base>.log`.
+//! A `.swap` found at open is completed by `complete_swaps`.
 
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use crate::batch::{BatchHeader, Compression, HEADER_LEN};
+use crate::checkpoint::fsync_dir;
+use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::log::Log;
+use crate::records::{self, BatchBuilder, OwnedRecord};
+use crate::segment::{self, HeaderScanner, Segment};
 
 /// Outcome of a transaction as known to the transaction coordinator's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnOutcome {
     Committed,
     Aborted,
-    /// Still open or not known: the cleaner keeps its records.
+    /// Still open or not known: the cleaner keeps its records untouched.
     Unknown,
 }
 
-/// Tells the cleaner what happened to a transactional batch (`producer_id`, first offset).
+/// Hook for the transaction layer: what happened to the transactional batch of
+/// `producer_id` starting at `batch_base_offset` in `log`'s partition.
 pub trait TxnResolver: Send + Sync {
-    fn outcome(&self, producer_id: i64, batch_base_offset: i64) -> TxnOutcome;
+    fn outcome(
+        &self,
+        topic_partition: &crate::TopicPartition,
+        producer_id: i64,
+        batch_base_offset: i64,
+    ) -> TxnOutcome;
+}
+
+/// The resolver used until the transaction layer installs one: every outcome is unknown,
+/// so transactional records are never removed.
+#[derive(Debug, Default)]
+pub struct KeepAllTransactions;
+
+impl TxnResolver for KeepAllTransactions {
+    fn outcome(&self, _: &crate::TopicPartition, _: i64, _: i64) -> TxnOutcome {
+        TxnOutcome::Unknown
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,13 +61,394 @@ pub struct CleanerReport {
     pub bytes_after: u64,
 }
 
+impl CleanerReport {
+    pub(crate) fn add(&mut self, o: &CleanerReport) {
+        self.logs_cleaned += o.logs_cleaned;
+        self.segments_rewritten += o.segments_rewritten;
+        self.records_removed += o.records_removed;
+        self.bytes_before += o.bytes_before;
+        self.bytes_after += o.bytes_after;
+    }
+}
+
+/// Completes compactions interrupted by a crash: every `<B>.log.swap` replaces the segments
+/// whose base offsets fall inside its offset range.
 pub(crate) fn complete_swaps(
-    _dir: &Path,
+    dir: &Path,
     swaps: &[PathBuf],
-    _bases: &mut Vec<i64>,
+    bases: &mut Vec<i64>,
 ) -> Result<(), LogError> {
-    for s in swaps {
-        crate::segment::remove_if_exists(s)?;
+    for swap in swaps {
+        let name = swap
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Some(stem) = name.strip_suffix(segment::SWAP_SUFFIX) else {
+            continue;
+        };
+        let Some(base) = segment::parse_base_offset(stem, segment::LOG_SUFFIX) else {
+            segment::remove_if_exists(swap)?;
+            continue;
+        };
+        let file = File::open(swap)?;
+        let size = file.metadata()?.len();
+        let mut end = base;
+        let mut scanner = HeaderScanner::new(&file, 0, size);
+        while let Some((_, h)) = scanner.next()? {
+            end = h.last_offset() + 1;
+        }
+        for b in bases
+            .iter()
+            .copied()
+            .filter(|b| *b >= base && *b < end.max(base + 1))
+        {
+            for suffix in [
+                segment::LOG_SUFFIX,
+                segment::INDEX_SUFFIX,
+                segment::TIME_INDEX_SUFFIX,
+            ] {
+                segment::remove_if_exists(&dir.join(segment::file_name(b, suffix)))?;
+            }
+        }
+        bases.retain(|b| !(*b >= base && *b < end.max(base + 1)));
+        std::fs::rename(
+            swap,
+            dir.join(segment::file_name(base, segment::LOG_SUFFIX)),
+        )?;
+        bases.push(base);
+        tracing::info!(dir = %dir.display(), base, "completed interrupted compaction swap");
+    }
+    if !swaps.is_empty() {
+        fsync_dir(dir)?;
     }
     Ok(())
+}
+
+fn read_batch(file: &File, pos: u64, h: &BatchHeader) -> Result<Vec<u8>, LogError> {
+    let mut buf = vec![0u8; h.total_len()];
+    file.read_exact_at(&mut buf, pos)?;
+    Ok(buf)
+}
+
+/// Whether the records of a batch take part in key deduplication.
+fn participates(log: &Log, h: &BatchHeader, resolver: &dyn TxnResolver) -> Option<bool> {
+    if h.is_control() {
+        return None;
+    }
+    if h.is_transactional() {
+        return match resolver.outcome(log.topic_partition(), h.producer_id, h.base_offset) {
+            TxnOutcome::Committed => Some(true),
+            TxnOutcome::Aborted => Some(false),
+            TxnOutcome::Unknown => None,
+        };
+    }
+    Some(true)
+}
+
+impl Log {
+    /// One compaction pass over this log if its policy is `compact` and enough is dirty.
+    pub fn clean(
+        &self,
+        now_ms: i64,
+        resolver: &dyn TxnResolver,
+    ) -> Result<CleanerReport, LogError> {
+        let config = self.config();
+        if !config.cleanup_policy.compact || self.is_offline() {
+            return Ok(CleanerReport::default());
+        }
+        let _c = self.cleaner_lock.lock();
+        let segs = self.segments_snapshot();
+        let cleanable: Vec<Arc<Segment>> = {
+            let mut v = Vec::new();
+            for s in segs.iter().take(segs.len().saturating_sub(1)) {
+                let newest = s.max_timestamp()?.map_or(i64::MIN, |(t, _)| t);
+                if now_ms.saturating_sub(newest) < config.min_compaction_lag_ms {
+                    break;
+                }
+                v.push(s.clone());
+            }
+            v
+        };
+        if cleanable.is_empty() {
+            return Ok(CleanerReport::default());
+        }
+        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
+        let (mut dirty, mut total) = (0u64, 0u64);
+        for s in &cleanable {
+            total += s.size();
+            if s.base_offset >= cleaned_to {
+                dirty += s.size();
+            }
+        }
+        let first_dirty = cleanable.iter().find(|s| s.base_offset >= cleaned_to);
+        let overdue = first_dirty.is_some_and(|s| {
+            s.rolling_timestamp()
+                .is_some_and(|t| now_ms.saturating_sub(t) > config.max_compaction_lag_ms)
+        });
+        let ratio = if total == 0 {
+            0.0
+        } else {
+            dirty as f64 / total as f64
+        };
+        if dirty == 0 || (ratio < config.min_cleanable_dirty_ratio && !overdue) {
+            return Ok(CleanerReport::default());
+        }
+        let end_offset = cleanable.last().map(|s| s.base_offset).unwrap_or_default();
+        let mut report = self.compact_segments(&cleanable, &config, now_ms, resolver)?;
+        let next_base = segs
+            .get(cleanable.len())
+            .map_or(end_offset, |s| s.base_offset);
+        self.cleaned_up_to.store(next_base, Ordering::Release);
+        report.logs_cleaned = 1;
+        Ok(report)
+    }
+
+    fn compact_segments(
+        &self,
+        cleanable: &[Arc<Segment>],
+        config: &LogConfig,
+        now_ms: i64,
+        resolver: &dyn TxnResolver,
+    ) -> Result<CleanerReport, LogError> {
+        let limit = config.decompressed_batch_bytes_max;
+        // Pass 1: latest offset of every key.
+        let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
+        for seg in cleanable {
+            let mut scanner = seg.scanner(0);
+            while let Some((pos, h)) = scanner.next()? {
+                if participates(self, &h, resolver) != Some(true) {
+                    continue;
+                }
+                let bytes = read_batch(seg.file(), pos, &h)?;
+                let Ok(body) = records::batch_body(&bytes, limit) else {
+                    continue;
+                };
+                let Ok(recs) = records::decode_records(&body, h.record_count) else {
+                    continue;
+                };
+                for r in recs {
+                    if let Some(k) = r.key {
+                        latest.insert(k.to_vec(), h.base_offset + i64::from(r.offset_delta));
+                    }
+                }
+            }
+        }
+        // Pass 2: rewrite groups of consecutive segments that fit one segment.
+        let mut report = CleanerReport::default();
+        let mut group: Vec<Arc<Segment>> = Vec::new();
+        let mut group_bytes = 0u64;
+        for seg in cleanable {
+            let fits = group_bytes + seg.size() <= config.segment_bytes
+                && group
+                    .first()
+                    .is_none_or(|f| seg.base_offset - f.base_offset < i64::from(i32::MAX));
+            if !fits && !group.is_empty() {
+                report.add(&self.rewrite_group(&group, &latest, config, now_ms, resolver)?);
+                group.clear();
+                group_bytes = 0;
+            }
+            group_bytes += seg.size();
+            group.push(seg.clone());
+        }
+        if !group.is_empty() {
+            report.add(&self.rewrite_group(&group, &latest, config, now_ms, resolver)?);
+        }
+        Ok(report)
+    }
+
+    fn rewrite_group(
+        &self,
+        group: &[Arc<Segment>],
+        latest: &HashMap<Vec<u8>, i64>,
+        config: &LogConfig,
+        now_ms: i64,
+        resolver: &dyn TxnResolver,
+    ) -> Result<CleanerReport, LogError> {
+        let base = group[0].base_offset;
+        let dir = self.dir().to_path_buf();
+        let cleaned_path = dir.join(format!(
+            "{}{}",
+            segment::file_name(base, segment::LOG_SUFFIX),
+            segment::CLEANED_SUFFIX
+        ));
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&cleaned_path)?;
+        let mut report = CleanerReport {
+            segments_rewritten: group.len(),
+            ..CleanerReport::default()
+        };
+        let mut buf = Vec::new();
+        for seg in group {
+            report.bytes_before += seg.size();
+            let mut scanner = seg.scanner(0);
+            while let Some((pos, h)) = scanner.next()? {
+                let bytes = read_batch(seg.file(), pos, &h)?;
+                let (kept, removed) =
+                    filter_batch(self, &bytes, &h, latest, config, now_ms, resolver)?;
+                report.records_removed += removed;
+                if let Some(b) = kept {
+                    buf.extend_from_slice(&b);
+                }
+                if buf.len() >= 1 << 20 {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+            }
+        }
+        out.write_all(&buf)?;
+        out.sync_all()?;
+        report.bytes_after = out.metadata()?.len();
+        drop(out);
+
+        let swap_path = dir.join(format!(
+            "{}{}",
+            segment::file_name(base, segment::LOG_SUFFIX),
+            segment::SWAP_SUFFIX
+        ));
+        let _w = self.writer.lock();
+        // Truncation or retention may have removed these segments meanwhile.
+        let still_there = {
+            let map = self.segments.read();
+            group
+                .iter()
+                .all(|s| map.get(&s.base_offset).is_some_and(|m| Arc::ptr_eq(m, s)))
+                && map.len() > group.len()
+        };
+        if !still_there {
+            segment::remove_if_exists(&cleaned_path)?;
+            return Ok(CleanerReport::default());
+        }
+        std::fs::rename(&cleaned_path, &swap_path)?;
+        fsync_dir(&dir)?;
+        for s in group {
+            self.schedule_delete_pub(s, now_ms)?;
+        }
+        std::fs::rename(
+            &swap_path,
+            dir.join(segment::file_name(base, segment::LOG_SUFFIX)),
+        )?;
+        fsync_dir(&dir)?;
+        let new = Arc::new(Segment::open(&dir, base, config.index_bytes_max(), now_ms)?);
+        new.ensure_indexes(config.index_interval_bytes)?;
+        new.on_roll()?;
+        {
+            let mut map = self.segments.write();
+            for s in group {
+                map.remove(&s.base_offset);
+            }
+            map.insert(base, new);
+        }
+        Ok(report)
+    }
+}
+
+/// Decides what of one batch survives. Returns the bytes to write (`None` = drop the batch)
+/// and how many records were removed.
+fn filter_batch(
+    log: &Log,
+    bytes: &[u8],
+    h: &BatchHeader,
+    latest: &HashMap<Vec<u8>, i64>,
+    config: &LogConfig,
+    now_ms: i64,
+    resolver: &dyn TxnResolver,
+) -> Result<(Option<Vec<u8>>, u64), LogError> {
+    let Some(dedup) = participates(log, h, resolver) else {
+        return Ok((Some(bytes.to_vec()), 0));
+    };
+    if !dedup {
+        // Aborted transaction data goes entirely.
+        return Ok((None, h.record_count.max(0) as u64));
+    }
+    let body = match records::batch_body(bytes, config.decompressed_batch_bytes_max) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(log = %log.topic_partition(), offset = h.base_offset, error = %e,
+                "cannot decompress batch, keeping it unchanged");
+            return Ok((Some(bytes.to_vec()), 0));
+        }
+    };
+    let Ok(recs) = records::decode_records(&body, h.record_count) else {
+        return Ok((Some(bytes.to_vec()), 0));
+    };
+    let horizon = if h.has_delete_horizon() {
+        Some(h.base_timestamp)
+    } else {
+        None
+    };
+    let mut keep = Vec::with_capacity(recs.len());
+    let mut has_tombstone = false;
+    for r in &recs {
+        let offset = h.base_offset + i64::from(r.offset_delta);
+        let retained = match r.key {
+            None => true,
+            Some(k) => latest.get(k).is_none_or(|o| *o == offset),
+        };
+        if !retained {
+            continue;
+        }
+        if r.value.is_none() && r.key.is_some() {
+            if horizon.is_some_and(|t| now_ms >= t) {
+                continue;
+            }
+            has_tombstone = true;
+        }
+        keep.push(r);
+    }
+    let removed = (recs.len() - keep.len()) as u64;
+    let set_horizon = has_tombstone && horizon.is_none();
+    if removed == 0 && !set_horizon {
+        return Ok((Some(bytes.to_vec()), 0));
+    }
+    if keep.is_empty() {
+        return Ok((None, removed));
+    }
+    let timestamp = |r: &records::Record<'_>| h.base_timestamp.saturating_add(r.timestamp_delta);
+    // With a delete horizon the base timestamp field holds the horizon and record deltas are
+    // relative to it (KIP-534); otherwise deltas stay as they were.
+    let (base_ts, new_horizon) = if has_tombstone {
+        match horizon {
+            Some(t) => (t, true),
+            None => (now_ms.saturating_add(config.delete_retention_ms), true),
+        }
+    } else {
+        (h.base_timestamp, false)
+    };
+    let original_base = h.base_timestamp;
+    let mut b = BatchBuilder::new(base_ts);
+    b.base_offset = h.base_offset;
+    b.partition_leader_epoch = h.partition_leader_epoch;
+    b.compression = h.compression().unwrap_or(Compression::None);
+    b.timestamp_type = h.timestamp_type();
+    b.transactional = h.is_transactional();
+    b.control = h.is_control();
+    b.producer_id = h.producer_id;
+    b.producer_epoch = h.producer_epoch;
+    b.base_sequence = h.base_sequence;
+    b.last_offset_delta = Some(h.last_offset_delta);
+    b.max_timestamp = Some(h.max_timestamp);
+    b.delete_horizon = new_horizon;
+    for r in keep {
+        if base_ts == original_base {
+            b.push_raw(r.raw, r.offset_delta, r.timestamp_delta);
+        } else {
+            b.push_record(&OwnedRecord {
+                offset_delta: r.offset_delta,
+                timestamp_delta: timestamp(r).saturating_sub(base_ts),
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.map(<[u8]>::to_vec),
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|x| (x.key.to_vec(), x.value.map(<[u8]>::to_vec)))
+                    .collect(),
+            });
+        }
+    }
+    let out = b.build()?;
+    debug_assert!(out.len() >= HEADER_LEN);
+    Ok((Some(out), removed))
 }

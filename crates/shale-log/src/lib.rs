@@ -22,7 +22,7 @@ mod segment;
 mod types;
 
 pub use batch::{parse_batches, BatchHeader, Compression};
-pub use cleaner::{CleanerReport, TxnOutcome, TxnResolver};
+pub use cleaner::{CleanerReport, KeepAllTransactions, TxnOutcome, TxnResolver};
 pub use config::{CleanupPolicy, LogConfig, TimestampType};
 pub use error::LogError;
 pub use fault::FaultInjector;

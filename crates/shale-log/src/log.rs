@@ -54,6 +54,10 @@ pub struct Log {
     last_flush_ms: AtomicI64,
     unflushed_records: AtomicI64,
     start_checkpoint: Option<Arc<OffsetCheckpointFile>>,
+    /// One compaction at a time.
+    pub(crate) cleaner_lock: Mutex<()>,
+    /// Offset below which the log was compacted by this process (the dirty-ratio baseline).
+    pub(crate) cleaned_up_to: AtomicI64,
 }
 
 fn now_wall_ms() -> i64 {
@@ -155,6 +159,8 @@ impl Log {
             last_flush_ms: AtomicI64::new(now),
             unflushed_records: AtomicI64::new(0),
             start_checkpoint: opts.start_checkpoint.clone(),
+            cleaner_lock: Mutex::new(()),
+            cleaned_up_to: AtomicI64::new(i64::MIN),
         };
         log.load(&opts, now)?;
         Ok(log)
@@ -879,6 +885,10 @@ impl Log {
             s.close()?;
         }
         Ok(())
+    }
+
+    pub(crate) fn schedule_delete_pub(&self, seg: &Segment, now_ms: i64) -> Result<(), LogError> {
+        self.schedule_delete(seg, now_ms)
     }
 
     fn schedule_delete(&self, seg: &Segment, now_ms: i64) -> Result<(), LogError> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::checkpoint::{self, fsync_dir, OffsetCheckpointFile};
+use crate::cleaner::{CleanerReport, KeepAllTransactions, TxnResolver};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::fault::FaultInjector;
@@ -35,6 +36,7 @@ pub struct LogManager {
     /// Serialises creation and deletion so placement counts are exact.
     create_lock: Mutex<()>,
     faults: Arc<FaultInjector>,
+    txn_resolver: RwLock<Arc<dyn TxnResolver>>,
 }
 
 struct Found {
@@ -115,6 +117,7 @@ impl LogManager {
             start_checkpoints,
             create_lock: Mutex::new(()),
             faults,
+            txn_resolver: RwLock::new(Arc::new(KeepAllTransactions)),
         };
         // A crash from here on must be treated as unclean.
         for marker in clean_markers {
@@ -252,6 +255,34 @@ impl LogManager {
             }
         }
         self.write_checkpoints()?;
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+
+    /// Installs the transaction layer's view of transaction outcomes for the cleaner.
+    pub fn set_txn_resolver(&self, resolver: Arc<dyn TxnResolver>) {
+        *self.txn_resolver.write() = resolver;
+    }
+
+    /// One compaction pass over every log whose policy includes `compact`.
+    pub fn run_cleaner_once(&self, now_ms: i64) -> Result<CleanerReport, LogError> {
+        let resolver = self.txn_resolver.read().clone();
+        let mut report = CleanerReport::default();
+        let mut first_err = None;
+        for (tp, log) in self.all() {
+            match log.clean(now_ms, resolver.as_ref()) {
+                Ok(r) => report.add(&r),
+                Err(e) => {
+                    tracing::error!(log = %tp, error = %e, "compaction failed");
+                    first_err.get_or_insert(e);
+                }
+            }
+            if let Err(e) = log.delete_due_files(now_ms) {
+                first_err.get_or_insert(e);
+            }
+        }
         match first_err {
             Some(e) => Err(e),
             None => Ok(report),
