@@ -1,0 +1,374 @@
+"""confluent-kafka-python (librdkafka) scenarios."""
+
+import time
+
+import confluent_kafka
+from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
+                             TopicCollection, TopicPartition)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic, OffsetSpec, ResourceType)
+
+from common import (CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
+                    TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, check,
+                    check_eq, compare_records, log, main, make_records, wait_until)
+
+TIMEOUT_S = 30
+
+
+def admin(ctx):
+    return AdminClient({"bootstrap.servers": ctx.bootstrap})
+
+
+def producer(ctx, **cfg):
+    conf = {"bootstrap.servers": ctx.bootstrap, "message.timeout.ms": 30000}
+    conf.update({k.replace("_", "."): v for k, v in cfg.items()})
+    return Producer(conf)
+
+
+def consumer(ctx, group=None, **cfg):
+    conf = {"bootstrap.servers": ctx.bootstrap, "group.id": group or f"{ctx.prefix}-unused",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    conf.update({k.replace("_", "."): v for k, v in cfg.items()})
+    return Consumer(conf)
+
+
+def result(future):
+    return future.result(timeout=TIMEOUT_S)
+
+
+def error_code(fn):
+    """Run fn and return the Kafka error code it failed with (None on success)."""
+    try:
+        fn()
+    except KafkaException as exc:
+        return exc.args[0].code()
+    return None
+
+
+def has_leaders(adm, topic, partitions):
+    md = adm.list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    return t is not None and t.error is None and len(t.partitions) == partitions and \
+        all(p.leader >= 0 for p in t.partitions.values())
+
+
+def create_topic(adm, topic, partitions=1, config=None):
+    result(adm.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic])
+    wait_until(lambda: has_leaders(adm, topic, partitions), 20, f"leaders for {topic}")
+
+
+def produce_records(ctx, topic, records, **cfg):
+    prod = producer(ctx, **cfg)
+    delivered = []
+
+    def on_delivery(err, msg):
+        delivered.append((err, msg.offset() if err is None else None))
+    for r in records:
+        prod.produce(topic, key=r["key"], value=r["value"], headers=r["headers"] or None,
+                     timestamp=r["timestamp"], partition=0, on_delivery=on_delivery)
+    check_eq(prod.flush(TIMEOUT_S), 0, "messages left after flush")
+    errors = [e for e, _ in delivered if e is not None]
+    check(not errors, f"delivery errors: {errors}")
+    return [o for _, o in delivered]
+
+
+def consume_assigned(ctx, topic, count, partition=0, offset=confluent_kafka.OFFSET_BEGINNING):
+    cons = consumer(ctx)
+    cons.assign([TopicPartition(topic, partition, offset)])
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < count and time.monotonic() < deadline:
+        msg = cons.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            raise Failure(f"consume error {msg.error()}")
+        got.append(msg)
+    cons.close()
+    return [{"key": m.key(), "value": m.value(), "headers": list(m.headers() or []),
+             "timestamp": m.timestamp()[1], "offset": m.offset()} for m in got]
+
+
+def scenario_metadata(ctx):
+    adm = admin(ctx)
+    cluster = result(adm.describe_cluster())
+    check_eq([(n.id, f"{n.host}:{n.port}") for n in cluster.nodes], [(1, ctx.bootstrap)], "brokers")
+    check_eq(cluster.controller.id, 1, "controller")
+    check(cluster.cluster_id, "cluster id")
+    topic = ctx.topic()
+    create_topic(adm, topic, 3)
+    md = adm.list_topics(timeout=10)
+    check(topic in md.topics, "topic listed")
+    check_eq(sorted(md.topics[topic].partitions), [0, 1, 2], "partition ids")
+    check_eq(md.orig_broker_id, 1, "answering broker")
+
+
+def scenario_topics(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic, 2, {"retention.ms": "123456789"})
+    desc = result(adm.describe_topics(TopicCollection([topic]))[topic])
+    check_eq(len(desc.partitions), 2, "partitions")
+    check_eq([len(p.replicas) for p in desc.partitions], [1, 1], "replicas")
+    code = error_code(lambda: result(adm.create_topics([NewTopic(topic, 1, 1)])[topic]))
+    check_eq(code, TOPIC_ALREADY_EXISTS, "duplicate create error")
+    result(adm.create_partitions([NewPartitions(topic, 5)])[topic])
+    wait_until(lambda: has_leaders(adm, topic, 5), 20, "5 partitions")
+    result(adm.delete_topics([topic])[topic])
+    wait_until(lambda: topic not in adm.list_topics(timeout=10).topics, 20, "topic gone")
+    code = error_code(lambda: result(adm.delete_topics([topic])[topic]))
+    check_eq(code, UNKNOWN_TOPIC_OR_PARTITION, "delete missing topic error")
+
+
+def scenario_codecs(ctx):
+    adm = admin(ctx)
+    for codec in CODECS:
+        topic = ctx.topic(codec)
+        create_topic(adm, topic)
+        records = make_records()
+        offsets = produce_records(ctx, topic, records, compression_type=codec, linger_ms=50)
+        check_eq(sorted(offsets), list(range(len(records))), f"{codec}: offsets")
+        compare_records(records, consume_assigned(ctx, topic, len(records)), what=codec)
+        log(codec, "ok")
+
+
+def scenario_large(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    value = bytes(i % 251 for i in range(LARGE_VALUE_BYTES))
+    records = [{"key": b"big", "value": value, "headers": [("h", b"1")], "timestamp": int(time.time() * 1000)}]
+    produce_records(ctx, topic, records, message_max_bytes=2_000_000)
+    compare_records(records, consume_assigned(ctx, topic, 1))
+
+
+def scenario_idempotent(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    records = [{"key": None, "value": f"m-{i}".encode(), "headers": [], "timestamp": int(time.time() * 1000)}
+               for i in range(500)]
+    offsets = produce_records(ctx, topic, records, enable_idempotence=True, acks="all")
+    check_eq(offsets, list(range(500)), "offsets in send order")
+    got = consume_assigned(ctx, topic, 500)
+    check_eq([r["value"] for r in got], [r["value"] for r in records], "once, in order")
+
+
+def fill(ctx, adm, topic, partitions, per_partition):
+    create_topic(adm, topic, partitions)
+    prod = producer(ctx)
+    for p in range(partitions):
+        for i in range(per_partition):
+            prod.produce(topic, value=f"p{p}-{i}".encode(), partition=p)
+    check_eq(prod.flush(TIMEOUT_S), 0, "unflushed")
+
+
+def poll_n(cons, count, timeout_s=30):
+    got = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        msg = cons.poll(0.3)
+        if msg is not None and not msg.error():
+            got.append(msg)
+    return got
+
+
+def scenario_group(ctx):
+    adm = admin(ctx)
+    topic, group = ctx.topic(), ctx.group()
+    fill(ctx, adm, topic, 2, 10)
+    cons = consumer(ctx, group, session_timeout_ms=6000)
+    cons.subscribe([topic])
+    first = poll_n(cons, 8)
+    check_eq(len(first), 8, "first batch")
+    commit = {}
+    for m in first:
+        commit[m.partition()] = m.offset() + 1
+    cons.commit(offsets=[TopicPartition(topic, p, o) for p, o in commit.items()], asynchronous=False)
+    committed = cons.committed([TopicPartition(topic, p) for p in range(2)], timeout=10)
+    check_eq({tp.partition: tp.offset for tp in committed if tp.offset >= 0}, commit, "committed offsets")
+    cons.close()
+    listed = result(adm.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group])
+    check_eq({tp.partition: tp.offset for tp in listed.topic_partitions if tp.offset >= 0}, commit,
+             "admin committed offsets")
+    cons = consumer(ctx, group, session_timeout_ms=6000)
+    cons.subscribe([topic])
+    rest = poll_n(cons, 12)
+    check_eq(len(rest), 12, "after resume")
+    seen = {(m.partition(), m.offset()) for m in first + rest}
+    check_eq(len(seen), 20, "each record once")
+    cons.close()
+    desc = result(adm.describe_consumer_groups([group])[group])
+    check_eq(desc.group_id, group, "described group")
+
+
+class Member:
+    def __init__(self, ctx, group, topic, **cfg):
+        self.events = []
+        self.cons = consumer(ctx, group, session_timeout_ms=6000, heartbeat_interval_ms=500, **cfg)
+        self.cons.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+
+    def _assign(self, _c, parts):
+        self.events.append(("assign", sorted(p.partition for p in parts)))
+
+    def _revoke(self, _c, parts):
+        self.events.append(("revoke", sorted(p.partition for p in parts)))
+
+    def poll(self):
+        self.cons.poll(0.1)
+
+    def owned(self):
+        return {tp.partition for tp in self.cons.assignment()}
+
+
+def rebalance_with(ctx, strategy, cooperative=False, static=False):
+    adm = admin(ctx)
+    topic, group = ctx.topic(), ctx.group()
+    fill(ctx, adm, topic, 4, 2)
+    cfg = {"partition.assignment.strategy": strategy}
+    a = Member(ctx, group, topic, **cfg, **({"group.instance.id": "member-a"} if static else {}))
+    wait_until(lambda: (a.poll(), len(a.owned()) == 4)[1], 30, "a owns 4")
+    a.events.clear()
+    b = Member(ctx, group, topic, **cfg, **({"group.instance.id": "member-b"} if static else {}))
+
+    def split():
+        a.poll()
+        b.poll()
+        return len(a.owned()) == 2 and len(b.owned()) == 2 and len(a.owned() | b.owned()) == 4
+    wait_until(split, 40, "2/2 split")
+    if cooperative:
+        revokes = [p for kind, p in a.events if kind == "revoke"]
+        check(revokes and all(len(p) == 2 for p in revokes), f"incremental revoke of 2 partitions: {a.events}")
+        check_eq(a.cons.memberid() is not None, True, "member id")
+    if static:
+        before, b_before = a.owned(), b.owned()
+        desc = result(adm.describe_consumer_groups([group])[group])
+        check_eq(sorted(m.group_instance_id for m in desc.members), ["member-a", "member-b"], "instance ids")
+        a.cons.close()
+        a = Member(ctx, group, topic, **cfg, **{"group.instance.id": "member-a"})
+        wait_until(lambda: (a.poll(), b.poll(), len(a.owned()) == 2)[2], 30, "restarted static member assigned")
+        check_eq(a.owned(), before, "static member keeps its partitions")
+        check_eq(b.owned(), b_before, "other member undisturbed")
+        a.cons.close()
+        b.cons.close()
+        return
+    b.cons.close()
+    wait_until(lambda: (a.poll(), len(a.owned()) == 4)[1], 30, "a owns 4 after b left")
+    a.cons.close()
+
+
+def scenario_rebalance(ctx):
+    rebalance_with(ctx, "range")
+
+
+def scenario_cooperative(ctx):
+    rebalance_with(ctx, "cooperative-sticky", cooperative=True)
+
+
+def scenario_static(ctx):
+    rebalance_with(ctx, "range", static=True)
+
+
+def scenario_offsets_for_times(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    records = make_records(10)
+    produce_records(ctx, topic, records)
+    base = records[0]["timestamp"]
+    cons = consumer(ctx)
+    found = cons.offsets_for_times([TopicPartition(topic, 0, base + 2500)], timeout=10)[0]
+    check_eq(found.offset, 3, "offset for base+2500")
+    after = cons.offsets_for_times([TopicPartition(topic, 0, base + 10 ** 7)], timeout=10)[0]
+    check_eq(after.offset, -1, "offset after the last record (end)")
+    low, high = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    check_eq((low, high), (0, 10), "watermarks")
+    cons.close()
+    tp = TopicPartition(topic, 0)
+    res = result(adm.list_offsets({tp: OffsetSpec.for_timestamp(base + 2500)})[tp])
+    check_eq((res.offset, res.timestamp), (3, base + 3000), "admin list_offsets by timestamp")
+    res = result(adm.list_offsets({tp: OffsetSpec.max_timestamp()})[tp])
+    check_eq((res.offset, res.timestamp), (9, base + 9000), "max timestamp")
+
+
+def topic_config(adm, topic):
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    return result(adm.describe_configs([res])[res])
+
+
+def scenario_configs(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    cfg = topic_config(adm, topic)
+    check_eq(cfg["retention.ms"].value, "604800000", "default retention.ms")
+    check_eq(cfg["max.message.bytes"].value, "1048588", "default max.message.bytes")
+    check_eq(cfg["retention.ms"].is_default, True, "retention.ms is default")
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    result(adm.incremental_alter_configs([res])[res])
+    cfg = topic_config(adm, topic)
+    check_eq(cfg["retention.ms"].value, "3600000", "altered retention.ms")
+    check_eq(cfg["retention.ms"].source, confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value, "source")
+    broker = ConfigResource(ResourceType.BROKER, "1")
+    bcfg = result(adm.describe_configs([broker])[broker])
+    check("num.partitions" in bcfg or "log.retention.hours" in bcfg, "broker configs")
+
+
+def scenario_delete_records(ctx):
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    records = [{"key": None, "value": f"r{i}".encode(), "headers": [], "timestamp": int(time.time() * 1000)}
+               for i in range(10)]
+    produce_records(ctx, topic, records)
+    tp = TopicPartition(topic, 0, 4)
+    res = result(adm.delete_records([tp])[tp])
+    check_eq(res.low_watermark, 4, "low watermark")
+    got = consume_assigned(ctx, topic, 6)
+    check_eq([(r["offset"], r["value"]) for r in got], [(i, f"r{i}".encode()) for i in range(4, 10)], "remaining")
+
+
+def scenario_errors(ctx):
+    adm = admin(ctx)
+    missing = ctx.topic("missing")
+    check_eq(error_code(lambda: result(adm.delete_topics([missing])[missing])), UNKNOWN_TOPIC_OR_PARTITION,
+             "delete missing topic")
+    bad = ctx.topic("bad-config")
+    check_eq(error_code(lambda: result(adm.create_topics([NewTopic(bad, 1, 1, config={"cleanup.policy": "bogus"})])[bad])),
+             INVALID_CONFIG, "invalid config")
+    check_eq(error_code(lambda: result(adm.create_topics([NewTopic("bad/name", 1, 1)])["bad/name"])),
+             INVALID_TOPIC_EXCEPTION, "invalid topic name")
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    prod = producer(ctx, message_max_bytes=4_000_000, retries=0)
+    errors = []
+    prod.produce(topic, value=b"x" * TOO_LARGE_VALUE_BYTES, partition=0, on_delivery=lambda e, m: errors.append(e))
+    prod.flush(TIMEOUT_S)
+    check_eq([e.code() if e else None for e in errors], [MESSAGE_TOO_LARGE], "record too large")
+    cons = consumer(ctx)  # allow.auto.create.topics=false: metadata reports the topic as unknown
+    md = cons.list_topics(missing, timeout=10)
+    cons.close()
+    err = md.topics[missing].error
+    check_eq(err.code() if err else None, KafkaError.UNKNOWN_TOPIC_OR_PART, "metadata for a missing topic")
+
+
+SCENARIOS = {
+    "metadata": scenario_metadata,
+    "topics": scenario_topics,
+    "codecs": scenario_codecs,
+    "large": scenario_large,
+    "idempotent": scenario_idempotent,
+    "group": scenario_group,
+    "rebalance": scenario_rebalance,
+    "cooperative": scenario_cooperative,
+    "static": scenario_static,
+    "offsets_for_times": scenario_offsets_for_times,
+    "configs": scenario_configs,
+    "delete_records": scenario_delete_records,
+    "errors": scenario_errors,
+}
+
+if __name__ == "__main__":
+    main(lambda: f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})",
+         SCENARIOS)
