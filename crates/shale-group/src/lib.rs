@@ -3,6 +3,7 @@
 //! - [`placement`]: which `__consumer_offsets` partition coordinates a group.
 //! - [`records`]: the records of `__consumer_offsets`, in Kafka's binary schemas.
 //! - [`core`]: the pure state machine of one coordinator partition.
+//! - [`runtime`]: the tokio service running many partitions over a [`runtime::GroupLog`].
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod config;
@@ -10,6 +11,7 @@ pub mod core;
 pub mod error;
 pub mod placement;
 pub mod records;
+pub mod runtime;
 pub mod types;
 
 pub use config::GroupConfig;

@@ -1,0 +1,488 @@
+//! The coordinator service: many `__consumer_offsets` partitions, each run by its own task over
+//! a [`GroupLog`].
+//!
+//! Requests are routed to the partition of their group ([`crate::placement::partition_for`]).
+//! A partition that is not loaded answers NOT_COORDINATOR; one that is loading answers
+//! COORDINATOR_LOAD_IN_PROGRESS. Each partition task serves one request at a time and answers
+//! only after the records a request produced were appended.
+
+mod clock;
+mod log;
+mod task;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, oneshot};
+
+pub use log::{AppendFuture, EncodedRecord, GroupLog, GroupLogError};
+
+use crate::config::GroupConfig;
+use crate::core::{CoordinatorShard, GroupState, Response};
+use crate::error::GroupError;
+use crate::placement::partition_for;
+use crate::records::{decode_record, GroupRecord};
+use crate::types::*;
+use clock::Clock;
+use task::{Command, PartitionTask, ShardRequest};
+
+/// How many requests may wait for a partition task.
+const PARTITION_QUEUE_MAX: usize = 1_024;
+
+enum Slot {
+    Loading {
+        epoch: u64,
+    },
+    Active {
+        commands: mpsc::Sender<Command>,
+        /// Dropping it stops the partition's task.
+        _shutdown: oneshot::Sender<()>,
+    },
+}
+
+/// What loading a partition found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadSummary {
+    pub records_replayed: usize,
+    /// Records of types this coordinator does not handle, or undecodable ones, skipped.
+    pub records_skipped: usize,
+    pub groups: usize,
+}
+
+/// Handle to the group coordinator; cheap to clone.
+#[derive(Clone)]
+pub struct GroupCoordinator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for GroupCoordinator {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("GroupCoordinator")
+            .field("num_partitions", &self.inner.num_partitions)
+            .finish()
+    }
+}
+
+struct Inner {
+    config: GroupConfig,
+    num_partitions: i32,
+    log: Arc<dyn GroupLog>,
+    clock: Clock,
+    slots: Mutex<HashMap<i32, Slot>>,
+    next_epoch: Mutex<u64>,
+}
+
+impl GroupCoordinator {
+    /// `num_partitions` is `offsets.topic.num.partitions`.
+    pub fn new(config: GroupConfig, num_partitions: i32, log: Arc<dyn GroupLog>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                num_partitions: num_partitions.max(1),
+                log,
+                clock: Clock::new(),
+                slots: Mutex::new(HashMap::new()),
+                next_epoch: Mutex::new(0),
+            }),
+        }
+    }
+
+    /// The `__consumer_offsets` partition that coordinates `group_id`.
+    pub fn partition_for(&self, group_id: &str) -> i32 {
+        partition_for(group_id, self.inner.num_partitions)
+    }
+
+    /// Marks `partition` as loading (requests get COORDINATOR_LOAD_IN_PROGRESS) before the broker
+    /// starts reading its log; [`GroupCoordinator::load_partition`] does it too.
+    pub fn begin_loading(&self, partition: i32) -> u64 {
+        let epoch = {
+            let mut next = lock(&self.inner.next_epoch);
+            *next += 1;
+            *next
+        };
+        lock(&self.inner.slots).insert(partition, Slot::Loading { epoch });
+        epoch
+    }
+
+    /// Loads `partition` from its records (in log order) and starts serving it. Must run inside
+    /// a tokio runtime; the replay is synchronous, so large partitions belong on a blocking
+    /// thread. A partition unloaded meanwhile stays unloaded.
+    pub fn load_partition<I>(&self, partition: i32, records: I) -> LoadSummary
+    where
+        I: IntoIterator<Item = EncodedRecord>,
+    {
+        let epoch = match lock(&self.inner.slots).get(&partition) {
+            Some(Slot::Loading { epoch }) => Some(*epoch),
+            _ => None,
+        };
+        let epoch = epoch.unwrap_or_else(|| self.begin_loading(partition));
+        let mut shard = CoordinatorShard::new(partition, self.inner.config.clone());
+        let mut summary = LoadSummary::default();
+        for (key, value) in records {
+            match decode_record(&key, value.as_deref()) {
+                Ok(record) => {
+                    shard.replay(&record);
+                    summary.records_replayed += 1;
+                }
+                Err(error) => {
+                    tracing::debug!(partition, %error, "skipping __consumer_offsets record");
+                    summary.records_skipped += 1;
+                }
+            }
+        }
+        shard.on_loaded(self.inner.clock.now_ms());
+        summary.groups = shard.list_groups(&[]).len();
+        let mut slots = lock(&self.inner.slots);
+        if !matches!(slots.get(&partition), Some(Slot::Loading { epoch: current }) if *current == epoch)
+        {
+            return summary;
+        }
+        let (sender, receiver) = mpsc::channel(PARTITION_QUEUE_MAX);
+        let (shutdown, shutdown_receiver) = oneshot::channel();
+        let task = PartitionTask::new(
+            shard,
+            self.inner.log.clone(),
+            self.inner.clock,
+            receiver,
+            shutdown_receiver,
+        );
+        tokio::spawn(task.run());
+        slots.insert(
+            partition,
+            Slot::Active {
+                commands: sender,
+                _shutdown: shutdown,
+            },
+        );
+        summary
+    }
+
+    /// Stops serving `partition` (leadership moved): NOT_COORDINATOR from now on, and requests
+    /// parked on it are answered NOT_COORDINATOR.
+    pub fn unload_partition(&self, partition: i32) {
+        lock(&self.inner.slots).remove(&partition);
+    }
+
+    /// Partitions served or loading.
+    pub fn partitions(&self) -> Vec<i32> {
+        let mut partitions: Vec<i32> = lock(&self.inner.slots).keys().copied().collect();
+        partitions.sort_unstable();
+        partitions
+    }
+
+    pub async fn join_group(
+        &self,
+        request: JoinGroupRequest,
+    ) -> Result<JoinGroupResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self.request(&group_id, ShardRequest::Join(request)).await? {
+            Response::Join(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn sync_group(
+        &self,
+        request: SyncGroupRequest,
+    ) -> Result<SyncGroupResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self.request(&group_id, ShardRequest::Sync(request)).await? {
+            Response::Sync(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn heartbeat(&self, request: HeartbeatRequest) -> Result<(), GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::Heartbeat(request))
+            .await?
+        {
+            Response::Heartbeat(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn leave_group(
+        &self,
+        request: LeaveGroupRequest,
+    ) -> Result<LeaveGroupResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::Leave(request))
+            .await?
+        {
+            Response::Leave(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Topic existence (UNKNOWN_TOPIC_OR_PARTITION) is the broker's check, before this call.
+    pub async fn commit_offsets(
+        &self,
+        request: OffsetCommitRequest,
+    ) -> Result<OffsetCommitResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::Commit(request))
+            .await?
+        {
+            Response::OffsetCommit(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// One group; the broker loops over the groups of OffsetFetch v8+.
+    pub async fn fetch_offsets(
+        &self,
+        request: OffsetFetchRequest,
+    ) -> Result<OffsetFetchResponse, GroupError> {
+        let commands = self.commands_for(&request.group_id)?;
+        let (reply, receiver) = oneshot::channel();
+        send(&commands, Command::Fetch(request, reply)).await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)?
+    }
+
+    pub async fn delete_offsets(
+        &self,
+        request: OffsetDeleteRequest,
+    ) -> Result<OffsetDeleteResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::DeleteOffsets(request))
+            .await?
+        {
+            Response::OffsetDelete(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Describes each group, in request order; a group this broker does not coordinate carries
+    /// NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS) in its `error`.
+    pub async fn describe_groups(&self, group_ids: Vec<String>) -> Vec<DescribedGroup> {
+        let mut results: Vec<Option<DescribedGroup>> = vec![None; group_ids.len()];
+        for (partition, indexes) in self.by_partition(&group_ids) {
+            let ids: Vec<String> = indexes
+                .iter()
+                .map(|index| group_ids[*index].clone())
+                .collect();
+            let described = match self.commands_for_partition(partition) {
+                Ok(commands) => {
+                    let (reply, receiver) = oneshot::channel();
+                    match send(&commands, Command::Describe(ids.clone(), reply)).await {
+                        Ok(()) => receiver.await.map_err(|_| GroupError::NotCoordinator),
+                        Err(error) => Err(error),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match described {
+                Ok(described) => {
+                    for (index, group) in indexes.into_iter().zip(described) {
+                        results[index] = Some(group);
+                    }
+                }
+                Err(error) => {
+                    for (index, group_id) in indexes.into_iter().zip(ids) {
+                        results[index] = Some(failed_description(group_id, error.clone()));
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .zip(group_ids)
+            .map(|(result, group_id)| {
+                result.unwrap_or_else(|| failed_description(group_id, GroupError::NotCoordinator))
+            })
+            .collect()
+    }
+
+    /// Groups of every partition served here, filtered by state (empty filter: all).
+    /// COORDINATOR_LOAD_IN_PROGRESS while any partition is loading, as Kafka.
+    pub async fn list_groups(&self, states: &[GroupState]) -> Result<Vec<ListedGroup>, GroupError> {
+        let senders: Vec<mpsc::Sender<Command>> = {
+            let slots = lock(&self.inner.slots);
+            let mut senders = Vec::with_capacity(slots.len());
+            for slot in slots.values() {
+                match slot {
+                    Slot::Loading { .. } => return Err(GroupError::CoordinatorLoadInProgress),
+                    Slot::Active { commands, .. } => senders.push(commands.clone()),
+                }
+            }
+            senders
+        };
+        let mut groups = Vec::new();
+        for commands in senders {
+            let (reply, receiver) = oneshot::channel();
+            if send(&commands, Command::List(states.to_vec(), reply))
+                .await
+                .is_err()
+            {
+                // Unloaded meanwhile: its groups are no longer ours.
+                continue;
+            }
+            if let Ok(listed) = receiver.await {
+                groups.extend(listed);
+            }
+        }
+        groups.sort_by(|left, right| left.group_id.cmp(&right.group_id));
+        Ok(groups)
+    }
+
+    /// Deletes empty groups, answering per group in request order.
+    pub async fn delete_groups(&self, group_ids: Vec<String>) -> Vec<DeleteGroupResult> {
+        let mut results: Vec<Option<DeleteGroupResult>> = vec![None; group_ids.len()];
+        for (partition, indexes) in self.by_partition(&group_ids) {
+            let ids: Vec<String> = indexes
+                .iter()
+                .map(|index| group_ids[*index].clone())
+                .collect();
+            let outcome = match self.commands_for_partition(partition) {
+                Ok(commands) => self
+                    .request_on(&commands, ShardRequest::DeleteGroups(ids.clone()))
+                    .await
+                    .and_then(|response| match response {
+                        Response::DeleteGroups(results) => Ok(results),
+                        other => Err(unexpected(other)),
+                    }),
+                Err(error) => Err(error),
+            };
+            match outcome {
+                Ok(deleted) => {
+                    for (index, result) in indexes.into_iter().zip(deleted) {
+                        results[index] = Some(result);
+                    }
+                }
+                Err(error) => {
+                    for (index, group_id) in indexes.into_iter().zip(ids) {
+                        results[index] = Some(DeleteGroupResult {
+                            group_id,
+                            error: Some(error.clone()),
+                        });
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .zip(group_ids)
+            .map(|(result, group_id)| {
+                result.unwrap_or(DeleteGroupResult {
+                    group_id,
+                    error: Some(GroupError::NotCoordinator),
+                })
+            })
+            .collect()
+    }
+
+    /// Transactions hook: offsets of a TxnOffsetCommit by `producer_id` were written to
+    /// `partition` (the transactions layer appends them as a transactional batch). They stay
+    /// pending until [`GroupCoordinator::complete_transaction`].
+    pub async fn add_transactional_offsets(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        records: Vec<GroupRecord>,
+    ) -> Result<(), GroupError> {
+        let commands = self.commands_for_partition(partition)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::TransactionalOffsets(producer_id, records, reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)
+    }
+
+    /// Transactions hook: the commit (`committed`) or abort marker of `producer_id` was written
+    /// to `partition`.
+    pub async fn complete_transaction(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        committed: bool,
+    ) -> Result<(), GroupError> {
+        let commands = self.commands_for_partition(partition)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::TransactionMarker(producer_id, committed, reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)
+    }
+
+    fn by_partition(&self, group_ids: &[String]) -> BTreeMap<i32, Vec<usize>> {
+        let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        for (index, group_id) in group_ids.iter().enumerate() {
+            by_partition
+                .entry(self.partition_for(group_id))
+                .or_default()
+                .push(index);
+        }
+        by_partition
+    }
+
+    fn commands_for(&self, group_id: &str) -> Result<mpsc::Sender<Command>, GroupError> {
+        self.commands_for_partition(self.partition_for(group_id))
+    }
+
+    fn commands_for_partition(&self, partition: i32) -> Result<mpsc::Sender<Command>, GroupError> {
+        match lock(&self.inner.slots).get(&partition) {
+            None => Err(GroupError::NotCoordinator),
+            Some(Slot::Loading { .. }) => Err(GroupError::CoordinatorLoadInProgress),
+            Some(Slot::Active { commands, .. }) => Ok(commands.clone()),
+        }
+    }
+
+    async fn request(&self, group_id: &str, request: ShardRequest) -> Result<Response, GroupError> {
+        let commands = self.commands_for(group_id)?;
+        self.request_on(&commands, request).await
+    }
+
+    async fn request_on(
+        &self,
+        commands: &mpsc::Sender<Command>,
+        request: ShardRequest,
+    ) -> Result<Response, GroupError> {
+        let (reply, receiver) = oneshot::channel();
+        send(commands, Command::Request(request, reply)).await?;
+        // The task ends when the partition is unloaded; parked requests are dropped then.
+        receiver.await.map_err(|_| GroupError::NotCoordinator)
+    }
+}
+
+async fn send(commands: &mpsc::Sender<Command>, command: Command) -> Result<(), GroupError> {
+    commands
+        .send(command)
+        .await
+        .map_err(|_| GroupError::NotCoordinator)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave these maps half-updated (single inserts and
+    // removes), so a poisoned lock is still usable.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn unexpected(response: Response) -> GroupError {
+    GroupError::UnknownServerError(format!("unexpected coordinator response {response:?}"))
+}
+
+fn failed_description(group_id: String, error: GroupError) -> DescribedGroup {
+    DescribedGroup {
+        group_id,
+        error: Some(error),
+        group_state: GroupState::Dead.kafka_name().to_owned(),
+        protocol_type: String::new(),
+        protocol_data: String::new(),
+        members: Vec::new(),
+    }
+}
