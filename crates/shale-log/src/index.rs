@@ -12,7 +12,7 @@ use memmap2::MmapMut;
 
 use crate::error::LogError;
 
-const GROW_MIN_BYTES: usize = 64 * 1024;
+const GROW_MIN_BYTES: usize = 8 * 1024;
 
 /// Allocates real blocks for `[0, len)` of `file`, extending it.
 pub(crate) fn allocate(file: &File, len: u64) -> io::Result<()> {

@@ -101,6 +101,7 @@ impl Segment {
         }
         let seg = Segment::from_file(dir, base_offset, file, 0, index_max_bytes, now_ms);
         seg.ensure_indexes(0)?;
+        seg.reopen_for_append(index_max_bytes)?;
         Ok(seg)
     }
 
@@ -234,6 +235,9 @@ impl Segment {
             since += h.total_len() as u64;
         }
         self.bytes_since_index.store(since, Ordering::Relaxed);
+        // Rebuilt indexes hold exactly their entries; an active segment regrows them.
+        idx.offset.file_mut().trim()?;
+        idx.time.file_mut().trim()?;
         Ok(idx)
     }
 
@@ -337,27 +341,40 @@ impl Segment {
         interval: u64,
     ) -> Result<(), LogError> {
         let mut idx = self.indexes_mut()?;
-        let mut max_ts = self.max_timestamp.lock();
+        let mut max_ts_guard = self.max_timestamp.lock();
+        let mut max_ts = *max_ts_guard;
+        let (offset_entries, time_entries) = (idx.offset.entries(), idx.time.entries());
         let mut pos = start;
         let mut since = self.bytes_since_index.load(Ordering::Relaxed);
-        if start == 0 {
-            if let Some(h) = headers.first() {
-                *self.rolling_timestamp.lock() = Some(h.max_timestamp);
-            }
-        }
+        let mut result = Ok(());
         for h in headers {
             if max_ts.is_none_or(|(t, _)| h.max_timestamp > t) {
-                *max_ts = Some((h.max_timestamp, h.last_offset()));
+                max_ts = Some((h.max_timestamp, h.last_offset()));
             }
             if since > interval {
-                idx.offset.append(h.last_offset(), pos as u32)?;
-                if let Some((t, o)) = *max_ts {
-                    idx.time.maybe_append(t, o)?;
+                result = idx.offset.append(h.last_offset(), pos as u32);
+                if let (Ok(()), Some((t, o))) = (&result, max_ts) {
+                    result = idx.time.maybe_append(t, o);
+                }
+                if result.is_err() {
+                    break;
                 }
                 since = 0;
             }
             since += h.total_len() as u64;
             pos += h.total_len() as u64;
+        }
+        if let Err(e) = result {
+            // A failed index write (say ENOSPC growing the file) leaves no entry behind.
+            idx.offset.file_mut().truncate_entries(offset_entries);
+            idx.time.file_mut().truncate_entries(time_entries);
+            return Err(e);
+        }
+        *max_ts_guard = max_ts;
+        if start == 0 {
+            if let Some(h) = headers.first() {
+                *self.rolling_timestamp.lock() = Some(h.max_timestamp);
+            }
         }
         self.bytes_since_index.store(since, Ordering::Relaxed);
         Ok(())
@@ -501,6 +518,8 @@ impl Segment {
             self.size.store(pos, Ordering::Release);
         }
         self.bytes_since_index.store(since, Ordering::Relaxed);
+        idx.offset.file_mut().trim()?;
+        idx.time.file_mut().trim()?;
         *self.indexes.write() = Some(idx);
         *self.max_timestamp.lock() = max_ts;
         *self.rolling_timestamp.lock() = first_ts;
