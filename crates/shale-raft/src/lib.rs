@@ -1,1 +1,66 @@
-//! shale-raft
+//! shale-raft: a replicated log of opaque byte batches for Shale's KRaft-style metadata quorum.
+//!
+//! Voters ([`RaftNode`]) run Raft through openraft; brokers follow the committed log without
+//! voting ([`RaftObserver`]). The application supplies a [`ReplicatedStateMachine`]; this crate
+//! knows nothing about what the bytes mean.
+//!
+//! # Why openraft 0.9 (pinned `=0.9.25`, feature `storage-v2`) and not 0.10
+//!
+//! - 0.9 is the stable line: 0.10 is still published as a long series of alphas (0.10.0-alpha.37
+//!   at the time of writing) whose storage, network and type-config traits change between alphas,
+//!   so every upgrade would be a port. 0.9's `RaftLogStorage` / `RaftStateMachine` (storage-v2) and
+//!   `RaftNetwork` traits are frozen for the series and documented with working examples.
+//! - Everything the quorum needs exists in 0.9: separate log and state-machine storage, an
+//!   asynchronous flush callback so the log can fsync before acknowledging, snapshot policy and log
+//!   purge, chunked snapshot transfer over a byte-oriented `InstallSnapshot` RPC (which fits a
+//!   hand-written TCP framing), leader lease, and metrics to watch leader changes.
+//! - What 0.10 adds (streaming full snapshots, pluggable runtimes, finer leader ids) is not needed
+//!   for a small metadata log. The cost of 0.9 is that `RaftError` types differ from later
+//!   releases; they are wrapped in this crate's [`RaftError`] so callers never see them.
+//! - The version is pinned with `=` so a patch release cannot change election or storage
+//!   behaviour under us without a deliberate upgrade.
+//!
+//! # Design
+//!
+//! - Storage (`log_store`): segment files with length + CRC-32C frames, fsynced before openraft
+//!   is told an append is durable; a torn tail is truncated at start-up. The vote is a small file
+//!   written to a temporary, fsynced, renamed and the directory fsynced. Snapshots are files
+//!   (`state_machine`), taken every `snapshot_every_entries` and used to purge the log.
+//! - Network (`network`, `wire`): one TCP connection per peer stream on the controller listener,
+//!   length-prefixed bincode frames bounded to 64 MiB, connect and request timeouts, reconnect on
+//!   the next RPC; malformed input closes the connection and never panics. [`LinkFaults`] cuts
+//!   links for partition tests.
+//! - Observers fetch committed entries from the leader (or any voter) rather than joining as
+//!   openraft learners: learners must be added to the membership by the leader, which is a
+//!   replicated change per broker start, and adding one to a single-voter cluster is reported
+//!   to misbehave (openraft issue 1545). A fetch needs no membership change and matches how KRaft
+//!   observers work.
+//! - Membership is fixed to `controller.quorum.voters`; the first start initialises it, later
+//!   starts find the log and the vote and skip that step.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod codec;
+mod config;
+mod error;
+mod fsutil;
+mod log_store;
+mod network;
+mod node;
+mod observer;
+mod state_machine;
+mod types;
+mod wire;
+
+pub use config::{
+    parse_voters, RaftConfig, DEFAULT_ELECTION_TIMEOUT_MAX_MS, DEFAULT_ELECTION_TIMEOUT_MIN_MS,
+    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LOG_ENTRIES_KEPT_AFTER_SNAPSHOT, DEFAULT_RPC_TIMEOUT_MS,
+    DEFAULT_SNAPSHOT_EVERY_ENTRIES,
+};
+pub use error::RaftError;
+pub use log_store::SEGMENT_BYTES_MAX;
+pub use network::LinkFaults;
+pub use node::{NodeStatus, RaftNode, MAX_PROPOSAL_BYTES};
+pub use observer::{ObserverConfig, RaftObserver};
+pub use state_machine::{ReplicatedStateMachine, StateMachineError};
+pub use wire::MAX_FRAME_BYTES;

@@ -1,0 +1,437 @@
+//! TCP transport between voters (openraft's `RaftNetwork`), the server side of the controller
+//! listener, and a fault-injection switch for tests.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError as OpenRaftError, RemoteError,
+    Unreachable,
+};
+use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::BasicNode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::log_store::LogStore;
+use crate::state_machine::SnapshotSlot;
+use crate::types::{NodeId, Raft, TypeConfig};
+use crate::wire::{
+    self, FetchBody, FetchRequest, FetchResponse, FrameError, Request, Response, MAGIC,
+};
+
+/// Entries per AppendEntries request; keeps frames well below [`wire::MAX_FRAME_BYTES`] given
+/// [`crate::MAX_PROPOSAL_BYTES`].
+pub const MAX_ENTRIES_PER_APPEND: u64 = 32;
+/// Snapshot bytes per InstallSnapshot chunk.
+pub const SNAPSHOT_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// Upper bound of entries returned to an observer per fetch.
+const FETCH_MAX_ENTRIES: usize = 1024;
+/// How long a connection may sit idle on the server before it is closed.
+const IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(120);
+/// Delay before retrying a peer that refused connections.
+const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Per-link switches that drop traffic between two nodes, for partition tests. Share one instance
+/// between all nodes of a test cluster; a cut link fails in both directions.
+#[derive(Debug, Default)]
+pub struct LinkFaults {
+    cut: Mutex<HashSet<(NodeId, NodeId)>>,
+}
+
+impl LinkFaults {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn links(&self) -> std::sync::MutexGuard<'_, HashSet<(NodeId, NodeId)>> {
+        self.cut.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops all traffic between `a` and `b`.
+    pub fn cut(&self, a: NodeId, b: NodeId) {
+        let mut links = self.links();
+        links.insert((a, b));
+        links.insert((b, a));
+    }
+
+    /// Restores traffic between `a` and `b`.
+    pub fn heal(&self, a: NodeId, b: NodeId) {
+        let mut links = self.links();
+        links.remove(&(a, b));
+        links.remove(&(b, a));
+    }
+
+    /// Cuts `node` off from every node in `others`.
+    pub fn isolate(&self, node: NodeId, others: &[NodeId]) {
+        for other in others {
+            self.cut(node, *other);
+        }
+    }
+
+    pub fn heal_all(&self) {
+        self.links().clear();
+    }
+
+    pub fn is_cut(&self, from: NodeId, to: NodeId) -> bool {
+        self.links().contains(&(from, to))
+    }
+}
+
+/// A lazily connected, request/response connection to one peer.
+#[derive(Debug)]
+pub struct PeerConnection {
+    self_id: NodeId,
+    target: NodeId,
+    addr: Option<SocketAddr>,
+    stream: Option<BufReader<BufWriter<TcpStream>>>,
+    faults: Arc<LinkFaults>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("peer {0} unreachable: {1}")]
+    Unreachable(NodeId, String),
+    #[error("rpc to {0} failed: {1}")]
+    Failed(NodeId, FrameError),
+    #[error("peer {0} answered: {1}")]
+    Remote(NodeId, String),
+}
+
+impl PeerConnection {
+    pub fn new(
+        self_id: NodeId,
+        target: NodeId,
+        addr: Option<SocketAddr>,
+        faults: Arc<LinkFaults>,
+    ) -> Self {
+        Self {
+            self_id,
+            target,
+            addr,
+            stream: None,
+            faults,
+        }
+    }
+
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
+
+    /// Sends one request and waits for its response within `timeout`; on any failure the
+    /// connection is dropped and re-established by the next call.
+    pub async fn call(
+        &mut self,
+        request: &Request,
+        timeout: Duration,
+    ) -> Result<Response, CallError> {
+        if self.faults.is_cut(self.self_id, self.target) {
+            self.stream = None;
+            return Err(CallError::Unreachable(self.target, "link cut".into()));
+        }
+        let Some(addr) = self.addr else {
+            return Err(CallError::Unreachable(self.target, "no address".into()));
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        if self.stream.is_none() {
+            let connect = tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await;
+            let mut stream = match connect {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
+                Err(_) => {
+                    return Err(CallError::Unreachable(
+                        self.target,
+                        "connect timed out".into(),
+                    ))
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let magic = MAGIC.to_be_bytes();
+            let hello = stream.write_all(&magic);
+            match tokio::time::timeout_at(deadline, hello).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
+                Err(_) => {
+                    return Err(CallError::Unreachable(
+                        self.target,
+                        "handshake timed out".into(),
+                    ))
+                }
+            }
+            self.stream = Some(BufReader::new(BufWriter::new(stream)));
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(CallError::Unreachable(self.target, "not connected".into()));
+        };
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let exchange = async {
+            wire::write_frame(stream, request).await?;
+            wire::read_frame::<_, Response>(stream).await
+        };
+        match wire::with_timeout(remaining, exchange).await {
+            Ok(Response::Error(message)) => {
+                self.stream = None;
+                Err(CallError::Remote(self.target, message))
+            }
+            Ok(response) => Ok(response),
+            Err(e) => {
+                self.stream = None;
+                Err(CallError::Failed(self.target, e))
+            }
+        }
+    }
+}
+
+fn to_rpc_error<E: std::error::Error>(e: CallError) -> RPCError<NodeId, BasicNode, E> {
+    match e {
+        CallError::Unreachable(..) => RPCError::Unreachable(Unreachable::new(&e)),
+        CallError::Failed(..) | CallError::Remote(..) => RPCError::Network(NetworkError::new(&e)),
+    }
+}
+
+fn unexpected<E: std::error::Error>(target: NodeId) -> RPCError<NodeId, BasicNode, E> {
+    let e = CallError::Remote(target, "mismatched response type".into());
+    RPCError::Network(NetworkError::new(&e))
+}
+
+/// openraft's network factory: one [`PeerConnection`] per replication stream or vote round.
+#[derive(Debug, Clone)]
+pub struct NetworkFactory {
+    pub self_id: NodeId,
+    pub faults: Arc<LinkFaults>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Self::Network {
+        PeerConnection::new(
+            self.self_id,
+            target,
+            node.addr.parse().ok(),
+            self.faults.clone(),
+        )
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, OpenRaftError<NodeId>>>
+    {
+        let response = self
+            .call(&Request::AppendEntries(rpc), option.hard_ttl())
+            .await
+            .map_err(to_rpc_error)?;
+        match response {
+            Response::AppendEntries(Ok(r)) => Ok(r),
+            Response::AppendEntries(Err(e)) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            _ => Err(unexpected(self.target)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, OpenRaftError<NodeId, InstallSnapshotError>>,
+    > {
+        let response = self
+            .call(&Request::InstallSnapshot(rpc), option.hard_ttl())
+            .await
+            .map_err(to_rpc_error)?;
+        match response {
+            Response::InstallSnapshot(Ok(r)) => Ok(r),
+            Response::InstallSnapshot(Err(e)) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            _ => Err(unexpected(self.target)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, OpenRaftError<NodeId>>> {
+        let response = self
+            .call(&Request::Vote(rpc), option.hard_ttl())
+            .await
+            .map_err(to_rpc_error)?;
+        match response {
+            Response::Vote(Ok(r)) => Ok(r),
+            Response::Vote(Err(e)) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(unexpected(self.target)),
+        }
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(UNREACHABLE_BACKOFF))
+    }
+}
+
+/// What the listener needs to answer voters and observers.
+#[derive(Clone)]
+pub struct ServerContext {
+    pub raft: Raft,
+    pub log: LogStore,
+    pub snapshots: Arc<SnapshotSlot>,
+}
+
+/// Accepts connections until the returned task is aborted; aborting it also closes every
+/// connection it accepted.
+pub fn spawn_server(listener: TcpListener, ctx: ServerContext) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let ctx = ctx.clone();
+                        connections.spawn(async move {
+                            if let Err(e) = serve_connection(stream, ctx).await {
+                                tracing::debug!(%peer, error = %e, "raft connection closed");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed on the controller listener");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    })
+}
+
+async fn serve_connection(stream: TcpStream, ctx: ServerContext) -> Result<(), FrameError> {
+    let _ = stream.set_nodelay(true);
+    let mut stream = BufReader::new(BufWriter::new(stream));
+    let magic = wire::with_timeout(IDLE_CONNECTION_TIMEOUT, async {
+        Ok(stream.read_u32().await?)
+    })
+    .await?;
+    if magic != MAGIC {
+        return Err(FrameError::Decode(format!(
+            "bad connection magic {magic:#x}"
+        )));
+    }
+    loop {
+        let request = wire::with_timeout(
+            IDLE_CONNECTION_TIMEOUT,
+            wire::read_frame::<_, Request>(&mut stream),
+        )
+        .await;
+        let request = match request {
+            Ok(request) => request,
+            Err(FrameError::Decode(reason)) => {
+                // Answer so the peer sees why, then drop the connection: framing may be lost.
+                let _ = wire::write_frame(&mut stream, &Response::Error(reason.clone())).await;
+                return Err(FrameError::Decode(reason));
+            }
+            Err(e) => return Err(e),
+        };
+        let response = handle_request(&ctx, request).await;
+        wire::write_frame(&mut stream, &response).await?;
+    }
+}
+
+async fn handle_request(ctx: &ServerContext, request: Request) -> Response {
+    match request {
+        Request::AppendEntries(rpc) => Response::AppendEntries(ctx.raft.append_entries(rpc).await),
+        Request::Vote(rpc) => Response::Vote(ctx.raft.vote(rpc).await),
+        Request::InstallSnapshot(rpc) => {
+            Response::InstallSnapshot(ctx.raft.install_snapshot(rpc).await)
+        }
+        Request::Fetch(fetch) => Response::Fetch(handle_fetch(ctx, fetch).await),
+    }
+}
+
+/// Serves committed entries to an observer, waiting up to `max_wait_ms` for new ones.
+async fn handle_fetch(ctx: &ServerContext, fetch: FetchRequest) -> FetchResponse {
+    let max_wait = Duration::from_millis(fetch.max_wait_ms.min(10_000));
+    let mut metrics = ctx.raft.metrics();
+    let applied_index =
+        |m: &openraft::RaftMetrics<NodeId, BasicNode>| m.last_applied.map(|id| id.index);
+    let deadline = tokio::time::Instant::now() + max_wait;
+    loop {
+        let (leader_id, applied) = {
+            let m = metrics.borrow_and_update();
+            (m.current_leader, applied_index(&m))
+        };
+        let has_new = applied.is_some_and(|applied| applied >= fetch.from_index);
+        if has_new || tokio::time::Instant::now() >= deadline {
+            let body = fetch_body(ctx, fetch.from_index, applied, fetch.max_bytes);
+            return FetchResponse { leader_id, body };
+        }
+        if tokio::time::timeout_at(deadline, metrics.changed())
+            .await
+            .is_ok_and(|r| r.is_err())
+        {
+            // The node stopped; answer with what it has.
+            let body = fetch_body(ctx, fetch.from_index, applied, fetch.max_bytes);
+            return FetchResponse { leader_id, body };
+        }
+    }
+}
+
+fn fetch_body(
+    ctx: &ServerContext,
+    from_index: u64,
+    applied: Option<u64>,
+    max_bytes: u64,
+) -> FetchBody {
+    let Some(applied) = applied else {
+        return FetchBody::Entries {
+            batches: Vec::new(),
+            next_index: from_index,
+        };
+    };
+    match ctx.log.read_range(from_index, applied, FETCH_MAX_ENTRIES) {
+        Ok(entries) => {
+            let mut batches = Vec::new();
+            let mut next_index = from_index;
+            let mut bytes = 0u64;
+            for entry in entries {
+                let index = entry.log_id.index;
+                if let openraft::EntryPayload::Normal(batch) = entry.payload {
+                    let size = batch.size_bytes() as u64;
+                    if !batches.is_empty() && bytes + size > max_bytes {
+                        break;
+                    }
+                    bytes += size;
+                    batches.push((index, batch.0));
+                }
+                next_index = index + 1;
+            }
+            FetchBody::Entries {
+                batches,
+                next_index,
+            }
+        }
+        Err(_first_available) => match ctx.snapshots.current() {
+            Some(snapshot) => FetchBody::Snapshot {
+                last_index: snapshot.last_index().unwrap_or(0),
+                data: snapshot.data.clone(),
+            },
+            None => FetchBody::Entries {
+                batches: Vec::new(),
+                next_index: from_index,
+            },
+        },
+    }
+}

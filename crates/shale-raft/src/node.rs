@@ -1,0 +1,274 @@
+//! A voter of the metadata quorum.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::error::{ClientWriteError, RaftError as OpenRaftError};
+use openraft::{BasicNode, RaftMetrics};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::RaftConfig;
+use crate::error::RaftError;
+use crate::log_store::LogStore;
+use crate::network::{spawn_server, LinkFaults, NetworkFactory, ServerContext};
+use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
+use crate::types::{Batch, NodeId, Raft};
+
+/// Largest total size of one proposal.
+pub const MAX_PROPOSAL_BYTES: usize = 1024 * 1024;
+
+/// A snapshot of a node's Raft state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub node_id: u64,
+    pub leader_id: Option<u64>,
+    pub current_term: u64,
+    pub last_log_index: Option<u64>,
+    pub last_applied_index: Option<u64>,
+    pub snapshot_index: Option<u64>,
+    pub purged_index: Option<u64>,
+}
+
+/// A running voter: replicates, votes and serves observers on its controller listener.
+pub struct RaftNode {
+    node_id: NodeId,
+    raft: Raft,
+    voters: Vec<(u64, SocketAddr)>,
+    local_addr: SocketAddr,
+    server: JoinHandle<()>,
+    leader_watcher: JoinHandle<()>,
+    leader_rx: watch::Receiver<Option<u64>>,
+}
+
+impl std::fmt::Debug for RaftNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftNode")
+            .field("node_id", &self.node_id)
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+fn map_fatal(e: impl std::fmt::Display) -> RaftError {
+    RaftError::Stopped(e.to_string())
+}
+
+impl RaftNode {
+    /// Binds `config.listen_addr` and starts the node. On first start (empty data directory) the
+    /// node initialises the cluster with `config.voters`; later starts load their state from files.
+    pub async fn start(
+        config: RaftConfig,
+        state_machine: Arc<dyn ReplicatedStateMachine>,
+    ) -> Result<Self, RaftError> {
+        let listener = TcpListener::bind(config.listen_addr)
+            .await
+            .map_err(|e| RaftError::Network(format!("bind {}: {e}", config.listen_addr)))?;
+        Self::start_with_listener(config, state_machine, listener, LinkFaults::new()).await
+    }
+
+    /// Starts the node on an already bound listener, with a fault switch shared with tests.
+    pub async fn start_with_listener(
+        config: RaftConfig,
+        state_machine: Arc<dyn ReplicatedStateMachine>,
+        listener: TcpListener,
+        faults: Arc<LinkFaults>,
+    ) -> Result<Self, RaftError> {
+        config.validate()?;
+        let openraft_config = Arc::new(config.openraft_config()?);
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| RaftError::Network(e.to_string()))?;
+
+        std::fs::create_dir_all(&config.data_dir)?;
+        let log = LogStore::open(&config.data_dir.join("log"))?;
+        let (sm, snapshots) = StateMachineStore::open(&config.data_dir, state_machine)?;
+        let network = NetworkFactory {
+            self_id: config.node_id,
+            faults,
+        };
+        let raft = Raft::new(config.node_id, openraft_config, network, log.clone(), sm)
+            .await
+            .map_err(map_fatal)?;
+
+        let server = spawn_server(
+            listener,
+            ServerContext {
+                raft: raft.clone(),
+                log,
+                snapshots,
+            },
+        );
+
+        if !raft.is_initialized().await.map_err(map_fatal)? {
+            let members: BTreeMap<NodeId, BasicNode> = config
+                .voters
+                .iter()
+                .map(|(id, addr)| (*id, BasicNode::new(addr.to_string())))
+                .collect();
+            match raft.initialize(members).await {
+                Ok(()) => tracing::info!(node_id = config.node_id, "initialised the quorum"),
+                // Another voter's entries may have arrived first; that is fine.
+                Err(OpenRaftError::APIError(e)) => {
+                    tracing::info!(node_id = config.node_id, reason = %e, "skipped initialisation")
+                }
+                Err(e) => {
+                    server.abort();
+                    let _ = raft.shutdown().await;
+                    return Err(map_fatal(e));
+                }
+            }
+        }
+
+        let (leader_tx, leader_rx) = watch::channel(raft.metrics().borrow().current_leader);
+        let mut metrics = raft.metrics();
+        let leader_watcher = tokio::spawn(async move {
+            while metrics.changed().await.is_ok() {
+                let leader = metrics.borrow_and_update().current_leader;
+                leader_tx.send_if_modified(|current| {
+                    let changed = *current != leader;
+                    *current = leader;
+                    changed
+                });
+            }
+        });
+
+        Ok(Self {
+            node_id: config.node_id,
+            raft,
+            voters: config.voters,
+            local_addr,
+            server,
+            leader_watcher,
+            leader_rx,
+        })
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// The address the controller listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Replicates `records` as one atomic batch and waits until it is committed and applied
+    /// locally. Returns the batch's log index.
+    pub async fn propose(&self, records: Vec<Bytes>) -> Result<u64, RaftError> {
+        let size_bytes: usize = records.iter().map(Bytes::len).sum();
+        if size_bytes > MAX_PROPOSAL_BYTES {
+            return Err(RaftError::ProposalTooLarge {
+                size_bytes,
+                limit_bytes: MAX_PROPOSAL_BYTES,
+            });
+        }
+        match self.raft.client_write(Batch(records)).await {
+            Ok(response) => Ok(response.log_id.index),
+            Err(OpenRaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                let leader_addr = forward
+                    .leader_node
+                    .as_ref()
+                    .and_then(|node| node.addr.parse().ok())
+                    .or_else(|| forward.leader_id.and_then(|id| self.voter_addr(id)));
+                Err(RaftError::NotLeader {
+                    leader_id: forward.leader_id,
+                    leader_addr,
+                })
+            }
+            Err(OpenRaftError::APIError(e)) => Err(RaftError::Internal(e.to_string())),
+            Err(OpenRaftError::Fatal(e)) => Err(map_fatal(e)),
+        }
+    }
+
+    fn voter_addr(&self, id: u64) -> Option<SocketAddr> {
+        self.voters
+            .iter()
+            .find(|(voter, _)| *voter == id)
+            .map(|(_, addr)| *addr)
+    }
+
+    /// The leader this node currently knows of.
+    pub fn leader_id(&self) -> Option<u64> {
+        *self.leader_rx.borrow()
+    }
+
+    /// The controller listener address of the known leader.
+    pub fn leader_addr(&self) -> Option<SocketAddr> {
+        self.leader_id().and_then(|id| self.voter_addr(id))
+    }
+
+    pub fn is_leader(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.current_leader == Some(self.node_id) && m.state == openraft::ServerState::Leader
+    }
+
+    /// Follows leader changes; the value is `None` while no leader is known.
+    pub fn subscribe_leader(&self) -> watch::Receiver<Option<u64>> {
+        self.leader_rx.clone()
+    }
+
+    /// openraft's full metrics stream.
+    pub fn metrics(&self) -> watch::Receiver<RaftMetrics<NodeId, BasicNode>> {
+        self.raft.metrics()
+    }
+
+    pub fn status(&self) -> NodeStatus {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        NodeStatus {
+            node_id: self.node_id,
+            leader_id: m.current_leader,
+            current_term: m.current_term,
+            last_log_index: m.last_log_index,
+            last_applied_index: m.last_applied.map(|id| id.index),
+            snapshot_index: m.snapshot.map(|id| id.index),
+            purged_index: m.purged.map(|id| id.index),
+        }
+    }
+
+    /// Waits until entries up to `index` are applied to this node's state machine.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<(), RaftError> {
+        self.raft
+            .wait(Some(timeout))
+            .applied_index_at_least(Some(index), "wait_applied")
+            .await
+            .map(|_| ())
+            .map_err(|e| RaftError::Timeout(e.to_string()))
+    }
+
+    /// Asks this node to take a snapshot now (normally they are taken every
+    /// `snapshot_every_entries`).
+    pub async fn trigger_snapshot(&self) -> Result<(), RaftError> {
+        self.raft.trigger().snapshot().await.map_err(map_fatal)
+    }
+
+    /// Stops the node: no more votes, replication or answers on the listener.
+    pub async fn shutdown(self) -> Result<(), RaftError> {
+        self.server.abort();
+        self.leader_watcher.abort();
+        self.raft
+            .shutdown()
+            .await
+            .map_err(|e| RaftError::Stopped(e.to_string()))
+    }
+}
+
+impl Drop for RaftNode {
+    fn drop(&mut self) {
+        // Dropping without shutdown() still stops answering peers at once and stops the core.
+        self.server.abort();
+        self.leader_watcher.abort();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let raft = self.raft.clone();
+            runtime.spawn(async move {
+                let _ = raft.shutdown().await;
+            });
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Messages exchanged on the controller listener and their TCP framing.
+//!
+//! A frame is a big-endian u32 length followed by that many bytes of bincode. Lengths above
+//! [`MAX_FRAME_BYTES`] are refused before anything is allocated, and the payload is read
+//! incrementally, so a peer cannot make us allocate more than it actually sends.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::error::{InstallSnapshotError, RaftError as OpenRaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::codec;
+use crate::types::{NodeId, TypeConfig};
+
+/// Largest frame accepted or sent.
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// Sent first on every connection so that stray clients (or a Kafka client pointed at the wrong
+/// port) are rejected early.
+pub const MAGIC: u32 = 0x5348_5246; // "SHRF"
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Request {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// An observer asks for committed entries from `from_index` on.
+    Fetch(FetchRequest),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Response {
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, OpenRaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, OpenRaftError<NodeId>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, OpenRaftError<NodeId, InstallSnapshotError>>,
+    ),
+    Fetch(FetchResponse),
+    /// The request could not be decoded or served.
+    Error(String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchRequest {
+    pub from_index: u64,
+    pub max_wait_ms: u64,
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchResponse {
+    /// The responding voter's view of the leader, so the observer can move to it.
+    pub leader_id: Option<NodeId>,
+    pub body: FetchBody,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FetchBody {
+    /// Committed batches in order; `next_index` is where the next fetch starts (it can move past
+    /// entries that carry no application data).
+    Entries {
+        batches: Vec<(u64, Vec<Bytes>)>,
+        next_index: u64,
+    },
+    /// `from_index` was purged: restore this snapshot and continue after `last_index`.
+    Snapshot { last_index: u64, data: Vec<u8> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("frame of {0} bytes exceeds the limit")]
+    TooLarge(usize),
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    #[error("timed out")]
+    Timeout,
+}
+
+pub async fn write_frame<W, T>(writer: &mut W, value: &T) -> Result<(), FrameError>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let payload = codec::encode(value).map_err(|e| FrameError::Decode(e.to_string()))?;
+    if payload.len() > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge(payload.len()));
+    }
+    let mut buf = Vec::with_capacity(4 + payload.len());
+    buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    buf.extend_from_slice(&payload);
+    writer.write_all(&buf).await?;
+    writer.flush().await?;
+    Ok(())
+}
+
+pub async fn read_frame<R, T>(reader: &mut R) -> Result<T, FrameError>
+where
+    R: AsyncRead + Unpin,
+    T: serde::de::DeserializeOwned,
+{
+    let len = reader.read_u32().await? as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut payload = Vec::new();
+    let read = reader.take(len as u64).read_to_end(&mut payload).await?;
+    if read != len {
+        return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+    }
+    codec::decode(&payload).map_err(|e| FrameError::Decode(e.to_string()))
+}
+
+pub async fn with_timeout<T>(
+    timeout: Duration,
+    fut: impl std::future::Future<Output = Result<T, FrameError>>,
+) -> Result<T, FrameError> {
+    tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(FrameError::Timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::error::Fatal;
+
+    #[tokio::test]
+    async fn frames_round_trip_including_openraft_errors() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let response = Response::Vote(Err(OpenRaftError::Fatal(Fatal::Stopped)));
+        write_frame(&mut a, &response).await.unwrap();
+        let decoded: Response = read_frame(&mut b).await.unwrap();
+        assert!(matches!(
+            decoded,
+            Response::Vote(Err(OpenRaftError::Fatal(Fatal::Stopped)))
+        ));
+    }
+
+    #[tokio::test]
+    async fn oversized_and_garbage_frames_are_errors() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+        assert!(matches!(
+            read_frame::<_, Request>(&mut b).await,
+            Err(FrameError::TooLarge(_))
+        ));
+
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&8u32.to_be_bytes()).await.unwrap();
+        a.write_all(&[0xee; 8]).await.unwrap();
+        assert!(matches!(
+            read_frame::<_, Request>(&mut b).await,
+            Err(FrameError::Decode(_))
+        ));
+
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&100u32.to_be_bytes()).await.unwrap();
+        a.write_all(&[0; 10]).await.unwrap();
+        drop(a);
+        assert!(matches!(
+            read_frame::<_, Request>(&mut b).await,
+            Err(FrameError::Io(_))
+        ));
+    }
+}
