@@ -530,14 +530,14 @@ fn validate_typed(
                         ));
                     }
                 }
-                Validator::MinusOneOrRange { min, max } => {
-                    if number != -1.0 && (number < min as f64 || number > max as f64) {
-                        return Err(invalid(
-                            value,
-                            name,
-                            format!("Value must be -1 or in the range [{min}, {max}]"),
-                        ));
-                    }
+                Validator::MinusOneOrRange { min, max }
+                    if number != -1.0 && (number < min as f64 || number > max as f64) =>
+                {
+                    return Err(invalid(
+                        value,
+                        name,
+                        format!("Value must be -1 or in the range [{min}, {max}]"),
+                    ));
                 }
                 _ => {}
             }

@@ -518,10 +518,10 @@ impl MetadataImage {
         fenced: Option<bool>,
         in_controlled_shutdown: Option<bool>,
     ) {
-        if !self
+        if self
             .brokers
             .get(&broker_id)
-            .is_some_and(|b| b.broker_epoch == broker_epoch)
+            .is_none_or(|b| b.broker_epoch != broker_epoch)
         {
             return;
         }

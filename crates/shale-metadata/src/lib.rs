@@ -13,7 +13,11 @@ pub mod config_defs;
 pub mod controller;
 pub mod error;
 pub mod image;
+pub mod local_log;
+pub mod meta_properties;
+pub mod quorum;
 pub mod records;
+pub mod runtime;
 
 pub use config_defs::{resolve_topic_config, ConfigSource, ConfigType, ResolvedConfig};
 pub use controller::{
@@ -23,4 +27,7 @@ pub use controller::{
 };
 pub use error::MetadataError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionImage, TopicImage, NO_LEADER};
+pub use local_log::LocalQuorumLog;
+pub use quorum::{CommittedRead, QuorumLeader, QuorumLog};
 pub use records::{ConfigResource, Endpoint, MetadataRecord, SecurityProtocol};
+pub use runtime::{MetadataNode, MetadataNodeConfig};

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 use super::partitions::{ChangeSpec, Election};
-use super::{AlterConfigOp, AlterConfigOpType, Batch, Controller};
+use super::{AlterConfigOp, AlterConfigOpType, Batch, ConfigSet, Controller};
 use crate::config_defs::{self, ConfigType};
 use crate::error::MetadataError;
 use crate::image::{MetadataImage, NO_LEADER};
@@ -164,7 +164,7 @@ impl Controller {
     pub(crate) fn legacy_alter_configs(
         &mut self,
         batch: &mut Batch,
-        resources: Vec<(ConfigResource, Vec<(String, Option<String>)>)>,
+        resources: Vec<(ConfigResource, ConfigSet)>,
         validate_only: bool,
     ) -> ResourceResults {
         let mut results = Vec::with_capacity(resources.len());

@@ -148,7 +148,7 @@ pub enum ControllerRequest {
     },
     /// Legacy AlterConfigs: the given set replaces all configs of each resource.
     AlterConfigs {
-        resources: Vec<(ConfigResource, Vec<(String, Option<String>)>)>,
+        resources: Vec<(ConfigResource, ConfigSet)>,
         validate_only: bool,
     },
     RegisterBroker {
@@ -190,6 +190,10 @@ pub enum ControllerRequest {
     UnregisterBroker {
         broker_id: i32,
     },
+    /// Sets finalized feature levels (0 removes a feature).
+    UpdateFeatures {
+        updates: Vec<(String, i16)>,
+    },
     /// Periodic: fences brokers whose session expired.
     Tick,
 }
@@ -214,14 +218,19 @@ pub struct ProducerIdBlock {
     pub len: i64,
 }
 
+/// A whole config set for the legacy AlterConfigs: (name, value).
+pub type ConfigSet = Vec<(String, Option<String>)>;
+pub type DeleteByNameResults = Vec<(String, Result<Uuid, MetadataError>)>;
+pub type DeleteByIdResults = Vec<(Uuid, Result<String, MetadataError>)>;
+
 pub type TopicPartitionResults = Vec<((String, i32), Result<(), MetadataError>)>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ControllerResponse {
     CreateTopics(Vec<(String, Result<CreatedTopic, MetadataError>)>),
     DeleteTopics {
-        by_name: Vec<(String, Result<Uuid, MetadataError>)>,
-        by_id: Vec<(Uuid, Result<String, MetadataError>)>,
+        by_name: DeleteByNameResults,
+        by_id: DeleteByIdResults,
     },
     CreatePartitions(Vec<(String, Result<(), MetadataError>)>),
     /// For both AlterConfigs and IncrementalAlterConfigs.
@@ -234,6 +243,7 @@ pub enum ControllerResponse {
     AlterPartitionReassignments(TopicPartitionResults),
     AllocateProducerIds(Result<ProducerIdBlock, MetadataError>),
     UnregisterBroker(Result<(), MetadataError>),
+    UpdateFeatures(Vec<(String, Result<(), MetadataError>)>),
     /// Brokers fenced by this tick.
     Tick(Vec<i32>),
 }
@@ -447,6 +457,27 @@ impl Controller {
             ControllerRequest::UnregisterBroker { broker_id } => {
                 ControllerResponse::UnregisterBroker(self.unregister_broker(&mut batch, broker_id))
             }
+            ControllerRequest::UpdateFeatures { updates } => ControllerResponse::UpdateFeatures(
+                updates
+                    .into_iter()
+                    .map(|(name, level)| {
+                        let result = if level < 0 || name.is_empty() {
+                            Err(MetadataError::InvalidRequest(format!(
+                                "Invalid update of feature {name} to level {level}"
+                            )))
+                        } else {
+                            if batch.image.feature_level(&name) != Some(level) {
+                                batch.push(MetadataRecord::FeatureLevel {
+                                    name: name.clone(),
+                                    level,
+                                });
+                            }
+                            Ok(())
+                        };
+                        (name, result)
+                    })
+                    .collect(),
+            ),
             ControllerRequest::Tick => ControllerResponse::Tick(self.tick(&mut batch, now_ms)),
         };
         (response, batch.records)

@@ -186,7 +186,7 @@ impl Controller {
         proposal: IsrProposal,
     ) -> Result<PartitionImage, MetadataError> {
         let broker = batch.image.broker(proposal.broker_id);
-        if !broker.is_some_and(|b| b.broker_epoch == proposal.broker_epoch) {
+        if broker.is_none_or(|b| b.broker_epoch != proposal.broker_epoch) {
             return Err(MetadataError::StaleBrokerEpoch(format!(
                 "Expected broker epoch {}, but got {} for broker {}",
                 broker.map_or(-1, |b| b.broker_epoch),

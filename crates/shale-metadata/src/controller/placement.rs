@@ -109,9 +109,9 @@ fn rack_unaware(
 ) -> Vec<Vec<i32>> {
     let n = brokers.len();
     let (start_index, mut shift) = starts(n, fixed_start, rng);
-    let mut current = start_partition.max(0) as usize;
+    let first_partition = start_partition.max(0) as usize;
     let mut out = Vec::with_capacity(partitions as usize);
-    for _ in 0..partitions {
+    for current in first_partition..first_partition + partitions as usize {
         if current > 0 && current % n == 0 {
             shift += 1;
         }
@@ -121,7 +121,6 @@ fn rack_unaware(
             replicas.push(brokers[follower_index(first, shift, j, n)]);
         }
         out.push(replicas);
-        current += 1;
     }
     out
 }
@@ -171,9 +170,9 @@ fn rack_aware(
         .collect::<BTreeSet<_>>()
         .len();
     let (start_index, mut shift) = starts(n, fixed_start, rng);
-    let mut current = start_partition.max(0) as usize;
+    let first_partition = start_partition.max(0) as usize;
     let mut out = Vec::with_capacity(partitions as usize);
-    for _ in 0..partitions {
+    for current in first_partition..first_partition + partitions as usize {
         if current > 0 && current % n == 0 {
             shift += 1;
         }
@@ -200,7 +199,6 @@ fn rack_aware(
             }
         }
         out.push(replicas);
-        current += 1;
     }
     out
 }

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{
     place_replicas, Batch, Controller, CreatableTopic, CreatePartitionsTopic, CreatedTopic,
-    PlacementBroker,
+    DeleteByIdResults, DeleteByNameResults, PlacementBroker,
 };
 use crate::config_defs;
 use crate::error::MetadataError;
@@ -351,10 +351,7 @@ impl Controller {
         batch: &mut Batch,
         names: Vec<String>,
         ids: Vec<Uuid>,
-    ) -> (
-        Vec<(String, Result<Uuid, MetadataError>)>,
-        Vec<(Uuid, Result<String, MetadataError>)>,
-    ) {
+    ) -> (DeleteByNameResults, DeleteByIdResults) {
         let mut to_remove: BTreeSet<Uuid> = BTreeSet::new();
         let mut by_name = Vec::with_capacity(names.len());
         let mut seen_names = HashSet::new();

@@ -1,0 +1,524 @@
+//! `MetadataNode`: drives the controller on a quorum log and publishes images.
+//!
+//! Two tasks per node:
+//! - the controller task takes requests one at a time: it runs the state machine against the
+//!   latest image, appends the records as one entry (durable before it returns), waits until
+//!   the applier has made the entry visible, then answers. Serial handling is what makes the
+//!   pure state machine correct: each request sees every earlier one.
+//! - the applier follows the committed log, replays entries into a new image, publishes it
+//!   through a `watch` channel, and writes a snapshot every `snapshot_every_records` records.
+//!
+//! In combined mode (the only mode so far) the node also registers its own broker, unfences it
+//! and heartbeats every `broker.heartbeat.interval.ms`; the same loop ticks the controller so
+//! silent brokers are fenced after `broker.session.timeout.ms`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{Duration, Instant};
+use uuid::Uuid;
+
+use crate::controller::{Controller, ControllerConfig, ControllerRequest, ControllerResponse};
+use crate::error::MetadataError;
+use crate::image::MetadataImage;
+use crate::local_log::LocalQuorumLog;
+use crate::meta_properties;
+use crate::quorum::{CommittedRead, QuorumLog};
+use crate::records::{self, Endpoint, FeatureRange};
+
+/// Kafka's metadata.version feature level for 4.0-IV3.
+pub const METADATA_VERSION_LEVEL: i16 = 25;
+/// The subdirectory of the metadata log dir holding the log, as Kafka names it.
+pub const METADATA_LOG_SUBDIR: &str = "__cluster_metadata-0";
+const READ_BATCH_MAX: usize = 1024;
+const REQUEST_QUEUE_MAX: usize = 1024;
+
+#[derive(Debug, Clone)]
+pub struct MetadataNodeConfig {
+    pub node_id: i32,
+    /// `metadata.log.dir` (Kafka falls back to the first of `log.dirs`).
+    pub metadata_log_dir: PathBuf,
+    pub log_dirs: Vec<PathBuf>,
+    pub controller: ControllerConfig,
+    pub broker_listeners: Vec<Endpoint>,
+    pub rack: Option<String>,
+    /// The cluster id to use or expect; `None` takes the stored one, or a new one.
+    pub cluster_id: Option<String>,
+    /// Write a snapshot (and drop the log it covers) every this many records; 0: never.
+    pub snapshot_every_records: u64,
+    /// Features finalized when a new cluster is created.
+    pub bootstrap_features: Vec<(String, i16)>,
+}
+
+impl MetadataNodeConfig {
+    pub fn new(node_id: i32, metadata_log_dir: PathBuf) -> Self {
+        MetadataNodeConfig {
+            node_id,
+            log_dirs: vec![metadata_log_dir.clone()],
+            metadata_log_dir,
+            controller: ControllerConfig {
+                node_id,
+                ..ControllerConfig::default()
+            },
+            broker_listeners: Vec::new(),
+            rack: None,
+            cluster_id: None,
+            snapshot_every_records: 10_000,
+            bootstrap_features: vec![("metadata.version".to_string(), METADATA_VERSION_LEVEL)],
+        }
+    }
+}
+
+struct Command {
+    request: ControllerRequest,
+    reply: oneshot::Sender<Result<ControllerResponse, MetadataError>>,
+}
+
+struct Inner {
+    node_id: i32,
+    cluster_id: String,
+    image_tx: watch::Sender<Arc<MetadataImage>>,
+    /// Set when the applier stops on an error: waiting for offsets is then pointless.
+    failed: watch::Sender<Option<MetadataError>>,
+    requests: mpsc::Sender<Command>,
+    shutdown_tx: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    broker_epoch: AtomicI64,
+    heartbeat_interval: Duration,
+}
+
+/// A handle to the metadata layer of one node; cheap to clone.
+#[derive(Clone)]
+pub struct MetadataNode {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for MetadataNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataNode")
+            .field("node_id", &self.inner.node_id)
+            .field("cluster_id", &self.inner.cluster_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Loads the newest snapshot and replays the committed entries after it.
+async fn load_image(log: &dyn QuorumLog, cluster_id: &str) -> Result<MetadataImage, MetadataError> {
+    let mut image = match log.latest_snapshot().await? {
+        Some((offset, bytes)) => {
+            let mut image = MetadataImage::decode_snapshot(&bytes)?;
+            if !image.cluster_id.is_empty() && image.cluster_id != cluster_id {
+                return Err(MetadataError::InconsistentStorage(format!(
+                    "the metadata log belongs to cluster {}, but this node is in cluster \
+                     {cluster_id}; refusing to start",
+                    image.cluster_id
+                )));
+            }
+            image.cluster_id = cluster_id.to_string();
+            image.offset = offset;
+            image
+        }
+        None => MetadataImage::empty(cluster_id),
+    };
+    loop {
+        match log.read_committed(image.offset, READ_BATCH_MAX).await? {
+            CommittedRead::Entries(entries) if entries.is_empty() => return Ok(image),
+            CommittedRead::Entries(entries) => {
+                for (offset, bytes) in entries {
+                    image = image.apply_entry(&records::decode_entry(&bytes)?, offset);
+                }
+            }
+            CommittedRead::SnapshotRequired => {
+                return Err(MetadataError::Corrupt(format!(
+                    "the metadata log has no entries after offset {} and no snapshot covers \
+                     them",
+                    image.offset
+                )))
+            }
+        }
+    }
+}
+
+fn now_ms(start: Instant) -> i64 {
+    start.elapsed().as_millis() as i64
+}
+
+async fn wait_for(
+    mut images: watch::Receiver<Arc<MetadataImage>>,
+    mut failed: watch::Receiver<Option<MetadataError>>,
+    offset: i64,
+) -> Result<(), MetadataError> {
+    loop {
+        if images.borrow_and_update().offset >= offset {
+            return Ok(());
+        }
+        if let Some(err) = failed.borrow_and_update().clone() {
+            return Err(err);
+        }
+        tokio::select! {
+            changed = images.changed() => {
+                if changed.is_err() {
+                    return Err(MetadataError::ShutDown);
+                }
+            }
+            changed = failed.changed() => {
+                if changed.is_err() {
+                    return Err(MetadataError::ShutDown);
+                }
+            }
+        }
+    }
+}
+
+/// The controller task: one request at a time.
+async fn run_controller(
+    mut controller: Controller,
+    log: Arc<dyn QuorumLog>,
+    mut commands: mpsc::Receiver<Command>,
+    images: watch::Receiver<Arc<MetadataImage>>,
+    failed: watch::Receiver<Option<MetadataError>>,
+    start: Instant,
+) {
+    let mut last_written = images.borrow().offset;
+    while let Some(Command { request, reply }) = commands.recv().await {
+        let result = async {
+            wait_for(images.clone(), failed.clone(), last_written).await?;
+            let leader = *log.leader().borrow();
+            if leader.leader_id != Some(log.node_id()) {
+                return Err(MetadataError::NotController);
+            }
+            let image = images.borrow().clone();
+            let (response, records) = controller.handle(&image, request, now_ms(start));
+            if !records.is_empty() {
+                let entry = Bytes::from(records::encode_entry(&records));
+                let offset = log.append(vec![entry]).await?;
+                last_written = offset;
+                wait_for(images.clone(), failed.clone(), offset).await?;
+            }
+            Ok(response)
+        }
+        .await;
+        // The requester may have given up; the change stands either way.
+        let _ = reply.send(result);
+    }
+}
+
+/// The applier task: follows the committed log and publishes images.
+async fn run_applier(
+    log: Arc<dyn QuorumLog>,
+    image_tx: watch::Sender<Arc<MetadataImage>>,
+    failed: watch::Sender<Option<MetadataError>>,
+    snapshot_every_records: u64,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut committed = log.committed_offset();
+    let mut leader = log.leader();
+    let mut records_since_snapshot: u64 = 0;
+    loop {
+        let current = image_tx.borrow().clone();
+        let result: Result<Option<MetadataImage>, MetadataError> = async {
+            match log.read_committed(current.offset, READ_BATCH_MAX).await? {
+                CommittedRead::Entries(entries) => {
+                    if entries.is_empty() {
+                        return Ok(None);
+                    }
+                    let mut next = (*current).clone();
+                    for (offset, bytes) in entries {
+                        let batch = records::decode_entry(&bytes)?;
+                        records_since_snapshot += batch.len() as u64;
+                        next = next.apply_entry(&batch, offset);
+                    }
+                    Ok(Some(next))
+                }
+                CommittedRead::SnapshotRequired => {
+                    let (offset, bytes) = log.latest_snapshot().await?.ok_or_else(|| {
+                        MetadataError::Corrupt("log truncated without a snapshot".into())
+                    })?;
+                    let mut image = MetadataImage::decode_snapshot(&bytes)?;
+                    image.offset = offset;
+                    image.cluster_id = current.cluster_id.clone();
+                    records_since_snapshot = 0;
+                    Ok(Some(image))
+                }
+            }
+        }
+        .await;
+        match result {
+            Ok(Some(next)) => {
+                let controller_id = leader.borrow_and_update().leader_id;
+                let next = next.with_active_controller(controller_id);
+                let snapshot = (snapshot_every_records > 0
+                    && records_since_snapshot >= snapshot_every_records)
+                    .then(|| (next.offset, Bytes::from(next.encode_snapshot())));
+                image_tx.send_replace(Arc::new(next));
+                if let Some((offset, bytes)) = snapshot {
+                    records_since_snapshot = 0;
+                    if let Err(err) = log.save_snapshot(offset, bytes).await {
+                        tracing::error!(%err, "writing a metadata snapshot failed");
+                    }
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(err) => {
+                tracing::error!(%err, "the metadata applier stopped");
+                failed.send_replace(Some(err));
+                return;
+            }
+        }
+        tokio::select! {
+            changed = committed.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            changed = leader.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let controller_id = leader.borrow_and_update().leader_id;
+                let image = image_tx.borrow().with_active_controller(controller_id);
+                image_tx.send_replace(Arc::new(image));
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+impl MetadataNode {
+    /// Starts a node in combined mode on a [`LocalQuorumLog`] in `metadata_log_dir`.
+    pub async fn start(config: MetadataNodeConfig) -> Result<MetadataNode, MetadataError> {
+        let mut dirs = vec![config.metadata_log_dir.clone()];
+        for dir in &config.log_dirs {
+            if !dirs.contains(dir) {
+                dirs.push(dir.clone());
+            }
+        }
+        let (node_id, cluster) = (config.node_id, config.cluster_id.clone());
+        let cluster_id = tokio::task::spawn_blocking(move || {
+            meta_properties::ensure(&dirs, node_id, cluster.as_deref())
+        })
+        .await
+        .map_err(|e| MetadataError::Io(format!("meta.properties task failed: {e}")))??;
+        let log = LocalQuorumLog::open(
+            config.node_id,
+            config.metadata_log_dir.join(METADATA_LOG_SUBDIR),
+        )
+        .await?;
+        Self::start_with_log(config, cluster_id, Arc::new(log)).await
+    }
+
+    /// Starts a node on any quorum log (the Raft quorum plugs in here). `cluster_id` must
+    /// already be checked against the node's directories.
+    pub async fn start_with_log(
+        config: MetadataNodeConfig,
+        cluster_id: String,
+        log: Arc<dyn QuorumLog>,
+    ) -> Result<MetadataNode, MetadataError> {
+        let image = load_image(log.as_ref(), &cluster_id).await?;
+        let leader_id = log.leader().borrow().leader_id;
+        let fresh = image.offset < 0;
+        let image = image.with_active_controller(leader_id);
+        let (image_tx, image_rx) = watch::channel(Arc::new(image));
+        let (failed_tx, failed_rx) = watch::channel(None);
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (requests, commands) = mpsc::channel(REQUEST_QUEUE_MAX);
+        let start = Instant::now();
+        let seed = Uuid::new_v4().as_u64_pair().0;
+        let controller = Controller::new(config.controller.clone(), seed);
+        let applier = tokio::spawn(run_applier(
+            Arc::clone(&log),
+            image_tx.clone(),
+            failed_tx.clone(),
+            config.snapshot_every_records,
+            shutdown_rx,
+        ));
+        let controller_task = tokio::spawn(run_controller(
+            controller,
+            Arc::clone(&log),
+            commands,
+            image_rx,
+            failed_rx,
+            start,
+        ));
+        let heartbeat_interval =
+            Duration::from_millis(config.controller.broker_heartbeat_interval_ms.max(1) as u64);
+        let node = MetadataNode {
+            inner: Arc::new(Inner {
+                node_id: config.node_id,
+                cluster_id: cluster_id.clone(),
+                image_tx,
+                failed: failed_tx,
+                requests,
+                shutdown_tx,
+                tasks: Mutex::new(vec![applier, controller_task]),
+                broker_epoch: AtomicI64::new(-1),
+                heartbeat_interval,
+            }),
+        };
+        if fresh && leader_id == Some(config.node_id) && !config.bootstrap_features.is_empty() {
+            node.submit(ControllerRequest::UpdateFeatures {
+                updates: config.bootstrap_features.clone(),
+            })
+            .await?;
+        }
+        node.register_local_broker(&config, &cluster_id).await?;
+        let heartbeat = tokio::spawn(node.clone().heartbeat_loop());
+        node.push_task(heartbeat);
+        Ok(node)
+    }
+
+    fn push_task(&self, task: JoinHandle<()>) {
+        match self.inner.tasks.lock() {
+            Ok(mut tasks) => tasks.push(task),
+            Err(_) => task.abort(),
+        }
+    }
+
+    async fn register_local_broker(
+        &self,
+        config: &MetadataNodeConfig,
+        cluster_id: &str,
+    ) -> Result<(), MetadataError> {
+        let response = self
+            .submit(ControllerRequest::RegisterBroker {
+                broker_id: config.node_id,
+                incarnation_id: Uuid::new_v4(),
+                cluster_id: cluster_id.to_string(),
+                listeners: config.broker_listeners.clone(),
+                rack: config.rack.clone(),
+                features: vec![FeatureRange {
+                    name: "metadata.version".into(),
+                    min_version: 7,
+                    max_version: METADATA_VERSION_LEVEL,
+                }],
+            })
+            .await?;
+        let ControllerResponse::RegisterBroker(result) = response else {
+            return Err(MetadataError::InvalidRequest(
+                "unexpected response to RegisterBroker".into(),
+            ));
+        };
+        let epoch = result?;
+        self.inner.broker_epoch.store(epoch, Ordering::SeqCst);
+        // The registration is applied, so the first heartbeat finds the broker caught up.
+        let reply = self.heartbeat(false).await?;
+        if reply.is_fenced {
+            return Err(MetadataError::InvalidRequest(
+                "the local broker stayed fenced after registering".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(
+        &self,
+        want_shutdown: bool,
+    ) -> Result<crate::controller::HeartbeatReply, MetadataError> {
+        let response = self
+            .submit(ControllerRequest::BrokerHeartbeat {
+                broker_id: self.inner.node_id,
+                broker_epoch: self.broker_epoch(),
+                want_fence: false,
+                want_shutdown,
+                current_metadata_offset: self.image().offset,
+            })
+            .await?;
+        match response {
+            ControllerResponse::BrokerHeartbeat(result) => result,
+            _ => Err(MetadataError::InvalidRequest(
+                "unexpected response to BrokerHeartbeat".into(),
+            )),
+        }
+    }
+
+    async fn heartbeat_loop(self) {
+        let mut shutdown = self.inner.shutdown_tx.subscribe();
+        let mut interval = tokio::time::interval(self.inner.heartbeat_interval);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {}
+                _ = shutdown.changed() => return,
+            }
+            if let Err(err) = self.heartbeat(false).await {
+                tracing::warn!(%err, "local broker heartbeat failed");
+            }
+            if let Err(err) = self.submit(ControllerRequest::Tick).await {
+                tracing::warn!(%err, "controller tick failed");
+            }
+        }
+    }
+
+    /// Runs one request through the controller. Returns after its records are durable and
+    /// the resulting image is visible through [`MetadataNode::image`].
+    pub async fn submit(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerResponse, MetadataError> {
+        let (reply, response) = oneshot::channel();
+        self.inner
+            .requests
+            .send(Command { request, reply })
+            .await
+            .map_err(|_| MetadataError::ShutDown)?;
+        response.await.map_err(|_| MetadataError::ShutDown)?
+    }
+
+    /// The latest published image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.inner.image_tx.borrow().clone()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Arc<MetadataImage>> {
+        self.inner.image_tx.subscribe()
+    }
+
+    /// Waits until the published image includes `offset`.
+    pub async fn wait_for_offset(&self, offset: i64) -> Result<(), MetadataError> {
+        wait_for(self.subscribe(), self.inner.failed.subscribe(), offset).await
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.inner.node_id
+    }
+
+    pub fn cluster_id(&self) -> &str {
+        &self.inner.cluster_id
+    }
+
+    pub fn active_controller_id(&self) -> Option<i32> {
+        self.image().active_controller_id()
+    }
+
+    /// The epoch of the local broker's registration (-1 before it registered).
+    pub fn broker_epoch(&self) -> i64 {
+        self.inner.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Controlled shutdown of the local broker (leadership moves away where possible), then
+    /// stops the node's tasks. Requests after this fail with `ShutDown`.
+    pub async fn shutdown(&self) {
+        if *self.inner.shutdown_tx.borrow() {
+            return;
+        }
+        if let Err(err) = self.heartbeat(true).await {
+            tracing::warn!(%err, "controlled shutdown of the local broker failed");
+        }
+        self.inner.shutdown_tx.send_replace(true);
+        let tasks: Vec<JoinHandle<()>> = match self.inner.tasks.lock() {
+            Ok(mut tasks) => tasks.drain(..).collect(),
+            Err(_) => Vec::new(),
+        };
+        for task in tasks {
+            // The controller task waits on the request queue, which stays open while handles
+            // exist; stopping it is the way out.
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
