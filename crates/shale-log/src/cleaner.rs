@@ -90,10 +90,10 @@ pub(crate) fn complete_swaps(
             segment::remove_if_exists(swap)?;
             continue;
         };
-        let file = File::open(swap)?;
+        let file = Arc::new(File::open(swap)?);
         let size = file.metadata()?.len();
         let mut end = base;
-        let mut scanner = HeaderScanner::new(&file, 0, size);
+        let mut scanner = HeaderScanner::new(file, 0, size);
         while let Some((_, h)) = scanner.next()? {
             end = h.last_offset() + 1;
         }
@@ -214,12 +214,12 @@ impl Log {
         // Pass 1: latest offset of every key.
         let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
         for seg in cleanable {
-            let mut scanner = seg.scanner(0);
+            let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
                 if participates(self, &h, resolver) != Some(true) {
                     continue;
                 }
-                let bytes = read_batch(seg.file(), pos, &h)?;
+                let bytes = read_batch(seg.file()?.as_ref(), pos, &h)?;
                 let Ok(body) = records::batch_body(&bytes, limit) else {
                     continue;
                 };
@@ -283,9 +283,9 @@ impl Log {
         let mut buf = Vec::new();
         for seg in group {
             report.bytes_before += seg.size();
-            let mut scanner = seg.scanner(0);
+            let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
-                let bytes = read_batch(seg.file(), pos, &h)?;
+                let bytes = read_batch(seg.file()?.as_ref(), pos, &h)?;
                 let (kept, removed) =
                     filter_batch(self, &bytes, &h, latest, config, now_ms, resolver)?;
                 report.records_removed += removed;

@@ -47,10 +47,10 @@ pub(crate) fn allocate(file: &File, len: u64) -> io::Result<()> {
     }
 }
 
-/// A file of fixed-size big-endian entries, memory-mapped.
+/// A file of fixed-size big-endian entries, memory-mapped. No descriptor is kept open
+/// (thousands of partitions would exhaust them); the file is reopened to grow or trim it.
 pub(crate) struct IndexFile {
     path: PathBuf,
-    file: File,
     mmap: Option<MmapMut>,
     entry_len: usize,
     entries: usize,
@@ -85,23 +85,26 @@ impl IndexFile {
         })?;
         let mut idx = IndexFile {
             path: path.to_path_buf(),
-            file,
             mmap: None,
             entry_len,
             entries: len / entry_len,
             max_bytes: max_bytes.max(len),
         };
-        idx.remap(len)?;
+        idx.remap(&file, len)?;
         Ok(idx)
     }
 
-    fn remap(&mut self, len: usize) -> io::Result<()> {
+    fn open_file(&self) -> io::Result<File> {
+        OpenOptions::new().read(true).write(true).open(&self.path)
+    }
+
+    fn remap(&mut self, file: &File, len: usize) -> io::Result<()> {
         self.mmap = None;
         if len > 0 {
-            // SAFETY: the file is owned by this index and only ever changed through it (the
-            // log's writer lock serialises writers); its length is `len` or more, and it is
-            // neither truncated below the mapping while mapped.
-            self.mmap = Some(unsafe { memmap2::MmapOptions::new().len(len).map_mut(&self.file)? });
+            // SAFETY: the file belongs to this index and is only changed through it (the
+            // log's writer lock serialises writers); it is at least `len` bytes long and is
+            // never truncated below a live mapping (trim unmaps first).
+            self.mmap = Some(unsafe { memmap2::MmapOptions::new().len(len).map_mut(file)? });
         }
         Ok(())
     }
@@ -137,8 +140,9 @@ impl IndexFile {
         if need > self.mapped_len() {
             let grown = (self.mapped_len() * 2).max(GROW_MIN_BYTES).max(need);
             let new_len = grown.min(self.max_bytes) / self.entry_len * self.entry_len;
-            allocate(&self.file, new_len as u64)?;
-            self.remap(new_len)?;
+            let file = self.open_file()?;
+            allocate(&file, new_len as u64)?;
+            self.remap(&file, new_len)?;
         }
         let start = self.entries * self.entry_len;
         if let Some(m) = self.mmap.as_mut() {
@@ -162,11 +166,15 @@ impl IndexFile {
     /// Shrinks the file to exactly its entries (on roll and close).
     pub(crate) fn trim(&mut self) -> Result<(), LogError> {
         let len = self.entries * self.entry_len;
-        if self.mapped_len() != len || self.file.metadata()?.len() != len as u64 {
-            self.flush()?;
+        let file = self.open_file()?;
+        if self.mapped_len() != len || file.metadata()?.len() != len as u64 {
+            if let Some(m) = &self.mmap {
+                m.flush()?;
+            }
             self.mmap = None;
-            self.file.set_len(len as u64)?;
-            self.remap(len)?;
+            file.set_len(len as u64)?;
+            file.sync_all()?;
+            self.remap(&file, len)?;
         }
         self.max_bytes = len.max(self.entry_len);
         Ok(())
@@ -182,7 +190,8 @@ impl IndexFile {
         if let Some(m) = &self.mmap {
             m.flush()?;
         }
-        self.file.sync_all()?;
+        // The size changes when the index grows; make it durable too.
+        self.open_file()?.sync_all()?;
         Ok(())
     }
 

@@ -584,7 +584,7 @@ impl Log {
             first = false;
             let mut done = false;
             if let Some(start_pos) = start_pos {
-                let mut scanner = seg.scanner(start_pos);
+                let mut scanner = seg.scanner(start_pos)?;
                 let mut slice_len = 0u64;
                 while let Some((_, h)) = scanner.next()? {
                     if h.last_offset() >= bound {
@@ -605,7 +605,7 @@ impl Log {
                 }
                 if slice_len > 0 {
                     info.slices.push(FileSlice {
-                        file: seg.file().clone(),
+                        file: seg.file()?,
                         position: start_pos,
                         len: slice_len as u32,
                     });
@@ -632,7 +632,7 @@ impl Log {
     fn read_batch(seg: &Segment, position: u64, h: &BatchHeader) -> Result<Vec<u8>, LogError> {
         use std::os::unix::fs::FileExt;
         let mut buf = vec![0u8; h.total_len()];
-        seg.file().read_exact_at(&mut buf, position)?;
+        seg.file()?.read_exact_at(&mut buf, position)?;
         Ok(buf)
     }
 
@@ -646,7 +646,7 @@ impl Log {
                 _ => continue,
             }
             let pos = seg.position_for_timestamp(timestamp_ms)?;
-            let mut scanner = seg.scanner(pos);
+            let mut scanner = seg.scanner(pos)?;
             while let Some((p, h)) = scanner.next()? {
                 if h.max_timestamp < timestamp_ms || h.last_offset() < lso {
                     continue;

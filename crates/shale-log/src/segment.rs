@@ -50,7 +50,8 @@ pub(crate) struct RecoveredSegment {
 pub(crate) struct Segment {
     pub(crate) base_offset: i64,
     dir: PathBuf,
-    file: Arc<File>,
+    /// Opened on first use: old segments of thousands of partitions stay closed.
+    file: Mutex<Option<Arc<File>>>,
     size: AtomicU64,
     indexes: RwLock<Option<Indexes>>,
     index_max_bytes: AtomicU64,
@@ -99,7 +100,7 @@ impl Segment {
         for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
             remove_if_exists(&dir.join(file_name(base_offset, suffix)))?;
         }
-        let seg = Segment::from_file(dir, base_offset, file, 0, index_max_bytes, now_ms);
+        let seg = Segment::from_file(dir, base_offset, Some(file), 0, index_max_bytes, now_ms);
         seg.ensure_indexes(0)?;
         seg.reopen_for_append(index_max_bytes)?;
         Ok(seg)
@@ -113,8 +114,7 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Segment, LogError> {
         let path = dir.join(file_name(base_offset, LOG_SUFFIX));
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        let size = file.metadata()?.len();
+        let size = std::fs::metadata(&path)?.len();
         if size > u64::from(u32::MAX) {
             return Err(corrupt_file(
                 &path,
@@ -124,7 +124,7 @@ impl Segment {
         Ok(Segment::from_file(
             dir,
             base_offset,
-            file,
+            None,
             size,
             index_max_bytes,
             now_ms,
@@ -134,7 +134,7 @@ impl Segment {
     fn from_file(
         dir: &Path,
         base_offset: i64,
-        file: File,
+        file: Option<File>,
         size: u64,
         index_max_bytes: u64,
         now_ms: i64,
@@ -142,7 +142,7 @@ impl Segment {
         Segment {
             base_offset,
             dir: dir.to_path_buf(),
-            file: Arc::new(file),
+            file: Mutex::new(file.map(Arc::new)),
             size: AtomicU64::new(size),
             indexes: RwLock::new(None),
             index_max_bytes: AtomicU64::new(index_max_bytes),
@@ -154,8 +154,20 @@ impl Segment {
         }
     }
 
-    pub(crate) fn file(&self) -> &Arc<File> {
-        &self.file
+    /// The log file, opened on first use.
+    pub(crate) fn file(&self) -> Result<Arc<File>, LogError> {
+        let mut guard = self.file.lock();
+        if let Some(f) = guard.as_ref() {
+            return Ok(f.clone());
+        }
+        let path = if *self.deleted.lock() {
+            with_suffix(&self.log_path(), DELETED_SUFFIX)
+        } else {
+            self.log_path()
+        };
+        let f = Arc::new(OpenOptions::new().read(true).write(true).open(path)?);
+        *guard = Some(f.clone());
+        Ok(f)
     }
 
     pub(crate) fn indexes_loaded(&self) -> bool {
@@ -220,7 +232,7 @@ impl Segment {
         let mut idx = self.fresh_indexes(max)?;
         let mut since = 0u64;
         let mut max_ts: Option<(i64, i64)> = None;
-        let mut scanner = HeaderScanner::new(&self.file, 0, self.size());
+        let mut scanner = HeaderScanner::new(self.file()?, 0, self.size());
         while let Some((pos, h)) = scanner.next()? {
             if max_ts.is_none_or(|(t, _)| h.max_timestamp > t) {
                 max_ts = Some((h.max_timestamp, h.last_offset()));
@@ -258,7 +270,7 @@ impl Segment {
         };
         let (mut best, pos) = start;
         let mut first: Option<i64> = None;
-        let mut scanner = HeaderScanner::new(&self.file, pos, self.size());
+        let mut scanner = HeaderScanner::new(self.file()?, pos, self.size());
         while let Some((p, h)) = scanner.next()? {
             if p == 0 {
                 first = Some(h.max_timestamp);
@@ -316,17 +328,18 @@ impl Segment {
                 "segment would exceed 4 GiB".into(),
             ));
         }
+        let file = self.file()?;
         let write = faults
             .check_write(bytes.len())
-            .and_then(|()| self.file.write_all_at(bytes, start));
+            .and_then(|()| file.write_all_at(bytes, start));
         if let Err(e) = write {
             // Nothing of a refused append may stay: cut what may have been written.
-            let _ = self.file.set_len(start);
+            let _ = file.set_len(start);
             return Err(LogError::Storage(e));
         }
         let index_result = self.index_appended(start, headers, index_interval_bytes);
         if let Err(e) = index_result {
-            let _ = self.file.set_len(start);
+            let _ = file.set_len(start);
             return Err(e);
         }
         self.size
@@ -386,7 +399,7 @@ impl Segment {
             let idx = self.indexes()?;
             u64::from(idx.offset.lookup(offset).1)
         };
-        let mut scanner = HeaderScanner::new(&self.file, start, self.size());
+        let mut scanner = HeaderScanner::new(self.file()?, start, self.size());
         while let Some((pos, h)) = scanner.next()? {
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
@@ -396,8 +409,8 @@ impl Segment {
     }
 
     /// Scans headers from `position` to the current end.
-    pub(crate) fn scanner(&self, position: u64) -> HeaderScanner<'_> {
-        HeaderScanner::new(&self.file, position, self.size())
+    pub(crate) fn scanner(&self, position: u64) -> Result<HeaderScanner, LogError> {
+        Ok(HeaderScanner::new(self.file()?, position, self.size()))
     }
 
     /// Position to start a timestamp search from: the time index, then the offset index.
@@ -432,13 +445,13 @@ impl Segment {
             };
             // Time index entries point at batch last offsets; drop those of removed batches.
             let mut first_removed = i64::MAX;
-            let mut scanner = HeaderScanner::new(&self.file, cut, size);
+            let mut scanner = HeaderScanner::new(self.file()?, cut, size);
             if let Some((_, h)) = scanner.next()? {
                 first_removed = h.base_offset;
             }
             idx.time.truncate_to(first_removed.max(last_kept));
         }
-        self.file.set_len(cut)?;
+        self.file()?.set_len(cut)?;
         self.size.store(cut, Ordering::Release);
         self.bytes_since_index.store(0, Ordering::Relaxed);
         *self.max_timestamp.lock() = None;
@@ -457,7 +470,8 @@ impl Segment {
         index_interval_bytes: u64,
         max_batch_bytes: u64,
     ) -> Result<RecoveredSegment, LogError> {
-        let size = self.file.metadata()?.len();
+        let file = self.file()?;
+        let size = file.metadata()?.len();
         self.size.store(size, Ordering::Release);
         let max = self.index_max_bytes.load(Ordering::Relaxed);
         let mut idx = self.fresh_indexes(max)?;
@@ -470,7 +484,7 @@ impl Segment {
         let mut buf = Vec::new();
         let mut head = [0u8; LOG_OVERHEAD];
         while pos + HEADER_LEN as u64 <= size {
-            if self.file.read_exact_at(&mut head, pos).is_err() {
+            if file.read_exact_at(&mut head, pos).is_err() {
                 break;
             }
             let len = batch::get_i32(&head, batch::LENGTH_POS);
@@ -482,7 +496,7 @@ impl Segment {
                 break;
             }
             buf.resize(total as usize, 0);
-            if self.file.read_exact_at(&mut buf, pos).is_err() {
+            if file.read_exact_at(&mut buf, pos).is_err() {
                 break;
             }
             let h = match batch::check_batch(&buf) {
@@ -514,7 +528,7 @@ impl Segment {
         if truncated > 0 {
             tracing::warn!(segment = %self.log_path().display(), position = pos, bytes = truncated,
                 "truncating invalid tail");
-            self.file.set_len(pos)?;
+            file.set_len(pos)?;
             self.size.store(pos, Ordering::Release);
         }
         self.bytes_since_index.store(since, Ordering::Relaxed);
@@ -535,7 +549,7 @@ impl Segment {
             let idx = self.indexes()?;
             idx.offset.last().map_or(0, |(_, p)| u64::from(p))
         };
-        let mut scanner = HeaderScanner::new(&self.file, start, self.size());
+        let mut scanner = HeaderScanner::new(self.file()?, start, self.size());
         let mut last = None;
         while let Some((_, h)) = scanner.next()? {
             last = Some(h.last_offset() + 1);
@@ -583,7 +597,9 @@ impl Segment {
     }
 
     pub(crate) fn flush(&self) -> Result<(), LogError> {
-        self.file.sync_data()?;
+        if let Some(f) = self.file.lock().clone() {
+            f.sync_data()?;
+        }
         if let Some(idx) = self.indexes.read().as_ref() {
             idx.offset.file().flush()?;
             idx.time.file().flush()?;
@@ -640,8 +656,8 @@ pub(crate) fn remove_if_exists(p: &Path) -> io::Result<()> {
 
 /// Walks batch headers of a file between two positions with buffered reads.
 /// Stops at the first incomplete or malformed header.
-pub(crate) struct HeaderScanner<'a> {
-    file: &'a File,
+pub(crate) struct HeaderScanner {
+    file: Arc<File>,
     pos: u64,
     end: u64,
     buf: Vec<u8>,
@@ -650,8 +666,8 @@ pub(crate) struct HeaderScanner<'a> {
 
 const SCAN_BUF_BYTES: usize = 16 * 1024;
 
-impl<'a> HeaderScanner<'a> {
-    pub(crate) fn new(file: &'a File, pos: u64, end: u64) -> Self {
+impl HeaderScanner {
+    pub(crate) fn new(file: Arc<File>, pos: u64, end: u64) -> Self {
         HeaderScanner {
             file,
             pos,
