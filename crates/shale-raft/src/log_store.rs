@@ -31,7 +31,7 @@ use crate::fsutil;
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 /// A new segment is started once the active one reaches this size.
-pub const SEGMENT_BYTES_MAX: u64 = 64 * 1024 * 1024;
+pub const SEGMENT_BYTES_MAX: u64 = 8 * 1024 * 1024;
 
 const SEGMENT_SUFFIX: &str = ".log";
 
