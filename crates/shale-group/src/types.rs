@@ -143,6 +143,9 @@ pub struct OffsetCommitRequest {
     pub group_instance_id: Option<String>,
     /// v2-v4 `retention_time_ms`; -1 uses the broker's retention.
     pub retention_time_ms: i64,
+    /// True for OffsetCommit v9+: a commit with a generation to a group that does not exist
+    /// answers GROUP_ID_NOT_FOUND (older versions: ILLEGAL_GENERATION).
+    pub reports_missing_group: bool,
     pub topics: Vec<OffsetCommitTopic>,
 }
 

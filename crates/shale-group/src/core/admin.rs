@@ -98,7 +98,18 @@ impl CoordinatorShard {
             GroupState::Empty if group.members.is_empty() => {}
             _ => return Err(GroupError::NonEmptyGroup),
         }
-        for (topic, partition) in group.offsets.keys() {
+        // Pending transactional offsets get a tombstone too (once per partition).
+        let partitions: std::collections::BTreeSet<&(String, i32)> = group
+            .offsets
+            .keys()
+            .chain(
+                group
+                    .pending_transactional_offsets
+                    .values()
+                    .flat_map(|pending| pending.keys()),
+            )
+            .collect();
+        for (topic, partition) in partitions {
             effects.records.push(GroupRecord::OffsetCommit {
                 group_id: group_id.to_owned(),
                 topic: topic.clone(),

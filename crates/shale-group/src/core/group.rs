@@ -84,6 +84,18 @@ impl Member {
     }
 }
 
+/// A topic partition.
+pub(crate) type PartitionKey = (String, i32);
+
+/// A committed (or pending transactional) offset and its position in replay order, which
+/// decides between a transactional and a plain commit of the same partition (as Kafka's record
+/// offsets do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredOffset {
+    pub(crate) value: OffsetCommitValue,
+    pub(crate) sequence: u64,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
     pub(crate) group_id: String,
@@ -107,10 +119,9 @@ pub(crate) struct Group {
     pub(crate) initial_delay_remaining_ms: Option<i64>,
     /// Topics the consumer-protocol members subscribe to; None when unknown.
     pub(crate) subscribed_topics: Option<BTreeSet<String>>,
-    pub(crate) offsets: BTreeMap<(String, i32), OffsetCommitValue>,
+    pub(crate) offsets: BTreeMap<PartitionKey, StoredOffset>,
     /// Transactional offsets written but not yet committed or aborted, by producer id.
-    pub(crate) pending_transactional_offsets:
-        BTreeMap<i64, BTreeMap<(String, i32), OffsetCommitValue>>,
+    pub(crate) pending_transactional_offsets: BTreeMap<i64, BTreeMap<PartitionKey, StoredOffset>>,
     pub(crate) next_join_sequence: u64,
 }
 
@@ -358,8 +369,8 @@ impl Group {
     pub(crate) fn from_record_value(
         group_id: &str,
         value: &GroupMetadataValue,
-        offsets: BTreeMap<(String, i32), OffsetCommitValue>,
-        pending_transactional_offsets: BTreeMap<i64, BTreeMap<(String, i32), OffsetCommitValue>>,
+        offsets: BTreeMap<PartitionKey, StoredOffset>,
+        pending_transactional_offsets: BTreeMap<i64, BTreeMap<PartitionKey, StoredOffset>>,
     ) -> Self {
         let mut group = Group::new(group_id, value.current_state_timestamp_ms);
         group.protocol_type = Some(value.protocol_type.clone()).filter(|kind| !kind.is_empty());
@@ -371,7 +382,12 @@ impl Group {
                 group_instance_id: stored.group_instance_id.clone(),
                 client_id: stored.client_id.clone(),
                 client_host: stored.client_host.clone(),
-                rebalance_timeout_ms: stored.rebalance_timeout_ms,
+                // Records written before rebalance timeouts existed carry -1.
+                rebalance_timeout_ms: if stored.rebalance_timeout_ms == -1 {
+                    stored.session_timeout_ms
+                } else {
+                    stored.rebalance_timeout_ms
+                },
                 session_timeout_ms: stored.session_timeout_ms,
                 protocols: vec![JoinGroupProtocol {
                     name: value.protocol.clone().unwrap_or_default(),

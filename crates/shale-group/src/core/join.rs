@@ -66,6 +66,15 @@ impl CoordinatorShard {
         let group_size_max = self.config().group_size_max;
         let group = self.group(&request.group_id)?;
         if !accepts_joining_member(group, &request.member_id, group_size_max) {
+            // A member over the limit (group.max.size was lowered) is removed, as Kafka does.
+            if group.members.contains_key(&request.member_id) {
+                self.remove_member_and_update_group(
+                    &request.group_id,
+                    &request.member_id,
+                    now_ms,
+                    effects,
+                );
+            }
             return Err(GroupError::GroupMaxSizeReached);
         }
         if group.state == GroupState::Dead {
@@ -256,6 +265,7 @@ impl CoordinatorShard {
     ) -> Result<(), GroupError> {
         let group_id = request.group_id.clone();
         let group = self.group_mut(&group_id)?;
+        let previous_leader = group.leader_id.clone().unwrap_or_default();
         let mut member = group
             .members
             .remove(&old_member_id)
@@ -302,7 +312,10 @@ impl CoordinatorShard {
                     if request.supports_skip_assignment {
                         response.skip_assignment = is_leader;
                     } else {
+                        // Before KIP-814 a restarted static leader must not recompute the
+                        // assignment: it is told the previous leader id and gets no members.
                         response.members.clear();
+                        response.leader = previous_leader;
                     }
                     if let Some(member) = group.members.get_mut(&new_member_id) {
                         member.awaiting_join = None;
@@ -360,15 +373,13 @@ impl CoordinatorShard {
         if request.generation_id != group.generation_id {
             return Err(GroupError::IllegalGeneration);
         }
-        if request
-            .protocol_type
-            .as_ref()
-            .is_some_and(|kind| group.protocol_type.as_ref() != Some(kind))
-            || request
-                .protocol_name
-                .as_ref()
-                .is_some_and(|name| group.protocol_name.as_ref() != Some(name))
-        {
+        if is_protocol_inconsistent(
+            request.protocol_type.as_deref(),
+            group.protocol_type.as_deref(),
+        ) || is_protocol_inconsistent(
+            request.protocol_name.as_deref(),
+            group.protocol_name.as_deref(),
+        ) {
             return Err(GroupError::InconsistentGroupProtocol);
         }
         match group.state {
@@ -511,10 +522,9 @@ impl CoordinatorShard {
             group_id: group_id.to_owned(),
         };
         if is_initial {
-            if initial_delay_ms <= 0 {
-                self.complete_join(group_id, now_ms, effects);
-                return;
-            }
+            // Even without a delay the join completes from the timer, not inline, so members
+            // arriving at the same moment share the first generation (as Kafka).
+            let initial_delay_ms = initial_delay_ms.max(0);
             group.new_member_added = false;
             group.initial_delay_remaining_ms =
                 Some((group.rebalance_timeout_ms() - initial_delay_ms).max(0));
@@ -526,16 +536,33 @@ impl CoordinatorShard {
         }
     }
 
+    /// Completes the join phase once every member rejoined, except during the initial delayed
+    /// join, which only its timer ends.
     pub(crate) fn maybe_complete_join(
         &mut self,
         group_id: &str,
         now_ms: i64,
         effects: &mut Effects,
     ) {
+        let initial = self
+            .groups
+            .get(group_id)
+            .is_some_and(|group| group.initial_delay_remaining_ms.is_some());
+        if !initial {
+            self.complete_join_if_all_joined(group_id, now_ms, effects);
+        }
+    }
+
+    /// After a member or pending member is removed: complete the join phase if everybody left
+    /// has rejoined, even during the initial delay.
+    pub(crate) fn complete_join_if_all_joined(
+        &mut self,
+        group_id: &str,
+        now_ms: i64,
+        effects: &mut Effects,
+    ) {
         let ready = self.groups.get(group_id).is_some_and(|group| {
-            group.state == GroupState::PreparingRebalance
-                && group.initial_delay_remaining_ms.is_none()
-                && group.has_all_members_joined()
+            group.state == GroupState::PreparingRebalance && group.has_all_members_joined()
         });
         if ready {
             self.complete_join(group_id, now_ms, effects);
@@ -704,6 +731,11 @@ impl CoordinatorShard {
             .get_mut(group_id)
             .ok_or(GroupError::UnknownMemberId)
     }
+}
+
+/// SyncGroup v5+ names the protocol type and name; only a mismatch of two known values counts.
+fn is_protocol_inconsistent(requested: Option<&str>, current: Option<&str>) -> bool {
+    matches!((requested, current), (Some(requested), Some(current)) if requested != current)
 }
 
 /// Kafka's `acceptJoiningMember`: `group.max.size` counts members (or, while preparing a

@@ -154,7 +154,9 @@ impl CoordinatorShard {
         }
         match group.state {
             GroupState::Dead | GroupState::Empty => {}
-            GroupState::PreparingRebalance => self.maybe_complete_join(group_id, now_ms, effects),
+            GroupState::PreparingRebalance => {
+                self.complete_join_if_all_joined(group_id, now_ms, effects)
+            }
             GroupState::CompletingRebalance | GroupState::Stable => {
                 self.prepare_rebalance(group_id, now_ms, effects)
             }
@@ -178,7 +180,7 @@ impl CoordinatorShard {
             .is_some_and(|group| group.pending_members.remove(member_id));
         if removed {
             // The join phase may have been waiting only for this member.
-            self.maybe_complete_join(group_id, now_ms, effects);
+            self.complete_join_if_all_joined(group_id, now_ms, effects);
         }
     }
 

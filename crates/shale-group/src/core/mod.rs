@@ -108,6 +108,8 @@ pub struct CoordinatorShard {
     pub(crate) last_now_ms: i64,
     /// Loading is over (`on_loaded` was called): replayed groups get live timers.
     pub(crate) live: bool,
+    /// Counts replayed offset records: their order in the log.
+    pub(crate) replay_sequence: u64,
 }
 
 impl std::fmt::Debug for CoordinatorShard {
@@ -143,6 +145,7 @@ impl CoordinatorShard {
             member_ids,
             last_now_ms: 0,
             live: false,
+            replay_sequence: 0,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::group::{Group, GroupState};
+use super::group::{Group, GroupState, PartitionKey, StoredOffset};
 use super::timers::TimerKey;
 use super::{CoordinatorShard, Effects, RequestToken, Response};
 use crate::error::GroupError;
@@ -39,11 +39,33 @@ impl CoordinatorShard {
             return Err(GroupError::InvalidGroupId);
         }
         match self.groups.get(&request.group_id) {
-            Some(group) => validate_offset_commit(group, &request)?,
+            Some(group) => {
+                validate_offset_commit(group, &request)?;
+                // Classic members keep their session alive by committing (as Kafka).
+                let session_timeout_ms = group
+                    .members
+                    .get(&request.member_id)
+                    .filter(|_| {
+                        matches!(
+                            group.state,
+                            GroupState::Stable | GroupState::PreparingRebalance
+                        )
+                    })
+                    .map(|member| i64::from(member.session_timeout_ms));
+                if let Some(session_timeout_ms) = session_timeout_ms {
+                    self.timers.schedule(
+                        TimerKey::Heartbeat {
+                            group_id: request.group_id.clone(),
+                            member_id: request.member_id.clone(),
+                        },
+                        now_ms + session_timeout_ms,
+                    );
+                }
+            }
             // Simple consumers and admin tools commit to groups that do not exist; replaying the
             // commit creates the (empty) group. A member of a group that is gone must rejoin.
-            // OffsetCommit v9+ answers GROUP_ID_NOT_FOUND here; the broker maps by version.
             None if request.generation_id < 0 => {}
+            None if request.reports_missing_group => return Err(GroupError::GroupIdNotFound),
             None => return Err(GroupError::IllegalGeneration),
         }
         let expire_timestamp_ms = if request.retention_time_ms >= 0 {
@@ -57,7 +79,8 @@ impl CoordinatorShard {
             let mut partitions = Vec::with_capacity(topic.partitions.len());
             for partition in topic.partitions {
                 let metadata = partition.committed_metadata.unwrap_or_default();
-                let error = if metadata.len() > metadata_bytes_max {
+                // Kafka compares the Java string length (UTF-16 units).
+                let error = if metadata.encode_utf16().count() > metadata_bytes_max {
                     Some(GroupError::OffsetMetadataTooLarge)
                 } else {
                     effects.records.push(GroupRecord::OffsetCommit {
@@ -94,11 +117,14 @@ impl CoordinatorShard {
     ) -> Result<OffsetFetchResponse, GroupError> {
         let group = self.groups.get(&request.group_id);
         let fetch = |topic: &str, partition: i32| -> OffsetFetchPartition {
-            let committed =
-                group.and_then(|group| group.offsets.get(&(topic.to_owned(), partition)));
             let unstable = request.require_stable
                 && group
                     .is_some_and(|group| group.has_pending_transactional_offset(topic, partition));
+            // With require_stable a pending transactional commit hides the committed offset.
+            let committed = group
+                .filter(|_| !unstable)
+                .and_then(|group| group.offsets.get(&(topic.to_owned(), partition)))
+                .map(|stored| &stored.value);
             OffsetFetchPartition {
                 partition_index: partition,
                 committed_offset: committed.map_or(-1, |value| value.offset),
@@ -189,9 +215,11 @@ impl CoordinatorShard {
                             error: Some(GroupError::GroupSubscribedToTopic),
                         };
                     }
+                    // Pending transactional offsets are deleted too, as Kafka does.
                     if group
                         .offsets
                         .contains_key(&(topic.name.clone(), *partition))
+                        || group.has_pending_transactional_offset(&topic.name, *partition)
                     {
                         effects.records.push(GroupRecord::OffsetCommit {
                             group_id: request.group_id.clone(),
@@ -219,7 +247,8 @@ impl CoordinatorShard {
         let retention_ms = self.config().offsets_retention_ms;
         for group in self.groups.values() {
             let expired = expired_offsets(group, now_ms, retention_ms);
-            let all_gone = expired.len() == group.offsets.len();
+            let all_gone = expired.len() == group.offsets.len()
+                && group.pending_transactional_offsets.is_empty();
             for (topic, partition) in expired {
                 effects.records.push(GroupRecord::OffsetCommit {
                     group_id: group.group_id.clone(),
@@ -253,6 +282,8 @@ impl CoordinatorShard {
         } = record
         {
             let now_ms = self.last_now_ms;
+            self.replay_sequence += 1;
+            let sequence = self.replay_sequence;
             let group = self
                 .groups
                 .entry(group_id.clone())
@@ -261,20 +292,44 @@ impl CoordinatorShard {
                 .pending_transactional_offsets
                 .entry(producer_id)
                 .or_default()
-                .insert((topic.clone(), *partition), value.clone());
+                .insert(
+                    (topic.clone(), *partition),
+                    StoredOffset {
+                        value: value.clone(),
+                        sequence,
+                    },
+                );
         }
     }
 
     /// Transactions hook: the commit or abort marker of `producer_id` was written to this
-    /// partition. A commit makes the pending offsets the committed ones.
+    /// partition. A commit makes the pending offsets the committed ones, unless a plain commit
+    /// of the same partition was written after them.
     pub fn replay_transaction_marker(&mut self, producer_id: i64, committed: bool) {
         for group in self.groups.values_mut() {
-            if let Some(pending) = group.pending_transactional_offsets.remove(&producer_id) {
-                if committed {
-                    group.offsets.extend(pending);
-                }
+            let Some(pending) = group.pending_transactional_offsets.remove(&producer_id) else {
+                continue;
+            };
+            if !committed {
+                continue;
+            }
+            for (key, stored) in pending {
+                materialize(&mut group.offsets, key, stored);
             }
         }
+    }
+}
+
+fn materialize(
+    offsets: &mut BTreeMap<PartitionKey, StoredOffset>,
+    key: PartitionKey,
+    stored: StoredOffset,
+) {
+    let newer = offsets
+        .get(&key)
+        .is_none_or(|existing| stored.sequence > existing.sequence);
+    if newer {
+        offsets.insert(key, stored);
     }
 }
 
@@ -327,20 +382,20 @@ fn expired_offsets(group: &Group, now_ms: i64, retention_ms: i64) -> Vec<(String
     group
         .offsets
         .iter()
-        .filter(|((topic, partition), value)| {
+        .filter(|((topic, partition), stored)| {
             if only_unsubscribed && group.is_subscribed_to_topic(topic) {
                 return false;
             }
             if group.has_pending_transactional_offset(topic, *partition) {
                 return false;
             }
-            if value.expire_timestamp_ms >= 0 {
-                return now_ms >= value.expire_timestamp_ms;
+            if stored.value.expire_timestamp_ms >= 0 {
+                return now_ms >= stored.value.expire_timestamp_ms;
             }
             let base_ms = if use_state_timestamp {
                 group.state_timestamp_ms
             } else {
-                value.commit_timestamp_ms
+                stored.value.commit_timestamp_ms
             };
             now_ms.saturating_sub(base_ms) >= retention_ms
         })

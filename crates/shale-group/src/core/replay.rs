@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::group::{Group, GroupState};
+use super::group::{Group, GroupState, StoredOffset};
 use super::timers::TimerKey;
 use super::CoordinatorShard;
 use crate::records::{GroupRecord, MemberMetadataValue, OffsetCommitValue};
@@ -34,13 +34,19 @@ impl CoordinatorShard {
                 value: Some(value),
             } => {
                 // Offsets of a group without metadata belong to a simple (empty) group.
+                self.replay_sequence += 1;
+                let sequence = self.replay_sequence;
                 let group = self
                     .groups
                     .entry(group_id.clone())
                     .or_insert_with(|| Group::new(group_id, now_ms));
-                group
-                    .offsets
-                    .insert((topic.clone(), *partition), value.clone());
+                group.offsets.insert(
+                    (topic.clone(), *partition),
+                    StoredOffset {
+                        value: value.clone(),
+                        sequence,
+                    },
+                );
             }
             GroupRecord::OffsetCommit {
                 group_id,
@@ -49,7 +55,15 @@ impl CoordinatorShard {
                 value: None,
             } => {
                 if let Some(group) = self.groups.get_mut(group_id) {
-                    group.offsets.remove(&(topic.clone(), *partition));
+                    let key = (topic.clone(), *partition);
+                    group.offsets.remove(&key);
+                    // A tombstone also drops pending transactional offsets of the partition.
+                    for pending in group.pending_transactional_offsets.values_mut() {
+                        pending.remove(&key);
+                    }
+                    group
+                        .pending_transactional_offsets
+                        .retain(|_, pending| !pending.is_empty());
                 }
             }
             GroupRecord::GroupMetadata {
@@ -109,7 +123,11 @@ impl CoordinatorShard {
                         protocol_name: group.protocol_name.clone(),
                         leader_id: group.leader_id.clone(),
                         members: value.members,
-                        offsets: group.offsets.clone(),
+                        offsets: group
+                            .offsets
+                            .iter()
+                            .map(|(key, stored)| (key.clone(), stored.value.clone()))
+                            .collect(),
                     },
                 )
             })

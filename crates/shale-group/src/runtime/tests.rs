@@ -133,6 +133,7 @@ fn commit_request(
         member_id: member_id.into(),
         group_instance_id: None,
         retention_time_ms: -1,
+        reports_missing_group: false,
         topics: vec![OffsetCommitTopic {
             name: "topic".into(),
             partitions: vec![OffsetCommitPartition {

@@ -234,6 +234,7 @@ impl Harness {
             member_id: member_id.into(),
             group_instance_id: None,
             retention_time_ms: -1,
+            reports_missing_group: false,
             topics,
         };
         let effects = self.shard.commit_offsets(token, request, self.now_ms);

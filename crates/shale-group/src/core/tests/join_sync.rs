@@ -60,9 +60,13 @@ fn protocol_selection_follows_votes() {
 }
 
 #[test]
-fn single_member_with_no_delay_completes_immediately() {
+fn single_member_with_no_delay_completes_on_the_next_tick() {
     let mut harness = Harness::new(test_config(0));
     let (token, member_id) = harness.join_new("solo", &[("range", TOPICS)]);
+    // The zero delay still runs through the timer, which is due at once.
+    assert!(harness.join_result(token).is_none());
+    assert_eq!(harness.shard.next_deadline_ms(), Some(harness.now_ms));
+    harness.advance(0);
     let response = harness.join_result(token).unwrap().unwrap();
     assert_eq!(response.generation_id, 1);
     assert_eq!(response.leader, member_id);
@@ -265,6 +269,7 @@ fn join_errors() {
     assert_eq!(harness.shard.group_state(GROUP), None);
 
     let (token, _) = harness.join_new("a", &[("range", TOPICS)]);
+    harness.advance(0);
     harness.join_result(token).unwrap().unwrap();
     let mut other_type = join_request("", None, "c", &[("range", TOPICS)]);
     other_type.protocol_type = "connect".into();

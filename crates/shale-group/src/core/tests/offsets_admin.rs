@@ -52,6 +52,21 @@ fn member_commits_are_checked() {
         harness.commit("missing", 3, "m", &[("topic-a", 0, 1, "")]),
         Err(GroupError::IllegalGeneration)
     );
+    let token = harness.token();
+    let request = OffsetCommitRequest {
+        group_id: "missing".into(),
+        generation_id: 3,
+        member_id: "m".into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        reports_missing_group: true,
+        topics: Vec::new(),
+    };
+    let effects = harness.shard.commit_offsets(token, request, harness.now_ms);
+    assert_eq!(
+        effects.replies[0].1,
+        Response::OffsetCommit(Err(GroupError::GroupIdNotFound))
+    );
 }
 
 #[test]
@@ -182,6 +197,11 @@ fn transactional_offsets_stay_pending_until_the_marker() {
     let committed = stable(&harness.shard);
     assert_eq!(committed.error, None);
     assert_eq!(committed.committed_offset, 99);
+    // A plain commit written after a transactional one wins when the marker arrives.
+    harness.shard.replay_transactional_offset(9, &record);
+    harness.commit("g", -1, "", &[("t", 0, 150, "")]).unwrap();
+    harness.shard.replay_transaction_marker(9, true);
+    assert_eq!(stable(&harness.shard).committed_offset, 150);
     // An aborted transaction leaves nothing behind.
     harness.shard.replay_transactional_offset(8, &record);
     harness.shard.replay_transaction_marker(8, false);
