@@ -52,6 +52,14 @@ pub enum MetadataError {
     EligibleLeadersNotAvailable(String),
     #[error("{0}")]
     NoReassignmentInProgress(String),
+    #[error("{0}")]
+    UnsupportedSaslMechanism(String),
+    #[error("{0}")]
+    UnacceptableCredential(String),
+    #[error("{0}")]
+    ResourceNotFound(String),
+    #[error("{0}")]
+    DuplicateResource(String),
     #[error("This is not the correct controller for this cluster.")]
     NotController,
     /// The metadata node is shutting down or its driver task has stopped.

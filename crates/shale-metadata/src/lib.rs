@@ -9,6 +9,7 @@
 //! - [`runtime`]: [`MetadataNode`], which drives the controller on a quorum log.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod acl;
 pub mod config_defs;
 pub mod controller;
 pub mod error;

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -107,7 +107,11 @@ impl std::fmt::Debug for MetadataNode {
 }
 
 /// Loads the newest snapshot and replays the committed entries after it.
-async fn load_image(log: &dyn QuorumLog, cluster_id: &str) -> Result<MetadataImage, MetadataError> {
+/// Also returns how many records were replayed after the snapshot.
+async fn load_image(
+    log: &dyn QuorumLog,
+    cluster_id: &str,
+) -> Result<(MetadataImage, u64), MetadataError> {
     let mut image = match log.latest_snapshot().await? {
         Some((offset, bytes)) => {
             let mut image = MetadataImage::decode_snapshot(&bytes)?;
@@ -124,12 +128,15 @@ async fn load_image(log: &dyn QuorumLog, cluster_id: &str) -> Result<MetadataIma
         }
         None => MetadataImage::empty(cluster_id),
     };
+    let mut replayed: u64 = 0;
     loop {
         match log.read_committed(image.offset, READ_BATCH_MAX).await? {
-            CommittedRead::Entries(entries) if entries.is_empty() => return Ok(image),
+            CommittedRead::Entries(entries) if entries.is_empty() => return Ok((image, replayed)),
             CommittedRead::Entries(entries) => {
                 for (offset, bytes) in entries {
-                    image = image.apply_entry(&records::decode_entry(&bytes)?, offset);
+                    let batch = records::decode_entry(&bytes)?;
+                    replayed += batch.len() as u64;
+                    image = image.apply_entry(&batch, offset);
                 }
             }
             CommittedRead::SnapshotRequired => {
@@ -213,11 +220,11 @@ async fn run_applier(
     image_tx: watch::Sender<Arc<MetadataImage>>,
     failed: watch::Sender<Option<MetadataError>>,
     snapshot_every_records: u64,
+    mut records_since_snapshot: u64,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut committed = log.committed_offset();
     let mut leader = log.leader();
-    let mut records_since_snapshot: u64 = 0;
     loop {
         let current = image_tx.borrow().clone();
         let result: Result<Option<MetadataImage>, MetadataError> = async {
@@ -289,6 +296,31 @@ async fn run_applier(
     }
 }
 
+/// Heartbeats the local broker and ticks the controller. Holds only a weak reference, so
+/// dropping every handle ends it.
+async fn heartbeat_loop(inner: Weak<Inner>) {
+    let (mut shutdown, period) = match inner.upgrade() {
+        Some(inner) => (inner.shutdown_tx.subscribe(), inner.heartbeat_interval),
+        None => return,
+    };
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let node = MetadataNode { inner };
+        if let Err(err) = node.heartbeat(false).await {
+            tracing::warn!(%err, "local broker heartbeat failed");
+        }
+        if let Err(err) = node.submit(ControllerRequest::Tick).await {
+            tracing::warn!(%err, "controller tick failed");
+        }
+    }
+}
+
 impl MetadataNode {
     /// Starts a node in combined mode on a [`LocalQuorumLog`] in `metadata_log_dir`.
     pub async fn start(config: MetadataNodeConfig) -> Result<MetadataNode, MetadataError> {
@@ -319,7 +351,7 @@ impl MetadataNode {
         cluster_id: String,
         log: Arc<dyn QuorumLog>,
     ) -> Result<MetadataNode, MetadataError> {
-        let image = load_image(log.as_ref(), &cluster_id).await?;
+        let (image, replayed) = load_image(log.as_ref(), &cluster_id).await?;
         let leader_id = log.leader().borrow().leader_id;
         let fresh = image.offset < 0;
         let image = image.with_active_controller(leader_id);
@@ -335,6 +367,7 @@ impl MetadataNode {
             image_tx.clone(),
             failed_tx.clone(),
             config.snapshot_every_records,
+            replayed,
             shutdown_rx,
         ));
         let controller_task = tokio::spawn(run_controller(
@@ -367,7 +400,7 @@ impl MetadataNode {
             .await?;
         }
         node.register_local_broker(&config, &cluster_id).await?;
-        let heartbeat = tokio::spawn(node.clone().heartbeat_loop());
+        let heartbeat = tokio::spawn(heartbeat_loop(Arc::downgrade(&node.inner)));
         node.push_task(heartbeat);
         Ok(node)
     }
@@ -433,24 +466,6 @@ impl MetadataNode {
             _ => Err(MetadataError::InvalidRequest(
                 "unexpected response to BrokerHeartbeat".into(),
             )),
-        }
-    }
-
-    async fn heartbeat_loop(self) {
-        let mut shutdown = self.inner.shutdown_tx.subscribe();
-        let mut interval = tokio::time::interval(self.inner.heartbeat_interval);
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => {}
-                _ = shutdown.changed() => return,
-            }
-            if let Err(err) = self.heartbeat(false).await {
-                tracing::warn!(%err, "local broker heartbeat failed");
-            }
-            if let Err(err) = self.submit(ControllerRequest::Tick).await {
-                tracing::warn!(%err, "controller tick failed");
-            }
         }
     }
 

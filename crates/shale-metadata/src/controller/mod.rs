@@ -7,6 +7,7 @@ mod brokers;
 mod configs;
 mod partitions;
 mod placement;
+mod security;
 mod topics;
 
 #[cfg(test)]
@@ -16,11 +17,13 @@ use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 
+use crate::acl::AclFilter;
 use crate::error::MetadataError;
-use crate::image::{MetadataImage, PartitionImage};
+use crate::image::{AclEntry, MetadataImage, PartitionImage, QuotaEntity};
 use crate::records::{ConfigResource, Endpoint, FeatureRange, MetadataRecord};
 
 pub use placement::{place_replicas, PlacementBroker};
+pub use security::{QuotaAlteration, ScramDeletion, ScramUpsertion, SCRAM_SHA_256, SCRAM_SHA_512};
 
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
@@ -190,6 +193,21 @@ pub enum ControllerRequest {
     UnregisterBroker {
         broker_id: i32,
     },
+    /// The `id` of each entry is ignored: the controller assigns one.
+    CreateAcls {
+        creations: Vec<AclEntry>,
+    },
+    DeleteAcls {
+        filters: Vec<AclFilter>,
+    },
+    AlterUserScramCredentials {
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    },
+    AlterClientQuotas {
+        entries: Vec<QuotaAlteration>,
+        validate_only: bool,
+    },
     /// Sets finalized feature levels (0 removes a feature).
     UpdateFeatures {
         updates: Vec<(String, i16)>,
@@ -243,6 +261,13 @@ pub enum ControllerResponse {
     AlterPartitionReassignments(TopicPartitionResults),
     AllocateProducerIds(Result<ProducerIdBlock, MetadataError>),
     UnregisterBroker(Result<(), MetadataError>),
+    /// In request order.
+    CreateAcls(Vec<Result<(), MetadataError>>),
+    /// Per filter, in request order: the ACLs deleted.
+    DeleteAcls(Vec<Result<Vec<AclEntry>, MetadataError>>),
+    /// Per user: deletions first, then upsertions.
+    AlterUserScramCredentials(Vec<(String, Result<(), MetadataError>)>),
+    AlterClientQuotas(Vec<(QuotaEntity, Result<(), MetadataError>)>),
     UpdateFeatures(Vec<(String, Result<(), MetadataError>)>),
     /// Brokers fenced by this tick.
     Tick(Vec<i32>),
@@ -457,6 +482,26 @@ impl Controller {
             ControllerRequest::UnregisterBroker { broker_id } => {
                 ControllerResponse::UnregisterBroker(self.unregister_broker(&mut batch, broker_id))
             }
+            ControllerRequest::CreateAcls { creations } => {
+                ControllerResponse::CreateAcls(self.create_acls(&mut batch, creations))
+            }
+            ControllerRequest::DeleteAcls { filters } => {
+                ControllerResponse::DeleteAcls(self.delete_acls(&mut batch, filters))
+            }
+            ControllerRequest::AlterUserScramCredentials {
+                deletions,
+                upsertions,
+            } => ControllerResponse::AlterUserScramCredentials(
+                self.alter_scram(&mut batch, deletions, upsertions),
+            ),
+            ControllerRequest::AlterClientQuotas {
+                entries,
+                validate_only,
+            } => ControllerResponse::AlterClientQuotas(self.alter_client_quotas(
+                &mut batch,
+                entries,
+                validate_only,
+            )),
             ControllerRequest::UpdateFeatures { updates } => ControllerResponse::UpdateFeatures(
                 updates
                     .into_iter()

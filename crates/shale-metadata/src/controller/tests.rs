@@ -4,7 +4,8 @@
 use uuid::Uuid;
 
 use super::*;
-use crate::image::NO_LEADER;
+use crate::acl::AclFilter;
+use crate::image::{AclEntry, NO_LEADER};
 use crate::records::SecurityProtocol;
 
 struct Harness {
@@ -1046,4 +1047,127 @@ fn topic_ids_are_valid_and_deterministic() {
         assert_eq!(id.get_version_num(), 4);
         assert!(id.as_bytes()[0] >> 2 != 62);
     }
+}
+
+fn acl(resource_name: &str, pattern: i8, principal: &str, operation: i8) -> AclEntry {
+    AclEntry {
+        id: Uuid::nil(),
+        resource_type: crate::acl::resource_type::TOPIC,
+        resource_name: resource_name.into(),
+        pattern_type: pattern,
+        principal: principal.into(),
+        host: "*".into(),
+        operation,
+        permission_type: crate::acl::permission_type::ALLOW,
+    }
+}
+
+#[test]
+fn acls_create_dedupe_and_delete_by_filter() {
+    use crate::acl::{operation, pattern_type, permission_type, resource_type};
+    let mut h = Harness::new(ControllerConfig::default());
+    const READ: i8 = 3;
+    const WRITE: i8 = 4;
+    let ControllerResponse::CreateAcls(r) = h.handle(ControllerRequest::CreateAcls {
+        creations: vec![
+            acl("orders", pattern_type::LITERAL, "User:alice", READ),
+            acl("ord", pattern_type::PREFIXED, "User:bob", WRITE),
+            acl("orders", pattern_type::LITERAL, "User:alice", READ),
+            acl("orders", pattern_type::MATCH, "User:alice", READ),
+            acl("orders", pattern_type::LITERAL, "alice", READ),
+        ],
+    }) else {
+        panic!()
+    };
+    assert!(r[0].is_ok() && r[1].is_ok() && r[2].is_ok());
+    assert!(matches!(r[3], Err(MetadataError::InvalidRequest(_))));
+    assert!(matches!(r[4], Err(MetadataError::InvalidRequest(_))));
+    assert_eq!(h.image.acls().count(), 2);
+
+    let filter = AclFilter {
+        resource_type: resource_type::ANY,
+        resource_name: Some("orders".into()),
+        pattern_type: pattern_type::MATCH,
+        principal: None,
+        host: None,
+        operation: operation::ANY,
+        permission_type: permission_type::ANY,
+    };
+    // MATCH finds both the literal ACL and the prefixed one covering "orders".
+    assert_eq!(h.image.acls().filter(|a| filter.matches(a)).count(), 2);
+    let ControllerResponse::DeleteAcls(r) = h.handle(ControllerRequest::DeleteAcls {
+        filters: vec![AclFilter {
+            principal: Some("User:bob".into()),
+            ..filter
+        }],
+    }) else {
+        panic!()
+    };
+    assert_eq!(r[0].as_ref().unwrap().len(), 1);
+    assert_eq!(h.image.acls().count(), 1);
+    assert_eq!(h.image.acls().next().unwrap().principal, "User:alice");
+}
+
+#[test]
+fn scram_credentials_and_quotas() {
+    let mut h = Harness::new(ControllerConfig::default());
+    let upsert = |name: &str, iterations| ScramUpsertion {
+        name: name.into(),
+        mechanism: SCRAM_SHA_256,
+        iterations,
+        salt: vec![1],
+        stored_key: vec![2],
+        server_key: vec![3],
+    };
+    let ControllerResponse::AlterUserScramCredentials(r) =
+        h.handle(ControllerRequest::AlterUserScramCredentials {
+            deletions: vec![ScramDeletion {
+                name: "ghost".into(),
+                mechanism: SCRAM_SHA_256,
+            }],
+            upsertions: vec![upsert("alice", 8192), upsert("bob", 10)],
+        })
+    else {
+        panic!()
+    };
+    assert!(matches!(r[0].1, Err(MetadataError::ResourceNotFound(_))));
+    assert!(r[1].1.is_ok());
+    assert!(matches!(
+        r[2].1,
+        Err(MetadataError::UnacceptableCredential(_))
+    ));
+    assert_eq!(
+        h.image
+            .scram_credential("alice", SCRAM_SHA_256)
+            .unwrap()
+            .iterations,
+        8192
+    );
+
+    let ControllerResponse::AlterClientQuotas(r) = h.handle(ControllerRequest::AlterClientQuotas {
+        entries: vec![
+            QuotaAlteration {
+                entity: vec![("user".into(), Some("alice".into()))],
+                ops: vec![("producer_byte_rate".into(), Some(1024.0))],
+            },
+            QuotaAlteration {
+                entity: vec![("ip".into(), None)],
+                ops: vec![("producer_byte_rate".into(), Some(1.0))],
+            },
+        ],
+        validate_only: false,
+    }) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    assert!(matches!(r[1].1, Err(MetadataError::InvalidRequest(_))));
+    let (entity, quotas) = h.image.client_quotas().next().unwrap();
+    assert_eq!(
+        entity,
+        &vec![("user".to_string(), Some("alice".to_string()))]
+    );
+    assert_eq!(quotas["producer_byte_rate"], 1024.0);
+    // The image (and its snapshot) carry them across a restart.
+    let restored = MetadataImage::decode_snapshot(&h.image.encode_snapshot()).unwrap();
+    assert_eq!(restored, h.image);
 }
