@@ -69,16 +69,19 @@ fn request_with(api_key: i16, api_version: i16, body: &[u8]) {
 /// bytes), then damaged by the remaining bytes taken three at a time: overwrite a
 /// byte, cut the body, plant a huge length, or insert a byte.
 pub fn structured(data: &[u8]) {
+    if let Some((api_key, api_version, body)) = structured_body(data) {
+        request_with(api_key, api_version, &body);
+    }
+}
+
+/// The API key, version and damaged body that `structured` decodes.
+pub fn structured_body(data: &[u8]) -> Option<(i16, i16, Vec<u8>)> {
     let [api_pick, version_pick, seed_high, seed_low, flags, edits @ ..] = data else {
-        return;
+        return None;
     };
     let keys: Vec<ApiKey> = ApiKey::iter().collect();
-    let Some(&key) = keys.get(usize::from(*api_pick) % keys.len().max(1)) else {
-        return;
-    };
-    let Some(range) = decodable_versions(key as i16) else {
-        return;
-    };
+    let &key = keys.get(usize::from(*api_pick) % keys.len().max(1))?;
+    let range = decodable_versions(key as i16)?;
     let span = (range.1 - range.0 + 1) as usize;
     let version = range.0 + (usize::from(*version_pick) % span) as i16;
     let mut rng = Rng::new(u64::from(u16::from_be_bytes([*seed_high, *seed_low])));
@@ -107,7 +110,7 @@ pub fn structured(data: &[u8]) {
             _ => body.insert(at.min(body.len()), edit[2]),
         }
     }
-    request_with(key as i16, version, &body);
+    Some((key as i16, version, body))
 }
 
 fn header(api_key: i16, api_version: i16) -> RequestHeader {

@@ -101,6 +101,13 @@ fn walk_tagged_fields(
     }
     for _ in 0..count {
         let tag = reader.unsigned_varint("tag")?;
+        // Tags are non-negative Java ints; kafka-protocol keys unknown ones by i32, and
+        // a larger tag would turn negative there and re-encode as garbage.
+        if tag > i32::MAX as u32 {
+            return Err(ProtocolError::Malformed(format!(
+                "tag {tag} above i32::MAX"
+            )));
+        }
         let size = reader.unsigned_varint("tagged field size")? as usize;
         let value = reader.take(size, "tagged field")?;
         let known = fields.iter().find(|field| {

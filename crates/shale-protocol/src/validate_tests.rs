@@ -302,3 +302,11 @@ fn unsupported_versions_and_keys_are_reported() {
         })
     ));
 }
+
+#[test]
+fn tags_above_i32_max_are_refused() {
+    let body = metadata_v12_body(&[1, 0x80, 0x80, 0x80, 0x80, 0x08, 1, 0]);
+    assert!(is_malformed(decode_request(&header(METADATA, 12), body)));
+    let body = metadata_v12_body(&[1, 0xff, 0xff, 0xff, 0xff, 0x07, 1, 0]);
+    assert!(decode_request(&header(METADATA, 12), body).is_ok());
+}
