@@ -68,46 +68,40 @@ impl CoordinatorShard {
             None if request.reports_missing_group => return Err(GroupError::GroupIdNotFound),
             None => return Err(GroupError::IllegalGeneration),
         }
-        let expire_timestamp_ms = if request.retention_time_ms >= 0 {
-            now_ms.saturating_add(request.retention_time_ms)
-        } else {
-            -1
-        };
-        let metadata_bytes_max = self.config().offset_metadata_bytes_max;
-        let mut topics = Vec::with_capacity(request.topics.len());
-        for topic in request.topics {
-            let mut partitions = Vec::with_capacity(topic.partitions.len());
-            for partition in topic.partitions {
-                let metadata = partition.committed_metadata.unwrap_or_default();
-                // Kafka compares the Java string length (UTF-16 units).
-                let error = if metadata.encode_utf16().count() > metadata_bytes_max {
-                    Some(GroupError::OffsetMetadataTooLarge)
-                } else {
-                    effects.records.push(GroupRecord::OffsetCommit {
-                        group_id: request.group_id.clone(),
-                        topic: topic.name.clone(),
-                        partition: partition.partition_index,
-                        value: Some(OffsetCommitValue {
-                            offset: partition.committed_offset,
-                            leader_epoch: partition.committed_leader_epoch,
-                            metadata,
-                            commit_timestamp_ms: now_ms,
-                            expire_timestamp_ms,
-                        }),
-                    });
-                    None
-                };
-                partitions.push(PartitionResult {
-                    partition_index: partition.partition_index,
-                    error,
-                });
-            }
-            topics.push(TopicPartitionResults {
-                name: topic.name,
-                partitions,
-            });
+        let (response, records) =
+            commit_records(&request, now_ms, self.config().offset_metadata_bytes_max);
+        effects.records.extend(records);
+        Ok(response)
+    }
+
+    /// Transactions hook for TxnOffsetCommit: validates the request against the group (member
+    /// id, generation and instance id are optional for transactional commits) and returns the
+    /// per-partition results with the records the transactions layer writes to this partition in
+    /// the producer's transactional batch. Once written, hand them to
+    /// [`CoordinatorShard::replay_transactional_offset`]. `retention_time_ms` and
+    /// `reports_missing_group` are ignored.
+    pub fn prepare_transactional_offsets(
+        &self,
+        request: &OffsetCommitRequest,
+        now_ms: i64,
+    ) -> Result<(OffsetCommitResponse, Vec<GroupRecord>), GroupError> {
+        if request.group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
         }
-        Ok(OffsetCommitResponse { topics })
+        match self.groups.get(&request.group_id) {
+            Some(group) => validate_transactional_offset_commit(group, request)?,
+            None if request.generation_id < 0 => {}
+            None => return Err(GroupError::IllegalGeneration),
+        }
+        let request = OffsetCommitRequest {
+            retention_time_ms: -1,
+            ..request.clone()
+        };
+        Ok(commit_records(
+            &request,
+            now_ms,
+            self.config().offset_metadata_bytes_max,
+        ))
     }
 
     /// OffsetFetch for one group (the broker loops over the groups of v8+ requests).
@@ -333,8 +327,72 @@ fn materialize(
     }
 }
 
+/// One record per partition whose metadata fits, and the per-partition results.
+fn commit_records(
+    request: &OffsetCommitRequest,
+    now_ms: i64,
+    metadata_length_max: usize,
+) -> (OffsetCommitResponse, Vec<GroupRecord>) {
+    let expire_timestamp_ms = if request.retention_time_ms >= 0 {
+        now_ms.saturating_add(request.retention_time_ms)
+    } else {
+        -1
+    };
+    let mut records = Vec::new();
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in &request.topics {
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for partition in &topic.partitions {
+            let metadata = partition.committed_metadata.clone().unwrap_or_default();
+            // Kafka compares the Java string length (UTF-16 units).
+            let error = if metadata.encode_utf16().count() > metadata_length_max {
+                Some(GroupError::OffsetMetadataTooLarge)
+            } else {
+                records.push(GroupRecord::OffsetCommit {
+                    group_id: request.group_id.clone(),
+                    topic: topic.name.clone(),
+                    partition: partition.partition_index,
+                    value: Some(OffsetCommitValue {
+                        offset: partition.committed_offset,
+                        leader_epoch: partition.committed_leader_epoch,
+                        metadata,
+                        commit_timestamp_ms: now_ms,
+                        expire_timestamp_ms,
+                    }),
+                });
+                None
+            };
+            partitions.push(PartitionResult {
+                partition_index: partition.partition_index,
+                error,
+            });
+        }
+        topics.push(TopicPartitionResults {
+            name: topic.name.clone(),
+            partitions,
+        });
+    }
+    (OffsetCommitResponse { topics }, records)
+}
+
 /// Kafka's `ClassicGroup.validateOffsetCommit`.
 fn validate_offset_commit(group: &Group, request: &OffsetCommitRequest) -> Result<(), GroupError> {
+    validate_commit(group, request, false)
+}
+
+/// Kafka's `ClassicGroup.validateOffsetCommit` for TxnOffsetCommit.
+fn validate_transactional_offset_commit(
+    group: &Group,
+    request: &OffsetCommitRequest,
+) -> Result<(), GroupError> {
+    validate_commit(group, request, true)
+}
+
+fn validate_commit(
+    group: &Group,
+    request: &OffsetCommitRequest,
+    transactional: bool,
+) -> Result<(), GroupError> {
     if group.state == GroupState::Dead {
         return Err(GroupError::CoordinatorNotAvailable);
     }
@@ -349,9 +407,9 @@ fn validate_offset_commit(group: &Group, request: &OffsetCommitRequest) -> Resul
         if request.generation_id != group.generation_id {
             return Err(GroupError::IllegalGeneration);
         }
-    } else if group.state != GroupState::Empty {
+    } else if !transactional && group.state != GroupState::Empty {
         // Commits without member id and generation are only accepted from simple consumers of
-        // groups with no members.
+        // groups with no members (transactional commits need not name the member).
         return Err(GroupError::UnknownMemberId);
     }
     if group.state == GroupState::CompletingRebalance {

@@ -380,6 +380,23 @@ impl GroupCoordinator {
             .collect()
     }
 
+    /// Transactions hook: validates a TxnOffsetCommit (routed by its group) and returns the
+    /// per-partition results and the records to write, in the producer's transactional batch, to
+    /// the group's partition; then call [`GroupCoordinator::add_transactional_offsets`].
+    pub async fn prepare_transactional_offsets(
+        &self,
+        request: OffsetCommitRequest,
+    ) -> Result<(OffsetCommitResponse, Vec<GroupRecord>), GroupError> {
+        let commands = self.commands_for(&request.group_id)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::PrepareTransactionalOffsets(request, reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)?
+    }
+
     /// Transactions hook: offsets of a TxnOffsetCommit by `producer_id` were written to
     /// `partition` (the transactions layer appends them as a transactional batch). They stay
     /// pending until [`GroupCoordinator::complete_transaction`].

@@ -13,8 +13,8 @@ use crate::error::GroupError;
 use crate::records::{encode_record, GroupRecord};
 use crate::types::{
     DescribedGroup, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListedGroup,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetFetchResponse,
-    SyncGroupRequest,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest,
 };
 
 /// A request that may change state and is answered with a [`Response`].
@@ -36,6 +36,10 @@ pub(crate) enum Command {
     ),
     Describe(Vec<String>, oneshot::Sender<Vec<DescribedGroup>>),
     List(Vec<GroupState>, oneshot::Sender<Vec<ListedGroup>>),
+    PrepareTransactionalOffsets(
+        OffsetCommitRequest,
+        oneshot::Sender<Result<(OffsetCommitResponse, Vec<GroupRecord>), GroupError>>,
+    ),
     TransactionalOffsets(i64, Vec<GroupRecord>, oneshot::Sender<()>),
     TransactionMarker(i64, bool, oneshot::Sender<()>),
 }
@@ -129,6 +133,9 @@ impl PartitionTask {
             }
             Command::List(states, reply) => {
                 let _ = reply.send(self.shard.list_groups(&states));
+            }
+            Command::PrepareTransactionalOffsets(request, reply) => {
+                let _ = reply.send(self.shard.prepare_transactional_offsets(&request, now_ms));
             }
             Command::TransactionalOffsets(producer_id, records, reply) => {
                 for record in &records {

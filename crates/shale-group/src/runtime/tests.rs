@@ -443,20 +443,15 @@ async fn admin_calls_span_partitions() {
 async fn transactional_offsets_hook() {
     let (coordinator, _log) = setup();
     let partition = coordinator.partition_for("txn-group");
-    let record = GroupRecord::OffsetCommit {
-        group_id: "txn-group".into(),
-        topic: "topic".into(),
-        partition: 0,
-        value: Some(crate::records::OffsetCommitValue {
-            offset: 11,
-            leader_epoch: -1,
-            metadata: String::new(),
-            commit_timestamp_ms: 0,
-            expire_timestamp_ms: -1,
-        }),
-    };
+    let (response, records) = coordinator
+        .prepare_transactional_offsets(commit_request("txn-group", -1, "", 11))
+        .await
+        .unwrap();
+    assert_eq!(response.topics[0].partitions[0].error, None);
+    assert_eq!(records.len(), 1);
+    // The transactions layer writes the records in the producer's batch, then:
     coordinator
-        .add_transactional_offsets(partition, 9, vec![record])
+        .add_transactional_offsets(partition, 9, records)
         .await
         .unwrap();
     let mut request = fetch_request("txn-group");

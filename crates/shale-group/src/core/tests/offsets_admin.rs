@@ -438,3 +438,63 @@ fn replaying_the_records_rebuilds_the_same_state() {
         [GroupRecord::GroupMetadata { value: Some(value), .. }] if value.members.is_empty()
     ));
 }
+
+#[test]
+fn transactional_commits_are_validated_like_kafka() {
+    let mut harness = Harness::new(test_config(3_000));
+    let (members, generation) = harness.stable_group(&["a"]);
+    let mut request = OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: 5_000,
+        reports_missing_group: true,
+        topics: vec![OffsetCommitTopic {
+            name: "topic-a".into(),
+            partitions: vec![
+                OffsetCommitPartition {
+                    partition_index: 0,
+                    committed_offset: 8,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                },
+                OffsetCommitPartition {
+                    partition_index: 1,
+                    committed_offset: 9,
+                    committed_leader_epoch: -1,
+                    committed_metadata: Some("y".repeat(5_000)),
+                },
+            ],
+        }],
+    };
+    // Without member information a transactional commit is accepted even by a non-empty group.
+    let (response, records) = harness
+        .shard
+        .prepare_transactional_offsets(&request, harness.now_ms)
+        .unwrap();
+    assert_eq!(response.topics[0].partitions[0].error, None);
+    assert_eq!(
+        response.topics[0].partitions[1].error,
+        Some(GroupError::OffsetMetadataTooLarge)
+    );
+    assert!(matches!(
+        records.as_slice(),
+        [GroupRecord::OffsetCommit { value: Some(value), .. }] if value.expire_timestamp_ms == -1
+    ));
+    request.member_id = members[0].clone();
+    request.generation_id = generation + 5;
+    assert_eq!(
+        harness
+            .shard
+            .prepare_transactional_offsets(&request, harness.now_ms),
+        Err(GroupError::IllegalGeneration)
+    );
+    request.group_id = "absent".into();
+    assert_eq!(
+        harness
+            .shard
+            .prepare_transactional_offsets(&request, harness.now_ms),
+        Err(GroupError::IllegalGeneration)
+    );
+}
