@@ -21,6 +21,11 @@ pub(crate) struct ProducerStateEntry {
     pub(crate) current_txn_first_offset: Option<i64>,
     /// Oldest first; at most [`NUM_BATCHES_TO_RETAIN`].
     pub(crate) batches: VecDeque<BatchMetadata>,
+    /// How many sequence numbers were written at the current epoch since this state began
+    /// (capped at 2^31). Only these sequences, counted back from the last one, are known to
+    /// be in the log: a producer seen first mid-stream (KIP-360) may have earlier sequences
+    /// that never arrived.
+    pub(crate) sequences_written: i64,
 }
 
 impl ProducerStateEntry {
@@ -33,6 +38,7 @@ impl ProducerStateEntry {
             last_update_ms: -1,
             current_txn_first_offset: None,
             batches: VecDeque::with_capacity(NUM_BATCHES_TO_RETAIN),
+            sequences_written: 0,
         }
     }
 
@@ -44,11 +50,21 @@ impl ProducerStateEntry {
     pub(crate) fn set_epoch(&mut self, producer_epoch: i16) {
         if self.producer_epoch != producer_epoch {
             self.batches.clear();
+            self.sequences_written = 0;
             self.producer_epoch = producer_epoch;
         }
     }
 
     pub(crate) fn add_batch(&mut self, batch: BatchMetadata) {
+        if batch.first_sequence >= 0 && batch.last_sequence >= 0 {
+            let count = sequence_distance(batch.first_sequence, batch.last_sequence) + 1;
+            self.sequences_written = (self.sequences_written + count).min(SEQUENCE_SPACE);
+        }
+        self.push_cached(batch);
+    }
+
+    /// Caches a batch without counting its sequences (for loading a snapshot).
+    pub(crate) fn push_cached(&mut self, batch: BatchMetadata) {
         if self.batches.len() == NUM_BATCHES_TO_RETAIN {
             self.batches.pop_front();
         }
@@ -69,15 +85,23 @@ impl ProducerStateEntry {
             .find(|b| b.first_sequence == base_sequence && b.last_sequence == last_sequence)
     }
 
-    /// Whether a batch ending at `last_sequence` lies entirely before the oldest cached batch
-    /// (so it was written, but its offsets are forgotten). "Before" is measured in the wrapping
-    /// sequence space, looking back at most half of it.
-    pub(crate) fn is_older_than_cache(&self, last_sequence: i32) -> bool {
+    /// Whether the batch `base_sequence..=last_sequence` lies entirely before the oldest cached
+    /// batch and inside the run of sequences known to be written at this epoch: it is in the
+    /// log, but its offsets are forgotten. Distances are measured back from the last written
+    /// sequence in the wrapping sequence space, over at most half of it.
+    pub(crate) fn is_written_before_cache(&self, base_sequence: i32, last_sequence: i32) -> bool {
         let Some(oldest) = self.batches.front() else {
             return false;
         };
-        let distance = sequence_distance(last_sequence, oldest.first_sequence);
-        distance > 0 && distance <= SEQUENCE_SPACE / 2
+        let current_last = self.last_sequence();
+        let back_to_base = sequence_distance(base_sequence, current_last);
+        let back_to_last = sequence_distance(last_sequence, current_last);
+        let known = self.sequences_written.min(SEQUENCE_SPACE / 2);
+        let before_cache = sequence_distance(last_sequence, oldest.first_sequence);
+        back_to_base < known
+            && back_to_last <= back_to_base
+            && before_cache > 0
+            && before_cache <= SEQUENCE_SPACE / 2
     }
 
     pub(crate) fn snapshot_entry(&self) -> ProducerSnapshotEntry {

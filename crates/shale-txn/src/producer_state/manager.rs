@@ -169,7 +169,7 @@ impl ProducerStateManager {
         if in_sequence(entry.last_sequence(), batch.base_sequence) {
             return Ok(());
         }
-        if entry.is_older_than_cache(batch.last_sequence) {
+        if entry.is_written_before_cache(batch.base_sequence, batch.last_sequence) {
             return Err(ProducerStateError::DuplicateSequence {
                 producer_id: batch.producer_id,
                 base_sequence: batch.base_sequence,

@@ -13,6 +13,8 @@ mod types;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_exactly_once;
+#[cfg(test)]
 mod tests_replay;
 #[cfg(test)]
 mod tests_snapshot;

@@ -5,7 +5,8 @@
 //! magic "SHPS" | version u16 (1) | crc32c u32 of everything after this field
 //! snapshot_offset i64 | producer_count u32
 //! per producer: producer_id i64 | epoch i16 | coordinator_epoch i32 | last_timestamp_ms i64
-//!               | last_update_ms i64 | current_txn_first_offset i64 (-1: none) | batch_count u8
+//!               | last_update_ms i64 | current_txn_first_offset i64 (-1: none)
+//!               | sequences_written i64 | batch_count u8
 //!               | per batch: first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64
 //!                            | max_timestamp_ms i64 | log_append_time_ms i64
 //! unreplicated_count u32 | per txn: first_offset i64 | producer_id i64 | last_offset i64
@@ -24,7 +25,7 @@ use crate::error::ProducerStateError;
 const MAGIC: &[u8; 4] = b"SHPS";
 const VERSION: u16 = 1;
 const HEADER_BYTES: usize = 4 + 2 + 4;
-const ENTRY_FIXED_BYTES: usize = 8 + 2 + 4 + 8 + 8 + 8 + 1;
+const ENTRY_FIXED_BYTES: usize = 8 + 2 + 4 + 8 + 8 + 8 + 8 + 1;
 const BATCH_BYTES: usize = 4 + 4 + 8 + 8 + 8 + 8;
 const UNREPLICATED_BYTES: usize = 8 + 8 + 8;
 
@@ -41,6 +42,7 @@ pub(crate) fn encode(state: &ProducerStateManager, snapshot_offset: i64) -> Vec<
         body.extend_from_slice(&entry.last_timestamp_ms.to_be_bytes());
         body.extend_from_slice(&entry.last_update_ms.to_be_bytes());
         body.extend_from_slice(&entry.current_txn_first_offset.unwrap_or(-1).to_be_bytes());
+        body.extend_from_slice(&entry.sequences_written.to_be_bytes());
         // The cache never exceeds NUM_BATCHES_TO_RETAIN (5), so this fits a byte.
         body.push(entry.batches.len().min(NUM_BATCHES_TO_RETAIN) as u8);
         for batch in entry.batches.iter().take(NUM_BATCHES_TO_RETAIN) {
@@ -113,12 +115,16 @@ pub(crate) fn decode(
         entry.last_timestamp_ms = reader.i64().ok_or_else(truncated)?;
         entry.last_update_ms = reader.i64().ok_or_else(truncated)?;
         let txn_first_offset = reader.i64().ok_or_else(truncated)?;
+        entry.sequences_written = reader.i64().ok_or_else(truncated)?;
+        if !(0..=1 << 31).contains(&entry.sequences_written) {
+            return Err(corrupt("written sequence count out of range"));
+        }
         let batch_count = usize::from(reader.u8().ok_or_else(truncated)?);
         if batch_count > NUM_BATCHES_TO_RETAIN {
             return Err(corrupt("too many cached batches"));
         }
         for _ in 0..batch_count {
-            entry.add_batch(BatchMetadata {
+            entry.push_cached(BatchMetadata {
                 first_sequence: reader.i32().ok_or_else(truncated)?,
                 last_sequence: reader.i32().ok_or_else(truncated)?,
                 first_offset: reader.i64().ok_or_else(truncated)?,

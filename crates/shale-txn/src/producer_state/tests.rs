@@ -426,3 +426,25 @@ fn truncate_fully_forgets_everything() {
     assert_eq!(log.state.first_unstable_offset(), None);
     assert_eq!(log.state.map_end_offset(), 500);
 }
+
+#[test]
+fn sequences_before_a_mid_stream_start_are_not_claimed_as_written() {
+    let mut log = TestLog::new();
+    // Batch 0 is lost on its first attempt; batch 1 arrives first and (no state) is accepted.
+    log.append_ok(batch(1, 0, 1, 1));
+    for seq in 2..8 {
+        log.append_ok(batch(1, 0, seq, 1));
+    }
+    // The retry of batch 0 was never written: out of order, not a duplicate.
+    let error = log.append(batch(1, 0, 0, 1)).unwrap_err();
+    assert!(
+        matches!(error, ProducerStateError::OutOfOrderSequence { .. }),
+        "{error:?}"
+    );
+    // Batch 1 was written and fell out of the cache: a duplicate without offsets.
+    let error = log.append(batch(1, 0, 1, 1)).unwrap_err();
+    assert!(
+        matches!(error, ProducerStateError::DuplicateSequence { .. }),
+        "{error:?}"
+    );
+}
