@@ -1,9 +1,26 @@
-//! Producer ids, producer state (idempotence and transactions) and the transaction index.
+//! Producer ids, producer state (idempotence and transactions), the aborted-transaction
+//! index and the transaction coordinator.
 //!
-//! Everything here is pure domain logic: no wire types, no dependency on other Shale crates.
-//! The broker converts record batch headers into [`ProducerBatch`] / [`TxnMarker`] values,
-//! calls [`ProducerStateManager::check`] before an append and [`ProducerStateManager::record`]
-//! after it, under the partition's append lock.
+//! Everything here is domain logic: no wire types, no dependency on other Shale crates.
+//!
+//! How a partition uses it (under the partition's append lock):
+//! - Produce: build a [`ProducerBatch`] from the batch header; [`ProducerStateManager::check`];
+//!   on `Append` append to the log, then [`ProducerStateManager::record`] with the assigned
+//!   offsets; on `Duplicate` answer with the original offsets without appending. Map errors
+//!   with [`ProducerStateError::kafka_error_code`].
+//! - WriteTxnMarkers: [`ProducerStateManager::check_marker`], append the control batch, then
+//!   [`ProducerStateManager::complete_txn`]; for an aborted [`CompletedTxn`] append an
+//!   [`AbortedTxn`] to the active segment's [`TxnIndex`].
+//! - High watermark moves: [`ProducerStateManager::on_high_watermark_updated`]; the last stable
+//!   offset is [`ProducerStateManager::last_stable_offset`]. A read_committed fetch stops there
+//!   and lists the aborted transactions from [`collect_aborted_txns`].
+//! - Segment roll / shutdown: [`ProducerStateManager::write_snapshot`] at
+//!   [`ProducerStateManager::map_end_offset`]; keep a few with
+//!   [`producer_state::retain_newest_snapshots`].
+//! - Open / follower truncation: [`ProducerStateManager::truncate_and_reload`], then feed every
+//!   batch from the returned offset to the log end to [`ProducerStateManager::replay`] (data)
+//!   or [`ProducerStateManager::replay_marker`] (control batches).
+//! - Periodically: [`ProducerStateManager::remove_expired`].
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod allocator;
@@ -19,4 +36,6 @@ pub use producer_state::{
     SequenceCheck, TransactionVersion, TxnMarker, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
     NUM_BATCHES_TO_RETAIN,
 };
-pub use txn_index::{AbortedTxn, TxnIndex, TxnIndexError, TxnIndexSearchResult};
+pub use txn_index::{
+    collect_aborted_txns, AbortedTxn, TxnIndex, TxnIndexError, TxnIndexSearchResult,
+};

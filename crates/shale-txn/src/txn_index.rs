@@ -87,6 +87,26 @@ pub struct TxnIndexSearchResult {
     pub is_complete: bool,
 }
 
+/// Aborted transactions overlapping `[fetch_offset, upper_bound_offset)` across a log's
+/// segment indexes, given in segment order starting with the segment holding `fetch_offset`.
+/// Stops at the first index whose search is complete, as Kafka's
+/// `UnifiedLog.collectAbortedTransactions` does.
+pub fn collect_aborted_txns<'a>(
+    indexes: impl IntoIterator<Item = &'a TxnIndex>,
+    fetch_offset: i64,
+    upper_bound_offset: i64,
+) -> Vec<AbortedTxn> {
+    let mut aborted = Vec::new();
+    for index in indexes {
+        let result = index.collect_aborted_txns(fetch_offset, upper_bound_offset);
+        aborted.extend(result.aborted);
+        if result.is_complete {
+            break;
+        }
+    }
+    aborted
+}
+
 /// The transaction index of one segment. Entries are kept in memory as well as on disk: an
 /// index holds one entry per aborted transaction ending in its segment, which is small.
 #[derive(Debug)]
@@ -381,6 +401,29 @@ mod tests {
 
         let result = index.collect_aborted_txns(26, 100);
         assert!(result.aborted.is_empty());
+    }
+
+    #[test]
+    fn collect_across_segments_stops_when_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = TxnIndex::open(dir.path().join("0.txnindex"), 0).unwrap();
+        first.append(txn(1, 0, 5, 0)).unwrap();
+        let mut second = TxnIndex::open(dir.path().join("10.txnindex"), 10).unwrap();
+        second.append(txn(2, 3, 12, 3)).unwrap();
+        second.append(txn(3, 11, 14, 15)).unwrap();
+        let mut third = TxnIndex::open(dir.path().join("20.txnindex"), 20).unwrap();
+        third.append(txn(4, 20, 22, 23)).unwrap();
+
+        let ids = |v: Vec<AbortedTxn>| v.iter().map(|t| t.producer_id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(collect_aborted_txns([&first, &second, &third], 4, 13)),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            ids(collect_aborted_txns([&second, &third], 13, 30)),
+            vec![3, 4]
+        );
+        assert!(collect_aborted_txns([&third], 23, 30).is_empty());
     }
 
     #[test]
