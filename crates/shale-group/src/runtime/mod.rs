@@ -50,6 +50,82 @@ pub struct LoadSummary {
     /// Records of types this coordinator does not handle, or undecodable ones, skipped.
     pub records_skipped: usize,
     pub groups: usize,
+    /// False when the partition was unloaded or reloaded while this load ran.
+    pub activated: bool,
+}
+
+/// Rebuilds one partition's state from its records; see [`GroupCoordinator::start_loading`].
+pub struct PartitionLoader {
+    coordinator: GroupCoordinator,
+    partition: i32,
+    epoch: u64,
+    shard: CoordinatorShard,
+    summary: LoadSummary,
+}
+
+impl std::fmt::Debug for PartitionLoader {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("PartitionLoader")
+            .field("partition", &self.partition)
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+impl PartitionLoader {
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// A record from a non-transactional batch (or from a committed transaction's batch when
+    /// the broker resolves transactions itself).
+    pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>) {
+        if let Some(record) = self.decode(key, value) {
+            self.shard.replay(&record);
+        }
+    }
+
+    /// A record from a transactional batch of `producer_id` (TxnOffsetCommit).
+    pub fn replay_transactional(&mut self, producer_id: i64, key: &[u8], value: Option<&[u8]>) {
+        if let Some(record) = self.decode(key, value) {
+            match record.clone() {
+                GroupRecord::OffsetCommit { value: Some(_), .. } => {
+                    self.shard.replay_transactional_offset(producer_id, &record)
+                }
+                _ => self.shard.replay(&record),
+            }
+        }
+    }
+
+    /// A commit or abort marker of `producer_id`.
+    pub fn replay_transaction_marker(&mut self, producer_id: i64, committed: bool) {
+        self.shard.replay_transaction_marker(producer_id, committed);
+    }
+
+    /// Starts serving the partition; does nothing if it was unloaded or reloaded meanwhile.
+    pub fn finish(self) -> LoadSummary {
+        let mut summary = self.summary;
+        summary.groups = self.shard.list_groups(&[]).len();
+        summary.activated = self
+            .coordinator
+            .activate(self.partition, self.epoch, self.shard);
+        summary
+    }
+
+    fn decode(&mut self, key: &[u8], value: Option<&[u8]>) -> Option<GroupRecord> {
+        match decode_record(key, value) {
+            Ok(record) => {
+                self.summary.records_replayed += 1;
+                Some(record)
+            }
+            Err(error) => {
+                tracing::debug!(partition = self.partition, %error, "skipping __consumer_offsets record");
+                self.summary.records_skipped += 1;
+                None
+            }
+        }
+    }
 }
 
 /// Handle to the group coordinator; cheap to clone.
@@ -96,50 +172,48 @@ impl GroupCoordinator {
         partition_for(group_id, self.inner.num_partitions)
     }
 
-    /// Marks `partition` as loading (requests get COORDINATOR_LOAD_IN_PROGRESS) before the broker
-    /// starts reading its log; [`GroupCoordinator::load_partition`] does it too.
-    pub fn begin_loading(&self, partition: i32) -> u64 {
+    /// Starts loading `partition` (this broker became the leader of that `__consumer_offsets`
+    /// partition): requests for its groups get COORDINATOR_LOAD_IN_PROGRESS until
+    /// [`PartitionLoader::finish`]. Feed the loader the partition's records in log order.
+    pub fn start_loading(&self, partition: i32) -> PartitionLoader {
         let epoch = {
             let mut next = lock(&self.inner.next_epoch);
             *next += 1;
             *next
         };
         lock(&self.inner.slots).insert(partition, Slot::Loading { epoch });
-        epoch
+        PartitionLoader {
+            coordinator: self.clone(),
+            partition,
+            epoch,
+            shard: CoordinatorShard::new(partition, self.inner.config.clone()),
+            summary: LoadSummary::default(),
+        }
     }
 
-    /// Loads `partition` from its records (in log order) and starts serving it. Must run inside
-    /// a tokio runtime; the replay is synchronous, so large partitions belong on a blocking
-    /// thread. A partition unloaded meanwhile stays unloaded.
+    /// Loads `partition` from all its records at once (see [`GroupCoordinator::start_loading`]
+    /// to stream them). Must run inside a tokio runtime.
     pub fn load_partition<I>(&self, partition: i32, records: I) -> LoadSummary
     where
         I: IntoIterator<Item = EncodedRecord>,
     {
-        let epoch = match lock(&self.inner.slots).get(&partition) {
-            Some(Slot::Loading { epoch }) => Some(*epoch),
-            _ => None,
-        };
-        let epoch = epoch.unwrap_or_else(|| self.begin_loading(partition));
-        let mut shard = CoordinatorShard::new(partition, self.inner.config.clone());
-        let mut summary = LoadSummary::default();
+        let mut loader = self.start_loading(partition);
         for (key, value) in records {
-            match decode_record(&key, value.as_deref()) {
-                Ok(record) => {
-                    shard.replay(&record);
-                    summary.records_replayed += 1;
-                }
-                Err(error) => {
-                    tracing::debug!(partition, %error, "skipping __consumer_offsets record");
-                    summary.records_skipped += 1;
-                }
-            }
+            loader.replay(&key, value.as_deref());
         }
+        loader.finish()
+    }
+
+    fn activate(&self, partition: i32, epoch: u64, mut shard: CoordinatorShard) -> bool {
         shard.on_loaded(self.inner.clock.now_ms());
-        summary.groups = shard.list_groups(&[]).len();
         let mut slots = lock(&self.inner.slots);
-        if !matches!(slots.get(&partition), Some(Slot::Loading { epoch: current }) if *current == epoch)
-        {
-            return summary;
+        let current = matches!(
+            slots.get(&partition),
+            Some(Slot::Loading { epoch: loading }) if *loading == epoch
+        );
+        if !current {
+            // Unloaded (or reloaded) meanwhile: this load is stale.
+            return false;
         }
         let (sender, receiver) = mpsc::channel(PARTITION_QUEUE_MAX);
         let (shutdown, shutdown_receiver) = oneshot::channel();
@@ -158,7 +232,7 @@ impl GroupCoordinator {
                 _shutdown: shutdown,
             },
         );
-        summary
+        true
     }
 
     /// Stops serving `partition` (leadership moved): NOT_COORDINATOR from now on, and requests

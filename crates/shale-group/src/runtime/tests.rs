@@ -231,7 +231,7 @@ async fn partitions_not_loaded_or_loading_are_refused() {
         coordinator.join_group(join_request("", "c")).await,
         Err(GroupError::NotCoordinator)
     );
-    coordinator.begin_loading(partition);
+    let loader = coordinator.start_loading(partition);
     assert_eq!(
         coordinator.join_group(join_request("", "c")).await,
         Err(GroupError::CoordinatorLoadInProgress)
@@ -240,7 +240,7 @@ async fn partitions_not_loaded_or_loading_are_refused() {
         coordinator.list_groups(&[]).await,
         Err(GroupError::CoordinatorLoadInProgress)
     );
-    coordinator.load_partition(partition, Vec::new());
+    assert!(loader.finish().activated);
     assert!(matches!(
         coordinator.join_group(join_request("", "c")).await,
         Err(GroupError::MemberIdRequired { .. })
@@ -467,4 +467,56 @@ async fn transactional_offsets_hook() {
         .unwrap();
     let committed = coordinator.fetch_offsets(request).await.unwrap();
     assert_eq!(committed.topics[0].partitions[0].committed_offset, 11);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stale_loads_do_not_activate_and_loaders_stream_transactions() {
+    let log = Arc::new(MemoryLog::default());
+    let coordinator = GroupCoordinator::new(config(), PARTITIONS, log);
+    let partition = coordinator.partition_for("txn-load");
+    let stale = coordinator.start_loading(partition);
+    coordinator.unload_partition(partition);
+    let summary = stale.finish();
+    assert!(!summary.activated);
+    assert_eq!(
+        coordinator.fetch_offsets(fetch_request("txn-load")).await,
+        Err(GroupError::NotCoordinator)
+    );
+
+    let offset = |value: i64| {
+        crate::records::encode_record(&GroupRecord::OffsetCommit {
+            group_id: "txn-load".into(),
+            topic: "topic".into(),
+            partition: 0,
+            value: Some(crate::records::OffsetCommitValue {
+                offset: value,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 0,
+                expire_timestamp_ms: -1,
+            }),
+        })
+    };
+    let mut loader = coordinator.start_loading(partition);
+    let (key, value) = offset(5);
+    loader.replay(&key, value.as_deref());
+    let (key, value) = offset(6);
+    loader.replay_transactional(77, &key, value.as_deref());
+    loader.replay_transaction_marker(77, true);
+    let (key, value) = offset(7);
+    loader.replay_transactional(78, &key, value.as_deref());
+    loader.replay(&[0, 42], None);
+    let summary = loader.finish();
+    assert!(summary.activated);
+    assert_eq!(summary.records_replayed, 3);
+    assert_eq!(summary.records_skipped, 1);
+    assert_eq!(summary.groups, 1);
+    assert_eq!(fetched_offset(&coordinator, "txn-load").await, 6);
+    let mut stable = fetch_request("txn-load");
+    stable.require_stable = true;
+    let pending = coordinator.fetch_offsets(stable).await.unwrap();
+    assert_eq!(
+        pending.topics[0].partitions[0].error,
+        Some(GroupError::UnstableOffsetCommit)
+    );
 }
