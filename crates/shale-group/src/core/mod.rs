@@ -12,7 +12,9 @@ mod group;
 mod join;
 mod membership;
 mod offsets;
+mod rebalance;
 mod replay;
+mod sync;
 mod timers;
 
 #[cfg(test)]
