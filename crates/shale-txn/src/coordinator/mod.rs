@@ -10,6 +10,8 @@ mod state;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_model;
 
 pub use error::{TxnCoordinatorError, TxnLogAppendError};
 pub use log_format::{
