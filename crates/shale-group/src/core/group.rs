@@ -310,14 +310,16 @@ impl Group {
         Some(topics)
     }
 
-    /// Kafka's `isSubscribedToTopic`: unknown subscriptions count as subscribed.
+    /// Kafka's `isSubscribedToTopic`: a consumer group whose subscriptions could not be read
+    /// counts as subscribed to everything; other protocol types to nothing.
     pub(crate) fn is_subscribed_to_topic(&self, topic: &str) -> bool {
         if self.members.is_empty() {
             return false;
         }
-        self.subscribed_topics
-            .as_ref()
-            .is_none_or(|topics| topics.contains(topic))
+        match &self.subscribed_topics {
+            Some(topics) => topics.contains(topic),
+            None => self.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE),
+        }
     }
 
     pub(crate) fn has_pending_transactional_offset(&self, topic: &str, partition: i32) -> bool {

@@ -498,3 +498,34 @@ fn transactional_commits_are_validated_like_kafka() {
         Err(GroupError::IllegalGeneration)
     );
 }
+
+#[test]
+fn offset_delete_needs_an_empty_group_unless_it_is_a_consumer_group() {
+    let mut harness = Harness::new(test_config(0));
+    let mut request = join_request("", None, "worker", &[("default", &["ignored"])]);
+    request.protocol_type = "connect".into();
+    request.require_known_member_id = false;
+    let token = harness.join(request);
+    harness.advance(0);
+    let joined = harness.join_result(token).unwrap().unwrap();
+    let sync_token = harness.token();
+    let effects = harness.shard.sync_group(
+        sync_token,
+        SyncGroupRequest {
+            group_id: GROUP.into(),
+            generation_id: joined.generation_id,
+            member_id: joined.member_id.clone(),
+            group_instance_id: None,
+            protocol_type: Some("connect".into()),
+            protocol_name: Some("default".into()),
+            assignments: Vec::new(),
+        },
+        harness.now_ms,
+    );
+    harness.apply(effects);
+    harness.sync_result(sync_token).unwrap().unwrap();
+    assert_eq!(
+        delete_offsets(&mut harness, GROUP, "any-topic"),
+        Err(GroupError::NonEmptyGroup)
+    );
+}
