@@ -191,13 +191,22 @@ async fn run_controller(
     start: Instant,
 ) {
     let mut last_written = images.borrow().offset;
+    let mut active_epoch: Option<i64> = None;
     while let Some(Command { request, reply }) = commands.recv().await {
         let result = async {
-            wait_for(images.clone(), failed.clone(), last_written).await?;
             let leader = *log.leader().borrow();
             if leader.leader_id != Some(log.node_id()) {
+                active_epoch = None;
                 return Err(MetadataError::NotController);
             }
+            if active_epoch != Some(leader.epoch) {
+                // Newly active: everything committed so far must be applied first, and
+                // heartbeat sessions start afresh.
+                controller.reset_sessions();
+                last_written = last_written.max(*log.committed_offset().borrow());
+                active_epoch = Some(leader.epoch);
+            }
+            wait_for(images.clone(), failed.clone(), last_written).await?;
             let image = images.borrow().clone();
             let (response, records) = controller.handle(&image, request, now_ms(start));
             if !records.is_empty() {

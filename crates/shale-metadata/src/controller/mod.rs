@@ -11,6 +11,8 @@ mod security;
 mod topics;
 
 #[cfg(test)]
+mod invariants;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet};
@@ -354,6 +356,13 @@ impl Controller {
 
     pub fn config(&self) -> &ControllerConfig {
         &self.config
+    }
+
+    /// Forgets heartbeat soft state, as a newly active controller starts: every broker gets
+    /// a full session from the next tick on.
+    pub fn reset_sessions(&mut self) {
+        self.last_contact_ms.clear();
+        self.tracked.clear();
     }
 
     /// Handles one request against `image` at time `now_ms`. The records must be committed

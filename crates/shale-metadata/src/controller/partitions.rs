@@ -78,19 +78,25 @@ pub(crate) fn plan_change(
         .removing
         .unwrap_or_else(|| current.removing_replicas.clone());
 
-    // Complete a reassignment once every target replica is in the ISR.
+    // Complete a reassignment once every added replica is in the ISR and some ISR member
+    // stays (Kafka's completeReassignmentIfNeeded).
     if !adding.is_empty() || !removing.is_empty() {
-        let target: Vec<i32> = replicas
+        let remaining_isr: Vec<i32> = isr
             .iter()
             .copied()
             .filter(|r| !removing.contains(r))
             .collect();
-        if target.iter().all(|r| isr.contains(r)) {
-            let new_isr: Vec<i32> = isr.iter().copied().filter(|r| target.contains(r)).collect();
-            if !new_isr.is_empty() {
-                isr = new_isr;
-            }
-            replicas = target;
+        let remaining_replicas: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|r| !removing.contains(r))
+            .collect();
+        if !remaining_isr.is_empty()
+            && !remaining_replicas.is_empty()
+            && adding.iter().all(|r| remaining_isr.contains(r))
+        {
+            isr = remaining_isr;
+            replicas = remaining_replicas;
             adding.clear();
             removing.clear();
         }
@@ -134,10 +140,13 @@ pub(crate) fn plan_change(
     if !(leader_changed || isr_changed || replicas_changed || adding_changed || removing_changed) {
         return None;
     }
+    // Dropping a replica bumps the leader epoch even when the leader stays, so the removed
+    // replica's fetches are fenced.
+    let replica_dropped = !current.replicas.iter().all(|r| replicas.contains(r));
     Some(MetadataRecord::PartitionChange {
         topic_id,
         partition: current.partition,
-        leader: leader_changed.then_some(leader),
+        leader: (leader_changed || replica_dropped).then_some(leader),
         isr: isr_changed.then_some(isr),
         replicas: replicas_changed.then_some(replicas),
         adding_replicas: adding_changed.then_some(adding),
@@ -204,9 +213,15 @@ impl Controller {
             .ok_or(MetadataError::UnknownTopicOrPartition)?
             .clone();
         let tp = format!("{}-{}", topic.name, proposal.partition);
-        if proposal.leader_epoch != current.leader_epoch {
+        // Epochs above ours mean the sender has seen a newer controller than this one.
+        if proposal.leader_epoch > current.leader_epoch
+            || proposal.partition_epoch > current.partition_epoch
+        {
+            return Err(MetadataError::NotController);
+        }
+        if proposal.leader_epoch < current.leader_epoch {
             return Err(MetadataError::FencedLeaderEpoch(format!(
-                "The leader epoch {} of {tp} does not match the current leader epoch {}.",
+                "The leader epoch {} of {tp} is older than the current leader epoch {}.",
                 proposal.leader_epoch, current.leader_epoch
             )));
         }
@@ -216,9 +231,9 @@ impl Controller {
                 proposal.broker_id, current.leader
             )));
         }
-        if proposal.partition_epoch != current.partition_epoch {
+        if proposal.partition_epoch < current.partition_epoch {
             return Err(MetadataError::InvalidUpdateVersion(format!(
-                "The partition epoch {} of {tp} does not match the current partition epoch {}.",
+                "The partition epoch {} of {tp} is older than the current partition epoch {}.",
                 proposal.partition_epoch, current.partition_epoch
             )));
         }
@@ -227,23 +242,30 @@ impl Controller {
                 .new_isr
                 .iter()
                 .all(|r| current.replicas.contains(r))
-            || !proposal.new_isr.contains(&proposal.broker_id)
         {
             return Err(MetadataError::InvalidRequest(format!(
-                "Invalid ISR {:?} for {tp}: members must be distinct replicas and include the \
-                 leader.",
+                "Invalid ISR {:?} for {tp}: members must be distinct replicas.",
                 proposal.new_isr
             )));
         }
-        if let Some(bad) = proposal
-            .new_isr
-            .iter()
-            .find(|r| !current.isr.contains(r) && !is_active(&batch.image, **r))
-        {
-            return Err(MetadataError::IneligibleReplica(format!(
-                "Replica {bad} of {tp} is fenced, in controlled shutdown or not registered, and \
-                 cannot join the ISR."
+        if !proposal.new_isr.contains(&proposal.broker_id) {
+            return Err(MetadataError::InvalidRequest(format!(
+                "Invalid ISR {:?} for {tp}: it does not include the leader.",
+                proposal.new_isr
             )));
+        }
+        for r in &proposal.new_isr {
+            let why = match batch.image.broker(*r) {
+                None => Some("not registered"),
+                Some(b) if b.in_controlled_shutdown => Some("shutting down"),
+                Some(b) if b.fenced => Some("fenced"),
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                return Err(MetadataError::IneligibleReplica(format!(
+                    "Replica {r} of {tp} is {why} and cannot be in the ISR."
+                )));
+            }
         }
         self.change_partition(
             batch,
@@ -399,7 +421,20 @@ impl Controller {
             .filter(|r| original.contains(r))
             .collect();
         if original_isr.is_empty() {
-            original_isr = current.isr.clone();
+            // Only added replicas are in sync: going back to the original assignment means
+            // an unclean choice among its replicas (Kafka's PartitionReassignmentRevert).
+            if !unclean_allowed(
+                &batch.image,
+                &request.topic,
+                self.config.unclean_leader_election_enable,
+            ) {
+                return Err(MetadataError::InvalidReplicaAssignment(format!(
+                    "Unable to revert partition assignment for {}:{} because it would require \
+                     an unclean leader election.",
+                    request.topic, request.partition
+                )));
+            }
+            original_isr = original.clone();
         }
         let Some(target) = request.replicas else {
             if !current.is_reassigning() {

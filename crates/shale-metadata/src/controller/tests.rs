@@ -648,7 +648,8 @@ fn alter_partition_rejects_stale_epochs() {
         alter(&mut h, 1, e1, p.leader_epoch, p.partition_epoch, vec![1, 2]),
         Err(MetadataError::InvalidUpdateVersion(_))
     ));
-    assert!(matches!(
+    // Epochs from the future: the sender knows a newer controller.
+    assert_eq!(
         alter(
             &mut h,
             1,
@@ -657,8 +658,8 @@ fn alter_partition_rejects_stale_epochs() {
             ok.partition_epoch,
             vec![1]
         ),
-        Err(MetadataError::FencedLeaderEpoch(_))
-    ));
+        Err(MetadataError::NotController)
+    );
     assert!(matches!(
         alter(
             &mut h,
@@ -699,6 +700,24 @@ fn alter_partition_rejects_stale_epochs() {
         ),
         Err(MetadataError::IneligibleReplica(_))
     ));
+    // Leadership moves to 2; the old leader epoch is now stale.
+    h.heartbeat_with(1, true, false);
+    let now = h.partition("t", 0);
+    assert_eq!((now.leader, now.leader_epoch), (2, 1));
+    assert!(matches!(
+        alter(&mut h, 2, e2, ok.leader_epoch, now.partition_epoch, vec![2]),
+        Err(MetadataError::FencedLeaderEpoch(_))
+    ));
+    let same = alter(
+        &mut h,
+        2,
+        e2,
+        now.leader_epoch,
+        now.partition_epoch,
+        vec![2],
+    )
+    .unwrap();
+    assert_eq!(same.isr, vec![2]);
 }
 
 #[test]
