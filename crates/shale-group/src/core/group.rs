@@ -355,18 +355,6 @@ impl Group {
         }
     }
 
-    /// Does the live group already reflect this record (it was written from this state)?
-    pub(crate) fn reflects(&self, value: &GroupMetadataValue) -> bool {
-        self.generation_id == value.generation
-            && self.protocol_name == value.protocol
-            && self.leader_id == value.leader
-            && self.members.len() == value.members.len()
-            && value
-                .members
-                .iter()
-                .all(|member| self.members.contains_key(&member.member_id))
-    }
-
     /// Rebuilds the group from a stored record (loading), keeping its offsets.
     pub(crate) fn from_record_value(
         group_id: &str,

@@ -31,6 +31,19 @@ impl CoordinatorShard {
             }
             effects.reply(token, Response::Join(Err(error)));
         }
+        if created && effects.records.is_empty() {
+            // As Kafka: a new group is stored at once (empty), so that it survives a failover.
+            if let Some(group) = self.groups.get(&group_id) {
+                let mut value = group.to_record_value();
+                value.protocol = None;
+                value.leader = None;
+                value.members.clear();
+                effects.records.push(GroupRecord::GroupMetadata {
+                    group_id,
+                    value: Some(value),
+                });
+            }
+        }
         effects
     }
 

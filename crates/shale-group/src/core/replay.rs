@@ -70,12 +70,9 @@ impl CoordinatorShard {
                 group_id,
                 value: Some(value),
             } => {
-                if self
-                    .groups
-                    .get(group_id)
-                    .is_some_and(|group| group.reflects(value))
-                {
-                    // Written from the live state, which already holds it.
+                if self.live && self.groups.contains_key(group_id) {
+                    // Written from the live state, which already holds it (and may have moved
+                    // on, e.g. members joined after the record of a new group was made).
                     return;
                 }
                 let (offsets, pending) = self

@@ -27,6 +27,7 @@ pub(super) struct Harness {
     pub(super) now_ms: i64,
     next_token: u64,
     replies: BTreeMap<RequestToken, Response>,
+    taken: std::collections::BTreeSet<RequestToken>,
     pub(super) log: Vec<GroupRecord>,
 }
 
@@ -46,10 +47,19 @@ impl Harness {
             now_ms: 1_000_000,
             next_token: 0,
             replies: BTreeMap::new(),
+            taken: std::collections::BTreeSet::new(),
             log: Vec::new(),
         };
         harness.shard.on_loaded(harness.now_ms);
         harness
+    }
+
+    /// Tokens issued so far that never got a reply.
+    pub(super) fn unanswered(&self) -> Vec<RequestToken> {
+        (1..=self.next_token)
+            .map(RequestToken)
+            .filter(|token| !self.replies.contains_key(token) && !self.taken.contains(token))
+            .collect()
     }
 
     pub(super) fn token(&mut self) -> RequestToken {
@@ -64,7 +74,7 @@ impl Harness {
         }
         for (token, response) in effects.replies {
             assert!(
-                self.replies.insert(token, response).is_none(),
+                !self.taken.contains(&token) && self.replies.insert(token, response).is_none(),
                 "two replies to one request"
             );
         }
@@ -77,7 +87,9 @@ impl Harness {
     }
 
     pub(super) fn take(&mut self, token: RequestToken) -> Option<Response> {
-        self.replies.remove(&token)
+        let response = self.replies.remove(&token)?;
+        self.taken.insert(token);
+        Some(response)
     }
 
     pub(super) fn join(&mut self, request: JoinGroupRequest) -> RequestToken {

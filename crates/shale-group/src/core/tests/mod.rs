@@ -4,3 +4,4 @@ mod harness;
 mod join_sync;
 mod membership;
 mod offsets_admin;
+mod random_operations;
