@@ -407,7 +407,25 @@ impl Controller {
             .get(&request.partition)
             .ok_or(MetadataError::UnknownTopicOrPartition)?
             .clone();
-        // The assignment before any ongoing reassignment.
+        match request.replicas {
+            None => self.cancel_reassignment(batch, &request.topic, topic_id, &current),
+            Some(target) => self.change_reassignment(batch, topic_id, &current, target),
+        }
+    }
+
+    /// Goes back to the replicas before the reassignment (Kafka's PartitionReassignmentRevert).
+    fn cancel_reassignment(
+        &mut self,
+        batch: &mut Batch,
+        topic: &str,
+        topic_id: Uuid,
+        current: &PartitionImage,
+    ) -> Result<(), MetadataError> {
+        if !current.is_reassigning() {
+            return Err(MetadataError::NoReassignmentInProgress(
+                "No partition reassignment is in progress.".into(),
+            ));
+        }
         let original: Vec<i32> = current
             .replicas
             .iter()
@@ -421,77 +439,87 @@ impl Controller {
             .filter(|r| original.contains(r))
             .collect();
         if original_isr.is_empty() {
-            // Only added replicas are in sync: going back to the original assignment means
-            // an unclean choice among its replicas (Kafka's PartitionReassignmentRevert).
+            // Only added replicas are in sync: reverting means an unclean choice among the
+            // original replicas.
             if !unclean_allowed(
                 &batch.image,
-                &request.topic,
+                topic,
                 self.config.unclean_leader_election_enable,
             ) {
                 return Err(MetadataError::InvalidReplicaAssignment(format!(
-                    "Unable to revert partition assignment for {}:{} because it would require \
-                     an unclean leader election.",
-                    request.topic, request.partition
+                    "Unable to revert partition assignment for {topic}:{} because it would \
+                     require an unclean leader election.",
+                    current.partition
                 )));
             }
             original_isr = original.clone();
         }
-        let Some(target) = request.replicas else {
-            if !current.is_reassigning() {
-                return Err(MetadataError::NoReassignmentInProgress(format!(
-                    "No ongoing reassignment for {}-{}.",
-                    request.topic, request.partition
-                )));
-            }
-            self.change_partition(
-                batch,
-                topic_id,
-                request.partition,
-                ChangeSpec {
-                    isr: Some(original_isr),
-                    replicas: Some(original),
-                    adding: Some(Vec::new()),
-                    removing: Some(Vec::new()),
-                },
-                Election::Normal,
-            );
-            return Ok(());
-        };
+        self.change_partition(
+            batch,
+            topic_id,
+            current.partition,
+            ChangeSpec {
+                isr: Some(original_isr),
+                replicas: Some(original),
+                adding: Some(Vec::new()),
+                removing: Some(Vec::new()),
+            },
+            Election::Normal,
+        );
+        Ok(())
+    }
+
+    /// Starts (or redirects) a reassignment: the replica list becomes the target followed by
+    /// the replicas being removed; it completes once the added replicas are in the ISR.
+    fn change_reassignment(
+        &mut self,
+        batch: &mut Batch,
+        topic_id: Uuid,
+        current: &PartitionImage,
+        target: Vec<i32>,
+    ) -> Result<(), MetadataError> {
         if target.is_empty() {
             return Err(MetadataError::InvalidReplicaAssignment(
-                "The target replica set is empty.".into(),
+                "The manual partition assignment includes an empty replica list.".into(),
             ));
         }
-        if !unique(&target) {
-            return Err(MetadataError::InvalidReplicaAssignment(format!(
-                "The target replica set {target:?} contains a duplicate broker."
-            )));
+        let mut sorted = target.clone();
+        sorted.sort_unstable();
+        for (i, r) in sorted.iter().enumerate() {
+            if batch.image.broker(*r).is_none() {
+                return Err(MetadataError::InvalidReplicaAssignment(format!(
+                    "The manual partition assignment includes broker {r}, but no such broker is \
+                     registered."
+                )));
+            }
+            if i > 0 && sorted[i - 1] == *r {
+                return Err(MetadataError::InvalidReplicaAssignment(format!(
+                    "The manual partition assignment includes the broker {r} more than once."
+                )));
+            }
         }
-        if let Some(missing) = target.iter().find(|r| batch.image.broker(**r).is_none()) {
-            return Err(MetadataError::InvalidReplicaAssignment(format!(
-                "The target replica set includes broker {missing}, but no such broker is \
-                 registered."
-            )));
-        }
-        let adding: Vec<i32> = target
-            .iter()
-            .copied()
-            .filter(|r| !original.contains(r))
-            .collect();
-        let removing: Vec<i32> = original
+        let removing: Vec<i32> = current
+            .replicas
             .iter()
             .copied()
             .filter(|r| !target.contains(r))
             .collect();
-        let mut merged = target.clone();
+        let adding: Vec<i32> = target
+            .iter()
+            .copied()
+            .filter(|r| !current.replicas.contains(r))
+            .collect();
+        let mut merged = target;
         merged.extend(removing.iter().copied());
         self.change_partition(
             batch,
             topic_id,
-            request.partition,
+            current.partition,
             ChangeSpec {
-                isr: Some(original_isr),
-                replicas: Some(merged),
+                isr: None,
+                replicas: (merged != current.replicas).then_some(merged),
+                // Both lists are replaced, so a redirected reassignment drops replicas that
+                // an earlier one was still adding.
                 adding: Some(adding),
                 removing: Some(removing),
             },

@@ -79,17 +79,19 @@ pub(crate) fn validate_manual_replicas(
             "The manual partition assignment includes an empty replica list.".into(),
         ));
     }
-    let mut seen = HashSet::new();
-    for &r in replicas {
-        if !seen.insert(r) {
-            return Err(MetadataError::InvalidReplicaAssignment(format!(
-                "The manual partition assignment includes the broker {r} more than once."
-            )));
-        }
+    // Checked in broker id order, as Kafka does, so the error names the same broker.
+    let mut sorted = replicas.to_vec();
+    sorted.sort_unstable();
+    for (i, &r) in sorted.iter().enumerate() {
         if image.broker(r).is_none() {
             return Err(MetadataError::InvalidReplicaAssignment(format!(
                 "The manual partition assignment includes broker {r}, but no such broker is \
                  registered."
+            )));
+        }
+        if i > 0 && sorted[i - 1] == r {
+            return Err(MetadataError::InvalidReplicaAssignment(format!(
+                "The manual partition assignment includes the broker {r} more than once."
             )));
         }
     }
@@ -241,17 +243,37 @@ impl Controller {
         image: &MetadataImage,
         topic: &CreatableTopic,
     ) -> Result<TopicPlan, MetadataError> {
+        let null_configs: Vec<&str> = topic
+            .configs
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !null_configs.is_empty() {
+            return Err(MetadataError::InvalidConfig(format!(
+                "Null value not supported for topic configs: {}",
+                null_configs.join(",")
+            )));
+        }
         let mut configs = BTreeMap::new();
         for (name, value) in &topic.configs {
-            let value = value.as_ref().ok_or_else(|| {
-                MetadataError::InvalidConfig(format!(
-                    "Null value not supported for topic configs: {name}"
-                ))
-            })?;
-            config_defs::validate_topic_config(name, value)?;
-            configs.insert(name.clone(), value.clone());
+            if let Some(value) = value {
+                config_defs::validate_topic_config(name, value)?;
+                configs.insert(name.clone(), value.clone());
+            }
         }
         let partitions = if topic.assignments.is_empty() {
+            if topic.replication_factor < -1 || topic.replication_factor == 0 {
+                return Err(MetadataError::InvalidReplicationFactor(
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                        .into(),
+                ));
+            }
+            if topic.num_partitions < -1 || topic.num_partitions == 0 {
+                return Err(MetadataError::InvalidPartitions(
+                    "Number of partitions was set to an invalid non-positive value.".into(),
+                ));
+            }
             let num_partitions = if topic.num_partitions == -1 {
                 self.config.num_partitions
             } else {
@@ -262,17 +284,6 @@ impl Controller {
             } else {
                 topic.replication_factor
             };
-            if num_partitions <= 0 {
-                return Err(MetadataError::InvalidPartitions(
-                    "Number of partitions was set to an invalid non-positive value.".into(),
-                ));
-            }
-            if replication_factor <= 0 {
-                return Err(MetadataError::InvalidReplicationFactor(
-                    "Replication factor must be larger than 0, or -1 to use the default value."
-                        .into(),
-                ));
-            }
             if i64::from(num_partitions) > self.config.partitions_per_request_max {
                 return Err(MetadataError::PolicyViolation(
                     "Unable to perform excessively large batch operation.".into(),
@@ -290,6 +301,13 @@ impl Controller {
             .map(|replicas| (replicas.clone(), replicas))
             .collect::<Vec<_>>()
         } else {
+            if topic.replication_factor != -1 {
+                return Err(MetadataError::InvalidRequest(
+                    "A manual partition assignment was specified, but replication factor was not \
+                     set to -1."
+                        .into(),
+                ));
+            }
             if topic.num_partitions != -1 {
                 return Err(MetadataError::InvalidRequest(
                     "A manual partition assignment was specified, but numPartitions was not set \
@@ -297,29 +315,20 @@ impl Controller {
                         .into(),
                 ));
             }
-            if topic.replication_factor != -1 {
-                return Err(MetadataError::InvalidRequest(
-                    "A manual partition assignment was specified, but replicationFactor was not \
-                     set to -1."
-                        .into(),
-                ));
-            }
             let mut by_partition: BTreeMap<i32, &Vec<i32>> = BTreeMap::new();
             for (partition, replicas) in &topic.assignments {
                 if by_partition.insert(*partition, replicas).is_some() {
                     return Err(MetadataError::InvalidReplicaAssignment(format!(
-                        "Partition {partition} appears more than once in the manual partition \
-                         assignment."
+                        "Found multiple manual partition assignments for partition {partition}"
                     )));
                 }
             }
             let mut planned = Vec::with_capacity(by_partition.len());
             for (expected, (partition, replicas)) in by_partition.into_iter().enumerate() {
                 if partition != expected as i32 {
-                    return Err(MetadataError::InvalidReplicaAssignment(format!(
-                        "Partitions should be numbered consecutively from 0, but partition \
-                         {expected} is missing from the manual partition assignment."
-                    )));
+                    return Err(MetadataError::InvalidReplicaAssignment(
+                        "partitions should be a consecutive 0-based integer sequence".into(),
+                    ));
                 }
                 let isr = validate_manual_replicas(image, partition, replicas)?;
                 if let Some((first, _)) = planned.first() {
