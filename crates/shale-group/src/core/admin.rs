@@ -9,9 +9,14 @@ use crate::types::{DeleteGroupResult, DescribedGroup, DescribedMember, ListedGro
 impl CoordinatorShard {
     pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
         let Some(group) = self.groups.get(group_id) else {
+            let error = if group_id.is_empty() {
+                GroupError::InvalidGroupId
+            } else {
+                GroupError::GroupIdNotFound
+            };
             return DescribedGroup {
                 group_id: group_id.to_owned(),
-                error: Some(GroupError::GroupIdNotFound),
+                error: Some(error),
                 group_state: GroupState::Dead.kafka_name().to_owned(),
                 protocol_type: String::new(),
                 protocol_data: String::new(),

@@ -26,6 +26,9 @@ impl CoordinatorShard {
         request: &HeartbeatRequest,
         now_ms: i64,
     ) -> Result<(), GroupError> {
+        if request.group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
         let group = self
             .groups
             .get(&request.group_id)
@@ -78,6 +81,9 @@ impl CoordinatorShard {
         now_ms: i64,
         effects: &mut Effects,
     ) -> Result<LeaveGroupResponse, GroupError> {
+        if request.group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
         let group = self
             .groups
             .get(&request.group_id)

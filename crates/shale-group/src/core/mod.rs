@@ -2,10 +2,15 @@
 //!
 //! Handlers take `(request, now_ms)` and return [`Effects`]: replies (possibly to requests parked
 //! by earlier calls) and records to append. The caller appends the records, then feeds each one
-//! to [`CoordinatorShard::replay`], then delivers the replies: committed offsets and stored group
-//! metadata change only through `replay`, both live and when a partition is loaded. Membership in
-//! flight (members joining, parked requests, timers) is not persisted, as in Kafka: a loaded group
-//! is Stable (or Empty) with the members of its last stored generation.
+//! to [`CoordinatorShard::replay`], then delivers the replies. Committed offsets, pending
+//! transactional offsets and group deletion change only through `replay`, live and at load; at
+//! load `replay` also rebuilds each group from its latest `GroupMetadata` record. A live group's
+//! membership (members joining, parked requests, generations) is changed by the handlers, which
+//! emit the `GroupMetadata` record that describes the result, exactly as Kafka treats classic
+//! groups: what is in flight is not persisted, and a loaded group is Stable (or Empty) with the
+//! members of its last stored generation. Time only enters through `now_ms` and [`tick`].
+//!
+//! [`tick`]: CoordinatorShard::tick
 
 mod admin;
 mod group;

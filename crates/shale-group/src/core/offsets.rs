@@ -109,6 +109,9 @@ impl CoordinatorShard {
         &self,
         request: &OffsetFetchRequest,
     ) -> Result<OffsetFetchResponse, GroupError> {
+        if request.group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
         let group = self.groups.get(&request.group_id);
         let fetch = |topic: &str, partition: i32| -> OffsetFetchPartition {
             let unstable = request.require_stable

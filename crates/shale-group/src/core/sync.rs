@@ -33,6 +33,9 @@ impl CoordinatorShard {
         now_ms: i64,
         effects: &mut Effects,
     ) -> Result<(), GroupError> {
+        if request.group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
         let group = self
             .groups
             .get_mut(&request.group_id)

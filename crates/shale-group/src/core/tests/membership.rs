@@ -257,3 +257,68 @@ fn next_deadline_tracks_timers() {
     );
     assert_eq!(shard.partition(), 3);
 }
+
+#[test]
+fn empty_group_ids_are_invalid_everywhere() {
+    let mut harness = Harness::new(test_config(0));
+    let token = harness.token();
+    let effects = harness.shard.heartbeat(
+        token,
+        crate::types::HeartbeatRequest {
+            group_id: String::new(),
+            generation_id: 1,
+            member_id: "m".into(),
+            group_instance_id: None,
+        },
+        harness.now_ms,
+    );
+    assert_eq!(
+        effects.replies[0].1,
+        crate::core::Response::Heartbeat(Err(GroupError::InvalidGroupId))
+    );
+    let token = harness.token();
+    let effects = harness.shard.leave_group(
+        token,
+        crate::types::LeaveGroupRequest {
+            group_id: String::new(),
+            members: vec![leaving("m", None)],
+        },
+        harness.now_ms,
+    );
+    assert_eq!(
+        effects.replies[0].1,
+        crate::core::Response::Leave(Err(GroupError::InvalidGroupId))
+    );
+    let token = harness.token();
+    let effects = harness.shard.sync_group(
+        token,
+        crate::types::SyncGroupRequest {
+            group_id: String::new(),
+            generation_id: 1,
+            member_id: "m".into(),
+            group_instance_id: None,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: Vec::new(),
+        },
+        harness.now_ms,
+    );
+    assert_eq!(
+        effects.replies[0].1,
+        crate::core::Response::Sync(Err(GroupError::InvalidGroupId))
+    );
+    assert_eq!(
+        harness
+            .shard
+            .fetch_offsets(&crate::types::OffsetFetchRequest {
+                group_id: String::new(),
+                topics: None,
+                require_stable: false,
+            }),
+        Err(GroupError::InvalidGroupId)
+    );
+    assert_eq!(
+        harness.shard.describe_group("").error,
+        Some(GroupError::InvalidGroupId)
+    );
+}
