@@ -562,67 +562,66 @@ impl Log {
         if start_offset >= bound {
             return Ok(info);
         }
-        let mut seg = {
+        // One snapshot of the segments that can hold the answer: retention or cleaning may
+        // remove segments meanwhile, and the held `Arc`s keep their files readable.
+        let segs: Vec<Arc<Segment>> = {
             let map = self.segments.read();
-            match map
+            let floor = map
                 .range(..=start_offset)
                 .next_back()
-                .or_else(|| map.iter().next())
-            {
-                Some((_, s)) => s.clone(),
-                None => return Ok(info),
+                .map_or(i64::MIN, |(b, _)| *b);
+            let mut v = Vec::new();
+            let mut later_bytes = 0u64;
+            for (_, s) in map.range(floor..) {
+                if !v.is_empty() {
+                    later_bytes += s.size();
+                }
+                v.push(s.clone());
+                if later_bytes >= (max_bytes as u64).max(1) {
+                    break;
+                }
             }
+            v
         };
         let mut total = 0usize;
-        let mut first = true;
-        loop {
-            let start_pos = if first {
-                seg.find_batch(start_offset)?.map(|(p, _)| p)
+        for (i, seg) in segs.iter().enumerate() {
+            let start_pos = if i == 0 {
+                match seg.find_batch(start_offset)? {
+                    Some((p, _)) => p,
+                    None => continue,
+                }
             } else {
-                Some(0)
+                0
             };
-            first = false;
             let mut done = false;
-            if let Some(start_pos) = start_pos {
-                let mut scanner = seg.scanner(start_pos)?;
-                let mut slice_len = 0u64;
-                while let Some((_, h)) = scanner.next()? {
-                    if h.last_offset() >= bound {
-                        done = true;
-                        break;
-                    }
-                    let len = h.total_len();
-                    if total + len > max_bytes {
-                        if total == 0 && min_one_batch {
-                            slice_len += len as u64;
-                            total += len;
-                        }
-                        done = true;
-                        break;
-                    }
-                    slice_len += len as u64;
-                    total += len;
+            let mut scanner = seg.scanner(start_pos)?;
+            let mut slice_len = 0u64;
+            while let Some((_, h)) = scanner.next()? {
+                if h.last_offset() >= bound {
+                    done = true;
+                    break;
                 }
-                if slice_len > 0 {
-                    info.slices.push(FileSlice {
-                        file: seg.file()?,
-                        position: start_pos,
-                        len: slice_len as u32,
-                    });
+                let len = h.total_len();
+                if total + len > max_bytes {
+                    if total == 0 && min_one_batch {
+                        slice_len += len as u64;
+                        total += len;
+                    }
+                    done = true;
+                    break;
                 }
+                slice_len += len as u64;
+                total += len;
+            }
+            if slice_len > 0 {
+                info.slices.push(FileSlice {
+                    file: seg.file()?,
+                    position: start_pos,
+                    len: slice_len as u32,
+                });
             }
             if done {
                 break;
-            }
-            let next = {
-                let map = self.segments.read();
-                map.range(seg.base_offset + 1..)
-                    .next()
-                    .map(|(_, s)| s.clone())
-            };
-            match next {
-                Some(s) => seg = s,
-                None => break,
             }
         }
         Ok(info)

@@ -609,12 +609,13 @@ impl Segment {
 
     /// Renames the files to `*.deleted`; readers holding the file keep reading it.
     pub(crate) fn rename_to_deleted(&self) -> Result<Vec<PathBuf>, LogError> {
+        // Lock order everywhere: indexes, then file, then deleted.
+        let mut idx = self.indexes.write();
         let mut deleted = self.deleted.lock();
         if *deleted {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        let mut idx = self.indexes.write();
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
             let from = self.dir.join(file_name(self.base_offset, suffix));
             let to = self.dir.join(format!(
