@@ -75,12 +75,13 @@ impl CoordinatorShard {
                     // on, e.g. members joined after the record of a new group was made).
                     return;
                 }
-                let (offsets, pending) = self
-                    .groups
-                    .remove(group_id)
-                    .map(|old| (old.offsets, old.pending_transactional_offsets))
-                    .unwrap_or_default();
-                self.timers.cancel_group(group_id);
+                let (offsets, pending) = match self.groups.remove(group_id) {
+                    Some(old) => {
+                        self.timers.cancel_group(&old);
+                        (old.offsets, old.pending_transactional_offsets)
+                    }
+                    None => Default::default(),
+                };
                 let group = Group::from_record_value(group_id, value, offsets, pending);
                 if self.live {
                     for member in group.members.values() {
@@ -99,8 +100,9 @@ impl CoordinatorShard {
                 group_id,
                 value: None,
             } => {
-                self.groups.remove(group_id);
-                self.timers.cancel_group(group_id);
+                if let Some(old) = self.groups.remove(group_id) {
+                    self.timers.cancel_group(&old);
+                }
             }
         }
     }

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::group::Group;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum TimerKey {
     /// A member's session timeout (or, while a new member's join is parked, its join timeout).
@@ -52,21 +54,26 @@ impl Timers {
         Some((deadline, key))
     }
 
-    pub(crate) fn cancel_group(&mut self, group_id: &str) {
-        let keys: Vec<TimerKey> = self
-            .deadlines
-            .keys()
-            .filter(|key| match key {
-                TimerKey::Heartbeat { group_id: g, .. }
-                | TimerKey::PendingMember { group_id: g, .. }
-                | TimerKey::Join { group_id: g }
-                | TimerKey::Sync { group_id: g } => g == group_id,
-                TimerKey::OffsetExpiration => false,
-            })
-            .cloned()
-            .collect();
-        for key in keys {
-            self.cancel(&key);
+    /// Cancels every timer of `group` (its members, pending members, join and sync phases).
+    pub(crate) fn cancel_group(&mut self, group: &Group) {
+        let group_id = &group.group_id;
+        for member_id in group.members.keys() {
+            self.cancel(&TimerKey::Heartbeat {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            });
         }
+        for member_id in &group.pending_members {
+            self.cancel(&TimerKey::PendingMember {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            });
+        }
+        self.cancel(&TimerKey::Join {
+            group_id: group_id.clone(),
+        });
+        self.cancel(&TimerKey::Sync {
+            group_id: group_id.clone(),
+        });
     }
 }
