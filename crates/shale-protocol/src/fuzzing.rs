@@ -5,15 +5,19 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 
-use crate::schema::decodable_versions;
-use crate::schema_testgen::{random_body, Rng};
-use crate::{decode_request, parse_request_header, validate_request_body, RequestHeader};
+use crate::schema::{decodable_response_versions, decodable_versions};
+use crate::schema_testgen::{random_body, random_response_body, Rng};
+use crate::{
+    decode_request, decode_response, parse_request_header, validate_request_body,
+    validate_response_body, RequestHeader,
+};
 
 /// The fuzz targets by name, as the regression replay finds them.
 pub const TARGETS: &[&str] = &[
     "frame",
     "any_request",
     "structured",
+    "structured_response",
     "produce",
     "fetch",
     "metadata",
@@ -26,6 +30,7 @@ pub fn run(target: &str, data: &[u8]) {
         "frame" => frame(data),
         "any_request" => any_request(data),
         "structured" => structured(data),
+        "structured_response" => structured_response(data),
         "produce" => request(ApiKey::Produce as i16, data),
         "fetch" => request(ApiKey::Fetch as i16, data),
         "metadata" => request(ApiKey::Metadata as i16, data),
@@ -69,23 +74,62 @@ fn request_with(api_key: i16, api_version: i16, body: &[u8]) {
 /// bytes), then damaged by the remaining bytes taken three at a time: overwrite a
 /// byte, cut the body, plant a huge length, or insert a byte.
 pub fn structured(data: &[u8]) {
-    if let Some((api_key, api_version, body)) = structured_body(data) {
+    if let Some((api_key, api_version, body)) = structured_body(data, Direction::Request) {
         request_with(api_key, api_version, &body);
     }
 }
 
+/// `structured` for responses, as Shale receives them from peers: the damaged body
+/// goes through `decode_response` behind a response header.
+pub fn structured_response(data: &[u8]) {
+    let Some((api_key, api_version, body)) = structured_body(data, Direction::Response) else {
+        return;
+    };
+    let Ok(key) = ApiKey::try_from(api_key) else {
+        return;
+    };
+    let mut frame = 42i32.to_be_bytes().to_vec();
+    if key != ApiKey::ApiVersions && key.response_header_version(api_version) >= 1 {
+        frame.push(0);
+    }
+    frame.extend_from_slice(&body);
+    let Ok((_, response)) = decode_response(api_key, api_version, Bytes::from(frame)) else {
+        return;
+    };
+    let mut encoded = BytesMut::new();
+    if response.encode(&mut encoded, api_version).is_ok() {
+        if let Err(error) = validate_response_body(api_key, api_version, &encoded) {
+            panic!("re-encoded response fails validation: {error}");
+        }
+    }
+}
+
+/// Which half of the schema table `structured_body` draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
 /// The API key, version and damaged body that `structured` decodes.
-pub fn structured_body(data: &[u8]) -> Option<(i16, i16, Vec<u8>)> {
+pub fn structured_body(data: &[u8], direction: Direction) -> Option<(i16, i16, Vec<u8>)> {
     let [api_pick, version_pick, seed_high, seed_low, flags, edits @ ..] = data else {
         return None;
     };
     let keys: Vec<ApiKey> = ApiKey::iter().collect();
     let &key = keys.get(usize::from(*api_pick) % keys.len().max(1))?;
-    let range = decodable_versions(key as i16)?;
+    let range = match direction {
+        Direction::Request => decodable_versions(key as i16)?,
+        Direction::Response => decodable_response_versions(key as i16)?,
+    };
     let span = (range.1 - range.0 + 1) as usize;
     let version = range.0 + (usize::from(*version_pick) % span) as i16;
     let mut rng = Rng::new(u64::from(u16::from_be_bytes([*seed_high, *seed_low])));
-    let mut body = random_body(key as i16, version, flags & 1 == 1, &mut rng);
+    let tagged = flags & 1 == 1;
+    let mut body = match direction {
+        Direction::Request => random_body(key as i16, version, tagged, &mut rng),
+        Direction::Response => random_response_body(key as i16, version, tagged, &mut rng),
+    };
     for edit in edits.chunks_exact(3) {
         let at = usize::from(edit[1]) * body.len() / 256;
         match edit[0] % 4 {

@@ -44,4 +44,9 @@ proptest! {
     fn damaged_valid_bodies_never_panic(data in proptest::collection::vec(any::<u8>(), 5..96)) {
         fuzzing::structured(&data);
     }
+
+    #[test]
+    fn damaged_valid_responses_never_panic(data in proptest::collection::vec(any::<u8>(), 5..96)) {
+        fuzzing::structured_response(&data);
+    }
 }

@@ -3,9 +3,7 @@
 
 use bytes::BufMut;
 
-#[cfg(test)]
-use crate::schema::response_spec;
-use crate::schema::{request_spec, Field, FieldType, MessageSpec};
+use crate::schema::{request_spec, response_spec, Field, FieldType, MessageSpec};
 
 /// A small deterministic generator (xorshift64*), so failures replay from their seed.
 pub(crate) struct Rng(u64);
@@ -46,7 +44,6 @@ pub(crate) fn random_body(api_key: i16, api_version: i16, tagged: bool, rng: &mu
 }
 
 /// A random response body of `api_key` at `api_version` that follows Kafka's spec.
-#[cfg(test)]
 pub(crate) fn random_response_body(
     api_key: i16,
     api_version: i16,
