@@ -181,7 +181,19 @@ async fn wait_for(
     }
 }
 
-/// The controller task: one request at a time.
+/// Requests handled together and made durable with one append (group commit).
+const GROUP_COMMIT_MAX: usize = 64;
+
+fn reply_all(group: Vec<Command>, err: &MetadataError) {
+    for Command { reply, .. } in group {
+        // The requester may have given up.
+        let _ = reply.send(Err(err.clone()));
+    }
+}
+
+/// The controller task. Requests are handled one after another, each against the image that
+/// includes every earlier one; those queued together share one durable append, and nobody gets
+/// an answer before the records it depends on are committed and applied.
 async fn run_controller(
     mut controller: Controller,
     log: Arc<dyn QuorumLog>,
@@ -192,34 +204,58 @@ async fn run_controller(
 ) {
     let mut last_written = images.borrow().offset;
     let mut active_epoch: Option<i64> = None;
-    while let Some(Command { request, reply }) = commands.recv().await {
-        let result = async {
-            let leader = *log.leader().borrow();
-            if leader.leader_id != Some(log.node_id()) {
-                active_epoch = None;
-                return Err(MetadataError::NotController);
+    while let Some(first) = commands.recv().await {
+        let mut group = vec![first];
+        while group.len() < GROUP_COMMIT_MAX {
+            match commands.try_recv() {
+                Ok(command) => group.push(command),
+                Err(_) => break,
             }
-            if active_epoch != Some(leader.epoch) {
-                // Newly active: everything committed so far must be applied first, and
-                // heartbeat sessions start afresh.
-                controller.reset_sessions();
-                last_written = last_written.max(*log.committed_offset().borrow());
-                active_epoch = Some(leader.epoch);
-            }
-            wait_for(images.clone(), failed.clone(), last_written).await?;
-            let image = images.borrow().clone();
-            let (response, records) = controller.handle(&image, request, now_ms(start));
-            if !records.is_empty() {
-                let entry = Bytes::from(records::encode_entry(&records));
-                let offset = log.append(vec![entry]).await?;
-                last_written = offset;
-                wait_for(images.clone(), failed.clone(), offset).await?;
-            }
-            Ok(response)
         }
-        .await;
-        // The requester may have given up; the change stands either way.
-        let _ = reply.send(result);
+        let leader = *log.leader().borrow();
+        if leader.leader_id != Some(log.node_id()) {
+            active_epoch = None;
+            reply_all(group, &MetadataError::NotController);
+            continue;
+        }
+        if active_epoch != Some(leader.epoch) {
+            // Newly active: everything committed so far must be applied first, and heartbeat
+            // sessions start afresh.
+            controller.reset_sessions();
+            last_written = last_written.max(*log.committed_offset().borrow());
+            active_epoch = Some(leader.epoch);
+        }
+        if let Err(err) = wait_for(images.clone(), failed.clone(), last_written).await {
+            reply_all(group, &err);
+            continue;
+        }
+        let mut working = (**images.borrow()).clone();
+        let mut entries = Vec::new();
+        let mut answers = Vec::with_capacity(group.len());
+        for Command { request, reply } in group {
+            let (response, records) = controller.handle(&working, request, now_ms(start));
+            if !records.is_empty() {
+                // The next entry's offset as the working image predicts it; only broker
+                // epochs derive from it, and they stay unique and increasing either way.
+                working = working.apply_entry(&records, working.offset + 1);
+                entries.push(Bytes::from(records::encode_entry(&records)));
+            }
+            answers.push((reply, response));
+        }
+        let outcome = if entries.is_empty() {
+            Ok(())
+        } else {
+            match log.append(entries).await {
+                Ok(offset) => {
+                    last_written = offset;
+                    wait_for(images.clone(), failed.clone(), offset).await
+                }
+                Err(err) => Err(err),
+            }
+        };
+        for (reply, response) in answers {
+            let _ = reply.send(outcome.clone().map(|()| response));
+        }
     }
 }
 

@@ -271,3 +271,38 @@ async fn heartbeats_keep_the_local_broker_unfenced() {
     assert_eq!(image.topic("t").unwrap().partitions[&0].leader, 1);
     node.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_submits_are_serialized() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = MetadataNode::start(config(dir.path(), 1)).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let node = node.clone();
+        // Every name is requested twice: exactly one of each pair may win.
+        tasks.push(tokio::spawn(async move {
+            create(&node, &format!("topic-{}", i % 20), 2).await
+        }));
+    }
+    let mut created = 0;
+    let mut already = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => created += 1,
+            Err(MetadataError::TopicAlreadyExists(_)) => already += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!((created, already), (20, 20));
+    let image = node.image();
+    assert_eq!(image.topic_count(), 20);
+    assert!(image
+        .topics()
+        .all(|t| t.partitions.values().all(|p| p.leader == 1)));
+    node.shutdown().await;
+
+    // Everything acknowledged is durable.
+    let node = MetadataNode::start(config(dir.path(), 1)).await.unwrap();
+    assert_eq!(node.image().topic_count(), 20);
+    node.shutdown().await;
+}
