@@ -4,6 +4,21 @@
 //! - [`records`]: the records of `__consumer_offsets`, in Kafka's binary schemas.
 //! - [`core`]: the pure state machine of one coordinator partition.
 //! - [`runtime`]: the tokio service running many partitions over a [`runtime::GroupLog`].
+//!
+//! # Wiring it into a broker
+//!
+//! - FindCoordinator: the coordinator of group G is the leader of `__consumer_offsets`
+//!   partition [`placement::partition_for`]`(G, offsets.topic.num.partitions)`.
+//! - Becoming leader of partition p: [`runtime::GroupCoordinator::start_loading`], feed the
+//!   loader p's records in log order, then [`runtime::PartitionLoader::finish`]. Losing it:
+//!   [`runtime::GroupCoordinator::unload_partition`].
+//! - [`runtime::GroupLog::append`] writes to p and completes once the records are committed.
+//! - Errors: [`GroupError::kafka_error_code`]. Version details the broker applies when it
+//!   converts: JoinGroup v0 has no rebalance timeout (pass the session timeout),
+//!   `require_known_member_id` is v4+, `supports_skip_assignment` v9+, protocol type and name are
+//!   answered from JoinGroup v7 and SyncGroup v5; LeaveGroup v0-v2 answers the single member's
+//!   error at the top level; DescribeGroups before v6 answers an unknown group as state "Dead"
+//!   with no error; OffsetCommit v9+ sets `reports_missing_group`.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod config;
