@@ -520,3 +520,20 @@ async fn stale_loads_do_not_activate_and_loaders_stream_transactions() {
         Some(GroupError::UnstableOffsetCommit)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn zero_initial_delay_completes_the_first_join_at_once() {
+    let log = Arc::new(MemoryLog::default());
+    let config = GroupConfig {
+        initial_rebalance_delay_ms: 0,
+        ..config()
+    };
+    let coordinator = GroupCoordinator::new(config, PARTITIONS, log);
+    coordinator.load_partition(coordinator.partition_for(GROUP), Vec::new());
+    let started = tokio::time::Instant::now();
+    let joined = join(&coordinator, "solo").await;
+    assert_eq!(joined.generation_id, 1);
+    assert_eq!(joined.leader, joined.member_id);
+    // Only the log appends took time.
+    assert!(started.elapsed() < Duration::from_millis(100));
+}
