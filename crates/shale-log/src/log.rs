@@ -1062,6 +1062,11 @@ fn validate_records(
                         r.offset_delta
                     )));
                 }
+                if config.cleanup_policy.compact && r.key.is_none() && !h.is_control() {
+                    return Err(LogError::InvalidRecord(
+                        "compacted topic cannot accept a record without key".into(),
+                    ));
+                }
                 if check_ts && !h.is_control() {
                     check_timestamp(
                         h.base_timestamp.saturating_add(r.timestamp_delta),

@@ -387,3 +387,20 @@ fn interrupted_swap_is_completed_on_open() {
     assert_eq!(records(&log), cleaned);
     assert_eq!(log.log_end_offset(), 30);
 }
+
+#[test]
+fn keyless_records_are_refused_on_compacted_topics() {
+    let d = tempfile::tempdir().unwrap();
+    let log = Log::open(
+        &d.path().join("k-0"),
+        TopicPartition::new("k", 0),
+        compact_config(),
+    )
+    .unwrap();
+    let mut b = keyed(&[(None, Some("v"))], Compression::None, NOW);
+    assert!(matches!(
+        log.append(&mut b, 0, NOW, AppendOrigin::Client),
+        Err(shale_log::LogError::InvalidRecord(_))
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+}
