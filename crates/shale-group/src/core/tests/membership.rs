@@ -322,3 +322,18 @@ fn empty_group_ids_are_invalid_everywhere() {
         Some(GroupError::InvalidGroupId)
     );
 }
+
+#[test]
+fn static_leader_restart_before_kip_814_is_told_the_old_leader() {
+    let mut harness = Harness::new(test_config(3_000));
+    let (old_a, _b_id, generation) = static_stable_group(&mut harness);
+    let mut request = join_request("", Some("instance-a"), "client-a", &[("range", TOPICS)]);
+    request.supports_skip_assignment = false;
+    let token = harness.join(request);
+    let response = harness.join_result(token).unwrap().unwrap();
+    assert_eq!(response.generation_id, generation);
+    assert_eq!(response.leader, old_a);
+    assert!(response.members.is_empty());
+    assert!(!response.skip_assignment);
+    assert_eq!(harness.shard.group_state(GROUP), Some(GroupState::Stable));
+}
