@@ -180,6 +180,26 @@ impl MetadataImage {
         self.brokers.get(&id)
     }
 
+    /// Partitions that have `broker` as a replica (what that broker must host).
+    pub fn replicas_on(&self, broker: i32) -> impl Iterator<Item = (&TopicImage, &PartitionImage)> {
+        self.topics().flat_map(move |t| {
+            t.partitions
+                .values()
+                .filter(move |p| p.replicas.contains(&broker))
+                .map(move |p| (t, p))
+        })
+    }
+
+    /// Partitions with a reassignment in progress (ListPartitionReassignments).
+    pub fn reassigning_partitions(&self) -> impl Iterator<Item = (&TopicImage, &PartitionImage)> {
+        self.topics().flat_map(|t| {
+            t.partitions
+                .values()
+                .filter(|p| p.is_reassigning())
+                .map(move |p| (t, p))
+        })
+    }
+
     /// Replicas whose broker is not registered (Kafka's offline replicas in KRaft mode).
     pub fn offline_replicas(&self, partition: &PartitionImage) -> Vec<i32> {
         partition

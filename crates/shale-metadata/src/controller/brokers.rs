@@ -270,7 +270,42 @@ impl Controller {
                 fenced.push(broker_id);
             }
         }
+        self.maybe_rebalance_leaders(batch, now_ms);
         fenced
+    }
+
+    /// Kafka's auto leader rebalance: every `leader.imbalance.check.interval`, partitions
+    /// whose preferred (first) replica is an eligible ISR member get it back as leader.
+    fn maybe_rebalance_leaders(&mut self, batch: &mut Batch, now_ms: i64) {
+        if !self.config.auto_leader_rebalance_enable {
+            return;
+        }
+        let due = *self
+            .next_rebalance_ms
+            .get_or_insert(now_ms + self.config.leader_imbalance_check_interval_ms);
+        if now_ms < due {
+            return;
+        }
+        self.next_rebalance_ms = Some(now_ms + self.config.leader_imbalance_check_interval_ms);
+        let imbalanced: Vec<(Uuid, i32)> = batch
+            .image
+            .topics()
+            .flat_map(|t| {
+                t.partitions
+                    .values()
+                    .filter(|p| p.replicas.first().is_some_and(|r| *r != p.leader))
+                    .map(move |p| (t.topic_id, p.partition))
+            })
+            .collect();
+        for (topic_id, partition) in imbalanced {
+            self.change_partition(
+                batch,
+                topic_id,
+                partition,
+                ChangeSpec::default(),
+                Election::Preferred,
+            );
+        }
     }
 
     pub(crate) fn unregister_broker(

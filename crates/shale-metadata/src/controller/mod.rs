@@ -50,6 +50,10 @@ pub struct ControllerConfig {
     pub producer_id_block_size: i64,
     /// Upper bound on partitions created by one request (Kafka: 10000).
     pub partitions_per_request_max: i64,
+    /// `auto.leader.rebalance.enable`: ticks move leadership back to preferred replicas.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms.
+    pub leader_imbalance_check_interval_ms: i64,
 }
 
 impl Default for ControllerConfig {
@@ -66,6 +70,8 @@ impl Default for ControllerConfig {
             min_insync_replicas: 1,
             producer_id_block_size: 1000,
             partitions_per_request_max: 10_000,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
         }
     }
 }
@@ -342,6 +348,8 @@ pub struct Controller {
     last_contact_ms: HashMap<i32, i64>,
     /// Brokers the heartbeat tracker has seen since this controller became active.
     tracked: HashSet<i32>,
+    /// When the next preferred-leader rebalance is due (None: at the first tick).
+    next_rebalance_ms: Option<i64>,
 }
 
 impl Controller {
@@ -351,6 +359,7 @@ impl Controller {
             rng: ControllerRng::new(seed),
             last_contact_ms: HashMap::new(),
             tracked: HashSet::new(),
+            next_rebalance_ms: None,
         }
     }
 
@@ -363,6 +372,7 @@ impl Controller {
     pub fn reset_sessions(&mut self) {
         self.last_contact_ms.clear();
         self.tracked.clear();
+        self.next_rebalance_ms = None;
     }
 
     /// Handles one request against `image` at time `now_ms`. The records must be committed

@@ -1190,3 +1190,45 @@ fn scram_credentials_and_quotas() {
     let restored = MetadataImage::decode_snapshot(&h.image.encode_snapshot()).unwrap();
     assert_eq!(restored, h.image);
 }
+
+#[test]
+fn auto_leader_rebalance_returns_leadership_to_preferred_replica() {
+    let mut h = Harness::new(ControllerConfig {
+        leader_imbalance_check_interval_ms: 60_000,
+        ..Default::default()
+    });
+    h.brokers(&[1, 2]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2])],
+        configs: vec![],
+    })
+    .unwrap();
+    h.handle(ControllerRequest::Tick);
+    h.heartbeat_with(1, true, false);
+    h.heartbeat(1);
+    let tid = h.image.topic("t").unwrap().topic_id;
+    let p = h.partition("t", 0);
+    assert_eq!(p.leader, 2);
+    h.handle(ControllerRequest::AlterPartition {
+        broker_id: 2,
+        broker_epoch: h.epochs[&2],
+        topic_id: tid,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: vec![2, 1],
+        partition_epoch: p.partition_epoch,
+    });
+    h.now_ms += 30_000;
+    h.heartbeat(1);
+    h.heartbeat(2);
+    h.handle(ControllerRequest::Tick);
+    assert_eq!(h.partition("t", 0).leader, 2, "not due yet");
+    h.now_ms += 31_000;
+    h.heartbeat(1);
+    h.heartbeat(2);
+    h.handle(ControllerRequest::Tick);
+    assert_eq!(h.partition("t", 0).leader, 1);
+}
