@@ -10,7 +10,8 @@
 //!   restarted node re-apply entries before it hears from a leader, and an older value is safe.
 //!
 //! All non-purged entries are also held in memory: the metadata log is small and snapshots bound
-//! its length. Appends are fsynced before openraft is told they are durable. A damaged tail of the
+//! its length. Appends are fsynced before openraft is told they are durable, by a flusher thread
+//! that covers all appends queued during one fsync with the next (group commit). A damaged tail of the
 //! newest segment (a write torn by a crash) is truncated at start-up; damage anywhere else is
 //! reported as corruption.
 
@@ -55,16 +56,55 @@ struct LogInner {
     entries: BTreeMap<u64, StoredEntry>,
     segments: BTreeMap<u64, Segment>,
     /// Open handle of the newest segment, if appends may continue in it.
-    active: Option<(u64, File)>,
+    active: Option<(u64, Arc<File>)>,
     last_purged: Option<LogId>,
     vote: Option<Vote>,
     committed: Option<LogId>,
+    segment_bytes_max: u64,
 }
 
 /// File-backed [`RaftLogStorage`]; cheap to clone, clones share the same log.
 #[derive(Debug, Clone)]
 pub struct LogStore {
     inner: Arc<Mutex<LogInner>>,
+    flusher: std::sync::mpsc::Sender<FlushRequest>,
+}
+
+/// Appended entries waiting for their segment to be synced.
+struct FlushRequest {
+    file: Arc<File>,
+    callback: LogFlushed<TypeConfig>,
+}
+
+/// Group commit: every append queued while one fsync runs is covered by the next single fsync,
+/// so concurrent proposals share the disk's sync latency. Runs on its own thread because fsync
+/// blocks; ends when the last [`LogStore`] clone is dropped.
+fn run_flusher(requests: std::sync::mpsc::Receiver<FlushRequest>) {
+    while let Ok(first) = requests.recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = requests.try_recv() {
+            batch.push(more);
+        }
+        let mut synced: Vec<&Arc<File>> = Vec::new();
+        let mut failure: Option<io::Error> = None;
+        for request in &batch {
+            if synced.iter().any(|file| Arc::ptr_eq(file, &request.file)) {
+                continue;
+            }
+            if let Err(e) = request.file.sync_data() {
+                failure = Some(e);
+                break;
+            }
+            synced.push(&request.file);
+        }
+        for request in batch {
+            let result = match &failure {
+                None => Ok(()),
+                Some(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            request.callback.log_io_completed(result);
+        }
+    }
 }
 
 fn io_err(e: impl std::fmt::Display) -> io::Error {
@@ -78,6 +118,10 @@ fn segment_path(dir: &Path, first_index: u64) -> PathBuf {
 impl LogStore {
     /// Opens (creating if needed) the log under `dir`, repairing a torn tail.
     pub fn open(dir: &Path) -> Result<Self, RaftError> {
+        Self::open_with_segment_bytes(dir, SEGMENT_BYTES_MAX)
+    }
+
+    fn open_with_segment_bytes(dir: &Path, segment_bytes_max: u64) -> Result<Self, RaftError> {
         fs::create_dir_all(dir)?;
         let last_purged: Option<LogId> = read_value(&dir.join("purged"))?;
         let vote: Option<Vote> = read_value(&dir.join("vote"))?;
@@ -110,6 +154,7 @@ impl LogStore {
             last_purged,
             vote,
             committed,
+            segment_bytes_max,
         };
         let purged_index = last_purged.map(|id| id.index);
         let segment_count = firsts.len();
@@ -119,10 +164,15 @@ impl LogStore {
         }
         if let Some((&first, segment)) = inner.segments.iter().next_back() {
             let file = OpenOptions::new().append(true).open(&segment.path)?;
-            inner.active = Some((first, file));
+            inner.active = Some((first, Arc::new(file)));
         }
+        let (flusher, requests) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("raft-log-flush".into())
+            .spawn(move || run_flusher(requests))?;
         Ok(Self {
             inner: Arc::new(Mutex::new(inner)),
+            flusher,
         })
     }
 
@@ -258,9 +308,11 @@ impl LogInner {
             .or(self.last_purged)
     }
 
-    fn append(&mut self, entries: Vec<Entry>) -> io::Result<()> {
+    /// Writes `entries` to the active segment without syncing; returns the file that must be
+    /// synced before they count as durable.
+    fn append(&mut self, entries: Vec<Entry>) -> io::Result<Option<Arc<File>>> {
         let Some(first_new) = entries.first().map(|e| e.get_log_id().index) else {
-            return Ok(());
+            return Ok(None);
         };
         let expected = self.last_log_id().map_or(0, |id| id.index + 1);
         if first_new != expected && !(self.entries.is_empty() && self.last_purged.is_none()) {
@@ -273,7 +325,7 @@ impl LogInner {
             Some((first, _)) => self
                 .segments
                 .get(first)
-                .is_none_or(|segment| segment.len_bytes >= SEGMENT_BYTES_MAX),
+                .is_none_or(|segment| segment.len_bytes >= self.segment_bytes_max),
         };
         if needs_new_segment {
             let path = segment_path(&self.dir, first_new);
@@ -282,12 +334,12 @@ impl LogInner {
             fsutil::fsync_dir(&self.dir)?;
             self.segments
                 .insert(first_new, Segment { path, len_bytes: 0 });
-            self.active = Some((first_new, file));
+            self.active = Some((first_new, Arc::new(file)));
         }
-        let Some((segment_first, file)) = self.active.as_mut() else {
+        let Some((segment_first, file)) = self.active.as_ref() else {
             return Err(io_err("no active segment"));
         };
-        let segment_first = *segment_first;
+        let (segment_first, file) = (*segment_first, file.clone());
         let start = self.segments.get(&segment_first).map_or(0, |s| s.len_bytes);
 
         let mut buf = Vec::new();
@@ -297,8 +349,7 @@ impl LogInner {
             let payload = codec::encode(entry).map_err(io_err)?;
             codec::put_frame(&mut buf, &payload);
         }
-        file.write_all(&buf)?;
-        file.sync_data()?;
+        (&*file).write_all(&buf)?;
 
         if let Some(segment) = self.segments.get_mut(&segment_first) {
             segment.len_bytes = start + buf.len() as u64;
@@ -312,6 +363,14 @@ impl LogInner {
                     offset_bytes,
                 },
             );
+        }
+        Ok(Some(file))
+    }
+
+    #[cfg(test)]
+    fn append_synced(&mut self, entries: Vec<Entry>) -> io::Result<()> {
+        if let Some(file) = self.append(entries)? {
+            file.sync_data()?;
         }
         Ok(())
     }
@@ -339,7 +398,7 @@ impl LogInner {
             file.sync_all()?;
             segment.len_bytes = cut_offset;
             let append = OpenOptions::new().append(true).open(&segment.path)?;
-            self.active = Some((cut_segment, append));
+            self.active = Some((cut_segment, Arc::new(append)));
         }
         fsutil::fsync_dir(&self.dir)?;
         self.entries.split_off(&index);
@@ -474,8 +533,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let result = self.lock().append(entries);
         match result {
-            Ok(()) => {
+            Ok(None) => {
                 callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Ok(Some(file)) => {
+                if let Err(std::sync::mpsc::SendError(request)) =
+                    self.flusher.send(FlushRequest { file, callback })
+                {
+                    // The flusher thread is gone (it only exits with the store); sync here.
+                    let result = request.file.sync_data();
+                    request.callback.log_io_completed(result);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -496,5 +565,147 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.lock()
             .purge(log_id)
             .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Batch;
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    fn entry(term: u64, index: u64) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
+            payload: EntryPayload::Normal(Batch(vec![bytes::Bytes::from(vec![index as u8; 100])])),
+        }
+    }
+
+    fn indexes(store: &LogStore) -> Vec<(u64, u64)> {
+        store
+            .lock()
+            .entries
+            .values()
+            .map(|s| (s.entry.log_id.leader_id.term, s.entry.log_id.index))
+            .collect()
+    }
+
+    fn segment_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(SEGMENT_SUFFIX))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn rolls_truncates_and_purges_segments_and_reloads_the_same_log() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small segments: a handful of entries each.
+        let store = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        for index in 0..20 {
+            store.lock().append_synced(vec![entry(1, index)]).unwrap();
+        }
+        assert!(segment_files(dir.path()).len() >= 4);
+
+        // Replace entries from 9 on with a later term's, crossing segment boundaries.
+        store.lock().truncate(9).unwrap();
+        store
+            .lock()
+            .append((9..12).map(|i| entry(2, i)).collect())
+            .unwrap();
+        let expected: Vec<(u64, u64)> = (0..9)
+            .map(|i| (1, i))
+            .chain((9..12).map(|i| (2, i)))
+            .collect();
+        assert_eq!(indexes(&store), expected);
+
+        store
+            .lock()
+            .purge(LogId::new(CommittedLeaderId::new(1, 1), 6))
+            .unwrap();
+        let files_after_purge = segment_files(dir.path());
+        assert!(!files_after_purge.contains(&format!("{:020}{SEGMENT_SUFFIX}", 0)));
+        drop(store);
+
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        assert_eq!(indexes(&reopened), expected[7..].to_vec());
+        assert_eq!(reopened.lock().last_purged.map(|id| id.index), Some(6));
+        assert_eq!(reopened.read_range(3, 20, 100).unwrap_err(), 7);
+        assert_eq!(reopened.read_range(7, 8, 100).unwrap().len(), 2);
+        reopened.lock().append_synced(vec![entry(2, 12)]).unwrap();
+        assert!(
+            reopened.lock().append_synced(vec![entry(2, 14)]).is_err(),
+            "gaps are refused"
+        );
+    }
+
+    #[test]
+    fn purging_past_the_end_empties_the_log_and_appends_continue_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        for index in 0..3 {
+            store.lock().append_synced(vec![entry(1, index)]).unwrap();
+        }
+        // As after installing a snapshot that is ahead of the whole local log.
+        store
+            .lock()
+            .purge(LogId::new(CommittedLeaderId::new(3, 1), 50))
+            .unwrap();
+        assert!(segment_files(dir.path()).is_empty());
+        assert_eq!(store.lock().last_log_id().map(|id| id.index), Some(50));
+        store.lock().append_synced(vec![entry(3, 51)]).unwrap();
+        drop(store);
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        assert_eq!(indexes(&reopened), vec![(3, 51)]);
+    }
+
+    #[test]
+    fn damage_before_the_newest_segment_is_reported_as_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        for index in 0..20 {
+            store.lock().append_synced(vec![entry(1, index)]).unwrap();
+        }
+        drop(store);
+        let first = dir.path().join(&segment_files(dir.path())[0]);
+        let mut raw = fs::read(&first).unwrap();
+        raw[20] ^= 0xff;
+        fs::write(&first, raw).unwrap();
+        assert!(matches!(
+            LogStore::open_with_segment_bytes(dir.path(), 500),
+            Err(RaftError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_torn_newest_segment_is_cut_back_to_its_last_whole_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        for index in 0..5 {
+            store.lock().append_synced(vec![entry(1, index)]).unwrap();
+        }
+        drop(store);
+        let path = dir.path().join(&segment_files(dir.path())[0]);
+        let full = fs::metadata(&path).unwrap().len();
+        // Cut the last frame in half.
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(full - 50)
+            .unwrap();
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        assert_eq!(
+            indexes(&reopened),
+            (0..4).map(|i| (1, i)).collect::<Vec<_>>()
+        );
+        assert!(fs::metadata(&path).unwrap().len() < full - 50);
+        reopened.lock().append_synced(vec![entry(2, 4)]).unwrap();
+        drop(reopened);
+        let again = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        assert_eq!(indexes(&again).last(), Some(&(2, 4)));
     }
 }

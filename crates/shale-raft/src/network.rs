@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError as OpenRaftError, RemoteError,
-    Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError as OpenRaftError,
+    RemoteError, Unreachable,
 };
 use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -27,9 +27,11 @@ use crate::wire::{
     self, FetchBody, FetchRequest, FetchResponse, FrameError, Request, Response, MAGIC,
 };
 
-/// Entries per AppendEntries request; keeps frames well below [`wire::MAX_FRAME_BYTES`] given
-/// [`crate::MAX_PROPOSAL_BYTES`].
-pub const MAX_ENTRIES_PER_APPEND: u64 = 32;
+/// Entries per AppendEntries request. Requests that would exceed [`wire::MAX_FRAME_BYTES`] are
+/// refused locally with `PayloadTooLarge`, which makes openraft retry with fewer entries.
+pub const MAX_ENTRIES_PER_APPEND: u64 = 256;
+/// Allowance for an entry's framing and log id on top of its application bytes.
+const ENTRY_OVERHEAD_BYTES: usize = 128;
 /// Snapshot bytes per InstallSnapshot chunk.
 pub const SNAPSHOT_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// Upper bound of entries returned to an observer per fetch.
@@ -228,6 +230,22 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, OpenRaftError<NodeId>>>
     {
+        let estimated_bytes: usize = rpc
+            .entries
+            .iter()
+            .map(|entry| match &entry.payload {
+                openraft::EntryPayload::Normal(batch) => {
+                    batch.size_bytes() + batch.0.len() * 8 + ENTRY_OVERHEAD_BYTES
+                }
+                _ => ENTRY_OVERHEAD_BYTES * 4,
+            })
+            .sum();
+        if estimated_bytes > wire::MAX_FRAME_BYTES && rpc.entries.len() > 1 {
+            let hint = (rpc.entries.len() / 2) as u64;
+            return Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(hint),
+            ));
+        }
         let response = self
             .call(&Request::AppendEntries(rpc), option.hard_ttl())
             .await
