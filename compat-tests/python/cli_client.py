@@ -1,0 +1,378 @@
+"""Apache Kafka's command-line tools (from kafka-tools), run as Java classes:
+TopicCommand, ConfigCommand, ConsumerGroupCommand, DeleteRecordsCommand, GetOffsetShell,
+BrokerApiVersionsCommand, ClusterTool, ConsoleProducer/ConsoleConsumer and the verifiable
+producer and consumer. Outputs are parsed and checked against expected values."""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from common import (CODECS, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log, main)
+
+LIB = os.environ.get("COMPAT_KAFKA_LIB", str(Path(__file__).resolve().parent.parent / ".deps" / "kafka" / "lib"))
+TOOLS = "org.apache.kafka.tools."
+QUIET_LOG4J = Path(tempfile.gettempdir()) / "compat-cli-log4j2.properties"
+
+
+def tool(cls, *args, input_bytes=None, timeout=60, ok=True):
+    if not QUIET_LOG4J.exists():
+        QUIET_LOG4J.write_text("rootLogger.level=ERROR\nrootLogger.appenderRef.err.ref=ERR\n"
+                               "appender.err.type=Console\nappender.err.name=ERR\nappender.err.target=SYSTEM_ERR\n"
+                               "appender.err.layout.type=PatternLayout\nappender.err.layout.pattern=%p %m%n\n")
+    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={QUIET_LOG4J}",
+           "-cp", f"{LIB}/*", cls if cls.startswith(("org.", "kafka.")) else TOOLS + cls, *args]
+    proc = subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout)
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    log(f"$ {cls} {' '.join(args)}\n  -> exit {proc.returncode}\n{out[-1500:]}{err[-1500:]}")
+    if ok and proc.returncode != 0:
+        raise Failure(f"{cls} {' '.join(args)} exited {proc.returncode}: {err[-600:] or out[-600:]}")
+    return proc.returncode, out, err
+
+
+def write_tmp(text, suffix=".properties"):
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def topics_cmd(ctx, *args, **kw):
+    return tool("TopicCommand", "--bootstrap-server", ctx.bootstrap, *args, **kw)
+
+
+def create_topic(ctx, topic, partitions=1, *configs):
+    extra = []
+    for c in configs:
+        extra += ["--config", c]
+    topics_cmd(ctx, "--create", "--topic", topic, "--partitions", str(partitions), "--replication-factor", "1", *extra)
+
+
+def verifiable_produce(ctx, topic, count, config="", *extra):
+    path = write_tmp(config)
+    try:
+        _, out, _ = tool("VerifiableProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+                         "--max-messages", str(count), "--producer.config", path, *extra, timeout=90)
+    finally:
+        os.unlink(path)
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    acked = [e for e in events if e.get("name") == "producer_send_success"]
+    errors = [e for e in events if e.get("name") == "producer_send_error"]
+    check(not errors, f"send errors: {errors[:3]}")
+    check_eq(len(acked), count, "acked sends")
+    return acked
+
+
+def console_consume(ctx, topic, count, *extra):
+    _, out, _ = tool("consumer.ConsoleConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+                     "--from-beginning", "--max-messages", str(count), "--timeout-ms", "20000", *extra, timeout=60)
+    return out.splitlines()
+
+
+def scenario_metadata(ctx):
+    _, out, _ = tool("BrokerApiVersionsCommand", "--bootstrap-server", ctx.bootstrap)
+    check(f"{ctx.bootstrap} (id: 1" in out, f"broker line for {ctx.bootstrap}")
+    for api in ("Produce(0)", "Fetch(1)", "ListOffsets(2)", "Metadata(3)", "ApiVersions(18)", "CreateTopics(19)"):
+        line = next((line for line in out.splitlines() if api in line), "")
+        check("usable:" in line, f"{api} usable: {line.strip()!r}")
+    _, out, _ = tool("ClusterTool", "cluster-id", "--bootstrap-server", ctx.bootstrap)
+    check(re.search(r"Cluster ID: \S+", out), f"cluster id printed: {out!r}")
+    topic = ctx.topic()
+    create_topic(ctx, topic, 3)
+    _, out, _ = topics_cmd(ctx, "--list")
+    check(topic in out.split(), "topic listed")
+
+
+def scenario_topics(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic, 2, "retention.ms=123456789")
+    _, out, _ = topics_cmd(ctx, "--describe", "--topic", topic)
+    check(re.search(r"PartitionCount:\s*2\b", out), "2 partitions described")
+    check(re.search(r"retention\.ms=123456789", out), "config shown")
+    check_eq(len(re.findall(r"Partition: \d+\s+Leader: 1\s+Replicas: 1\s+Isr: 1", out)), 2, "partition lines")
+    code, out, err = topics_cmd(ctx, "--create", "--topic", topic, "--partitions", "1", ok=False)
+    check(code != 0 and "TopicExistsException" in out + err, "duplicate create reports TopicExistsException")
+    topics_cmd(ctx, "--alter", "--topic", topic, "--partitions", "5")
+    _, out, _ = topics_cmd(ctx, "--describe", "--topic", topic)
+    check(re.search(r"PartitionCount:\s*5\b", out), "5 partitions after --alter")
+    topics_cmd(ctx, "--delete", "--topic", topic)
+    deadline = time.monotonic() + 20
+    while topic in topics_cmd(ctx, "--list")[1].split():
+        check(time.monotonic() < deadline, "topic gone from --list")
+        time.sleep(0.5)
+    code, out, err = topics_cmd(ctx, "--describe", "--topic", topic, ok=False)
+    check(code != 0 and "does not exist" in out + err, "describing a deleted topic fails")
+
+
+def scenario_codecs(ctx):
+    for codec in CODECS:
+        topic = ctx.topic(codec)
+        create_topic(ctx, topic)
+        acked = verifiable_produce(ctx, topic, 100, f"compression.type={codec}\nlinger.ms=20\n",
+                                   "--repeating-keys", "7")
+        check_eq(sorted(e["offset"] for e in acked), list(range(100)), f"{codec}: acked offsets")
+        lines = console_consume(ctx, topic, 100, "--property", "print.key=true", "--property", "key.separator=|",
+                                "--property", "print.offset=true")
+        got = [line for line in lines if "|" in line]
+        check_eq(len(got), 100, f"{codec}: consumed")
+        for i, line in enumerate(got):
+            parts = line.split("|")
+            check_eq(parts[0], f"Offset:{i}", f"{codec}: offset of line {i}")
+            check_eq(parts[1:], [str(i % 7), str(i)], f"{codec}: key/value of offset {i}")
+        log(codec, "ok")
+    # Headers, keys, timestamps and null values through the console producer/consumer.
+    topic = ctx.topic("headers")
+    create_topic(ctx, topic)
+    lines = "h1:v1,h2:x\tk1\tvalue-1\nh1:v2\tk2\tvalue-2\n"
+    tool("ConsoleProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+         "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true",
+         "--reader-property", "key.separator=\t", "--reader-property", "headers.delimiter=\t",
+         "--reader-property", "headers.separator=,", "--reader-property", "headers.key.separator=:",
+         input_bytes=lines.encode())
+    out = console_consume(ctx, topic, 2, "--property", "print.headers=true", "--property", "print.key=true",
+                          "--property", "print.timestamp=true", "--property", "key.separator=|")
+    got = [line for line in out if "|" in line]
+    check_eq(len(got), 2, "console records")
+    check(re.match(r"CreateTime:\d+\|h1:v1,h2:x\|k1\|value-1$", got[0]), f"record 1: {got[0]!r}")
+    check(re.match(r"CreateTime:\d+\|h1:v2\|k2\|value-2$", got[1]), f"record 2: {got[1]!r}")
+
+
+def scenario_idempotent(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    acked = verifiable_produce(ctx, topic, 500, "enable.idempotence=true\nacks=all\nretries=10\nmax.in.flight.requests.per.connection=5\n")
+    check_eq(sorted(e["offset"] for e in acked), list(range(500)), "acked offsets")
+    _, out, _ = tool("TransactionsCommand", "--bootstrap-server", ctx.bootstrap, "describe-producers",
+                     "--topic", topic, "--partition", "0")
+    rows = [line.split() for line in out.splitlines()[1:] if line.strip()]
+    check_eq(len(rows), 1, f"one active producer: {out!r}")
+    check_eq(rows[0][3], "499", "LastSequence of the producer")
+
+
+def verifiable_consume(ctx, topic, group, count, *extra):
+    _, out, _ = tool("VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--group-id", group,
+                     "--max-messages", str(count), "--session-timeout", "6000", "--reset-policy", "earliest",
+                     *extra, timeout=90)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def scenario_group(ctx):
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(ctx, topic, 2)
+    verifiable_produce(ctx, topic, 20, "")
+    events = verifiable_consume(ctx, topic, group, 8)
+    consumed = sum(e["count"] for e in events if e["name"] == "records_consumed")
+    check(consumed >= 8, f"consumed {consumed}")
+    commits = [e for e in events if e["name"] == "offsets_committed"]
+    check(commits and all(e["success"] for e in commits), f"commits succeeded: {commits}")
+    committed = {}
+    for e in commits:
+        for o in e["offsets"]:
+            committed[o["partition"]] = o["offset"]
+    total_first = sum(committed.values())
+    check(total_first >= 8, f"committed {committed}")
+    events = verifiable_consume(ctx, topic, group, 20 - total_first)
+    second = [e for e in events if e["name"] == "records_consumed"]
+    for e in second:
+        for p in e["partitions"]:
+            check(p["minOffset"] >= committed.get(p["partition"], 0),
+                  f"resumed at the committed offset on partition {p['partition']}: {p}")
+    check_eq(sum(e["count"] for e in second), 20 - total_first, "records after resume")
+    _, out, _ = tool("consumer.group.ConsumerGroupCommand", "--bootstrap-server", ctx.bootstrap, "--list")
+    check(group in out.split(), "group listed")
+
+
+def scenario_rebalance(ctx, strategy=None):
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(ctx, topic, 4)
+    extra = ["--assignment-strategy", strategy] if strategy else []
+    cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={QUIET_LOG4J}", "-cp", f"{LIB}/*",
+           TOOLS + "VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--group-id", group,
+           "--session-timeout", "6000", *extra]
+    tool("ClusterTool", "cluster-id", "--bootstrap-server", ctx.bootstrap)  # writes the log4j file
+    a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    b = None
+    try:
+        reader_a = EventReader(a)
+        reader_a.wait(lambda owned: len(owned) == 4, "a owns 4")
+        b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        owned_b = EventReader(b).wait(lambda owned: len(owned) == 2, "b owns 2")
+        owned_a = reader_a.wait(lambda owned: len(owned) == 2, "a owns 2")
+        check_eq(owned_a | owned_b, {0, 1, 2, 3}, "all partitions assigned")
+        check_eq(owned_a & owned_b, set(), "no partition assigned twice")
+    finally:
+        for proc in (a, b):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+class EventReader:
+    """Reads a VerifiableConsumer's JSON events on a thread (a select() on the pipe would miss
+    lines already buffered by readline)."""
+
+    def __init__(self, proc):
+        import queue
+        import threading
+        self.events = queue.Queue()
+        self.owned = set()
+
+        def pump():
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    self.events.put(json.loads(line))
+        threading.Thread(target=pump, daemon=True).start()
+
+    def wait(self, done, what, timeout_s=40):
+        import queue
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                event = self.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            parts = {p["partition"] for p in event.get("partitions", [])}
+            if event["name"] == "partitions_assigned":
+                self.owned |= parts
+            elif event["name"] in ("partitions_revoked", "partitions_lost"):
+                self.owned -= parts
+            log("event", event["name"], sorted(parts), "->", sorted(self.owned))
+            if event["name"] in ("partitions_assigned", "partitions_revoked") and done(self.owned):
+                return set(self.owned)
+        raise Failure(f"timed out waiting for {what} (owned {self.owned})")
+
+
+def scenario_offsets_for_times(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    base = int(time.time() * 1000) - 60_000
+    verifiable_produce(ctx, topic, 5, "", "--message-create-time", str(base))
+    verifiable_produce(ctx, topic, 5, "", "--message-create-time", str(base + 10_000))
+    verifiable_produce(ctx, topic, 1, "", "--message-create-time", str(base + 20_000))
+
+    def offset_at(time_arg):
+        _, out, _ = tool("GetOffsetShell", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--time", time_arg)
+        return [line.strip() for line in out.splitlines() if line.startswith(topic)]
+    check_eq(offset_at(str(base + 5_000)), [f"{topic}:0:5"], "offset for a timestamp between the runs")
+    check_eq(offset_at(str(base)), [f"{topic}:0:0"], "offset for the first timestamp")
+    check_eq(offset_at("-2"), [f"{topic}:0:0"], "earliest")
+    check_eq(offset_at("-1"), [f"{topic}:0:11"], "latest")
+    check_eq(offset_at("-3"), [f"{topic}:0:10"], "max timestamp")
+
+
+def configs_cmd(ctx, *args, **kw):
+    return tool("ConfigCommand", "--bootstrap-server", ctx.bootstrap, *args, **kw)
+
+
+def scenario_configs(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "topics", "--entity-name", topic, "--all")
+    check(re.search(r"\bretention\.ms=604800000 sensitive=false\b", out), "default retention.ms")
+    check(re.search(r"\bmax\.message\.bytes=1048588\b", out), "default max.message.bytes")
+    configs_cmd(ctx, "--alter", "--entity-type", "topics", "--entity-name", topic, "--add-config",
+                "retention.ms=3600000,cleanup.policy=compact")
+    _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "topics", "--entity-name", topic)
+    check(re.search(r"retention\.ms=3600000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention\.ms=3600000", out),
+          "altered retention.ms is a dynamic topic config")
+    check(re.search(r"cleanup\.policy=compact", out), "altered cleanup.policy")
+    configs_cmd(ctx, "--alter", "--entity-type", "topics", "--entity-name", topic, "--delete-config", "cleanup.policy")
+    _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "topics", "--entity-name", topic)
+    check("cleanup.policy" not in out, "deleted override no longer listed")
+    _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "brokers", "--entity-name", "1", "--all")
+    check(re.search(r"\bnum\.partitions=1\b", out), "broker num.partitions=1")
+
+
+def scenario_delete_records(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    verifiable_produce(ctx, topic, 10, "")
+    path = write_tmp(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 4}], "version": 1}), ".json")
+    try:
+        _, out, _ = tool("DeleteRecordsCommand", "--bootstrap-server", ctx.bootstrap, "--offset-json-file", path)
+    finally:
+        os.unlink(path)
+    check(re.search(rf"{re.escape(topic)}-0\s+low_watermark: 4", out), "low watermark 4 reported")
+    _, out, _ = tool("GetOffsetShell", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--time", "-2")
+    check_eq([line.strip() for line in out.splitlines() if line.startswith(topic)], [f"{topic}:0:4"], "earliest")
+    values = console_consume(ctx, topic, 6)
+    check_eq([v for v in values if v.strip().isdigit()], [str(i) for i in range(4, 10)], "remaining records")
+
+
+def scenario_consumer_lag(ctx):
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(ctx, topic, 2)
+    verifiable_produce(ctx, topic, 20, "", "--repeating-keys", "2")
+    cg = ("consumer.group.ConsumerGroupCommand", "--bootstrap-server", ctx.bootstrap)
+    # Commit offset 3 on partition 0 and 6 on partition 1 for an inactive group.
+    tool(*cg, "--group", group, "--reset-offsets", "--topic", f"{topic}:0", "--to-offset", "3", "--execute")
+    tool(*cg, "--group", group, "--reset-offsets", "--topic", f"{topic}:1", "--to-offset", "6", "--execute")
+    _, out, _ = tool("GetOffsetShell", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--time", "-1")
+    ends = {int(line.split(":")[1]): int(line.split(":")[2]) for line in out.splitlines() if line.startswith(topic)}
+    check_eq(sum(ends.values()), 20, f"log end offsets {ends}")
+    _, out, _ = tool(*cg, "--describe", "--group", group)
+    rows = {}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] == group and cols[1] == topic:
+            rows[int(cols[2])] = (cols[3], cols[4], cols[5])
+    expected = {0: ("3", str(ends[0]), str(ends[0] - 3)), 1: ("6", str(ends[1]), str(ends[1] - 6))}
+    check_eq(rows, expected, "CURRENT-OFFSET, LOG-END-OFFSET and LAG per partition")
+    _, out, _ = tool(*cg, "--describe", "--group", group, "--state")
+    check(re.search(rf"{re.escape(group)}\s+.*\bEmpty\b", out), f"group state Empty: {out!r}")
+    _, out, _ = tool(*cg, "--delete", "--group", group)
+    check("was successful" in out, "group deleted")
+    _, out, _ = tool(*cg, "--list")
+    check(group not in out.split(), "deleted group no longer listed")
+
+
+def scenario_errors(ctx):
+    code, out, err = topics_cmd(ctx, "--describe", "--topic", ctx.topic("missing"), ok=False)
+    check(code != 0 and "does not exist" in out + err, "describe missing topic fails")
+    code, out, err = topics_cmd(ctx, "--create", "--topic", ctx.topic("bad"), "--config", "cleanup.policy=bogus", ok=False)
+    # TopicCommand validates topic configs itself before sending CreateTopics
+    check(code != 0 and "Invalid value bogus for configuration cleanup.policy" in out + err, "invalid config reported")
+    code, out, err = topics_cmd(ctx, "--create", "--topic", ctx.topic("rf"), "--replication-factor", "3", ok=False)
+    check(code != 0 and "InvalidReplicationFactorException" in out + err, "replication factor above broker count")
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    code, out, err = configs_cmd(ctx, "--alter", "--entity-type", "topics", "--entity-name", topic,
+                                 "--add-config", "retention.ms=abc", ok=False)
+    check(code != 0 and "InvalidConfigurationException" in out + err, "invalid config value on alter")
+    big = b"x" * TOO_LARGE_VALUE_BYTES + b"\n"
+    code, out, err = tool("ConsoleProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+                          "--command-property", "max.request.size=4000000", "--command-property", "compression.type=none",
+                          "--command-property", "enable.idempotence=false", "--command-property", "retries=0",
+                          input_bytes=big, ok=False)
+    check("RecordTooLargeException" in out + err, "record too large reported as RecordTooLargeException")
+
+
+SCENARIOS = {
+    "metadata": scenario_metadata,
+    "topics": scenario_topics,
+    "codecs": scenario_codecs,
+    "idempotent": scenario_idempotent,
+    "group": scenario_group,
+    "rebalance": scenario_rebalance,
+    "cooperative": lambda ctx: scenario_rebalance(ctx, "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
+    "offsets_for_times": scenario_offsets_for_times,
+    "configs": scenario_configs,
+    "delete_records": scenario_delete_records,
+    "consumer_lag": scenario_consumer_lag,
+    "errors": scenario_errors,
+}
+
+
+def version():
+    jars = sorted(Path(LIB).glob("kafka-tools-*.jar"))
+    return f"Kafka command-line tools {jars[0].stem.split('-')[-1]}" if jars else "kafka-tools (missing)"
+
+
+if __name__ == "__main__":
+    main(version, SCENARIOS)
