@@ -663,9 +663,12 @@ pub(crate) struct HeaderScanner {
     end: u64,
     buf: Vec<u8>,
     buf_start: u64,
+    last_len: u64,
 }
 
 const SCAN_BUF_BYTES: usize = 16 * 1024;
+/// Batches at least this large are skipped by reading only the next header.
+const LARGE_BATCH_BYTES: u64 = 2048;
 
 impl HeaderScanner {
     pub(crate) fn new(file: Arc<File>, pos: u64, end: u64) -> Self {
@@ -675,6 +678,7 @@ impl HeaderScanner {
             end,
             buf: Vec::new(),
             buf_start: 0,
+            last_len: 0,
         }
     }
 
@@ -689,7 +693,13 @@ impl HeaderScanner {
         let have = self.pos >= self.buf_start
             && self.pos + HEADER_LEN as u64 <= self.buf_start + self.buf.len() as u64;
         if !have {
-            let n = ((self.end - self.pos) as usize).min(SCAN_BUF_BYTES);
+            // Small batches: read many headers at once; large ones: just the next header.
+            let want = if self.last_len >= LARGE_BATCH_BYTES {
+                HEADER_LEN
+            } else {
+                SCAN_BUF_BYTES
+            };
+            let n = ((self.end - self.pos) as usize).min(want);
             self.buf.resize(n, 0);
             self.file.read_exact_at(&mut self.buf, self.pos)?;
             self.buf_start = self.pos;
@@ -705,6 +715,7 @@ impl HeaderScanner {
         }
         let at = self.pos;
         self.pos += total;
+        self.last_len = total;
         Ok(Some((at, h)))
     }
 }
