@@ -125,18 +125,14 @@ async fn a_partitioned_voter_catches_up_after_healing_without_losing_entries() {
     let cluster = Cluster::start(3, no_tweak).await;
     let leader = cluster.wait_leader(&[1, 2, 3]).await;
     let mut expected = Vec::new();
+    let mut before_cut = 0;
     for i in 0..5 {
-        cluster.propose(vec![&payload(i)]).await;
+        before_cut = cluster.propose(vec![&payload(i)]).await;
         expected.push(payload(i));
     }
     let isolated = [1, 2, 3].into_iter().find(|id| *id != leader).unwrap();
     let others: Vec<u64> = [1, 2, 3].into_iter().filter(|id| *id != isolated).collect();
-    cluster
-        .wait_applied(
-            &[isolated],
-            cluster.node(leader).status().last_applied_index.unwrap(),
-        )
-        .await;
+    cluster.wait_applied(&[isolated], before_cut).await;
     cluster.faults.isolate(isolated, &others);
 
     let mut last = 0;
