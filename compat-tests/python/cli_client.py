@@ -185,27 +185,45 @@ def scenario_group(ctx):
     check(group in out.split(), "group listed")
 
 
-def scenario_rebalance(ctx, strategy=None):
+def scenario_rebalance(ctx, strategy=None, static=False):
     topic, group = ctx.topic(), ctx.group()
     create_topic(ctx, topic, 4)
     extra = ["--assignment-strategy", strategy] if strategy else []
-    cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={QUIET_LOG4J}", "-cp", f"{LIB}/*",
-           TOOLS + "VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--group-id", group,
-           "--session-timeout", "6000", *extra]
     tool("ClusterTool", "cluster-id", "--bootstrap-server", ctx.bootstrap)  # writes the log4j file
-    a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    b = None
+
+    def start(instance):
+        cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={QUIET_LOG4J}", "-cp", f"{LIB}/*",
+               TOOLS + "VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+               "--group-id", group, "--session-timeout", "20000" if static else "6000", *extra]
+        if static:
+            cmd += ["--group-instance-id", instance]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    procs = []
     try:
+        a = start("member-a")
+        procs.append(a)
         reader_a = EventReader(a)
         reader_a.wait(lambda owned: len(owned) == 4, "a owns 4")
-        b = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        owned_b = EventReader(b).wait(lambda owned: len(owned) == 2, "b owns 2")
+        b = start("member-b")
+        procs.append(b)
+        reader_b = EventReader(b)
+        owned_b = reader_b.wait(lambda owned: len(owned) == 2, "b owns 2")
         owned_a = reader_a.wait(lambda owned: len(owned) == 2, "a owns 2")
         check_eq(owned_a | owned_b, {0, 1, 2, 3}, "all partitions assigned")
         check_eq(owned_a & owned_b, set(), "no partition assigned twice")
+        if static:
+            a.terminate()
+            a.wait(timeout=30)
+            a2 = start("member-a")
+            procs.append(a2)
+            again = EventReader(a2).wait(lambda owned: len(owned) == 2, "restarted static member owns 2")
+            check_eq(again, owned_a, "static member keeps its partitions")
+            time.sleep(1)
+            check(reader_b.events.empty(), "the other static member saw no rebalance")
     finally:
-        for proc in (a, b):
-            if proc is not None:
+        for proc in procs:
+            if proc.poll() is None:
                 proc.terminate()
                 try:
                     proc.wait(timeout=15)
@@ -360,6 +378,7 @@ SCENARIOS = {
     "idempotent": scenario_idempotent,
     "group": scenario_group,
     "rebalance": scenario_rebalance,
+    "static": lambda ctx: scenario_rebalance(ctx, static=True),
     "cooperative": lambda ctx: scenario_rebalance(ctx, "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
     "offsets_for_times": scenario_offsets_for_times,
     "configs": scenario_configs,
