@@ -127,7 +127,10 @@ pub struct MetadataImage {
     brokers: Arc<BTreeMap<i32, BrokerRegistration>>,
     topics: Arc<BTreeMap<Uuid, Arc<TopicImage>>>,
     topic_ids_by_name: Arc<BTreeMap<String, Uuid>>,
-    configs: Arc<BTreeMap<ConfigResource, BTreeMap<String, String>>>,
+    /// Explicit topic configs by topic name.
+    topic_configs: Arc<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Dynamic broker configs; `None` holds the cluster-wide defaults.
+    broker_configs: Arc<BTreeMap<Option<i32>, BTreeMap<String, String>>>,
     features: Arc<BTreeMap<String, i16>>,
     acls: Arc<BTreeMap<Uuid, AclEntry>>,
     scram_credentials: Arc<BTreeMap<(String, i8), ScramCredential>>,
@@ -212,21 +215,82 @@ impl MetadataImage {
 
     /// Explicitly set configs of a topic (not defaults).
     pub fn topic_configs(&self, topic: &str) -> &BTreeMap<String, String> {
-        self.configs(&ConfigResource::Topic(topic.to_string()))
+        self.topic_configs.get(topic).unwrap_or(&EMPTY_CONFIGS)
     }
 
     /// Dynamic configs of one broker.
     pub fn broker_configs(&self, broker_id: i32) -> &BTreeMap<String, String> {
-        self.configs(&ConfigResource::Broker(broker_id))
+        self.broker_configs
+            .get(&Some(broker_id))
+            .unwrap_or(&EMPTY_CONFIGS)
     }
 
     /// Dynamic cluster-wide default broker configs.
     pub fn cluster_default_broker_configs(&self) -> &BTreeMap<String, String> {
-        self.configs(&ConfigResource::ClusterDefaultBroker)
+        self.broker_configs.get(&None).unwrap_or(&EMPTY_CONFIGS)
     }
 
     pub fn configs(&self, resource: &ConfigResource) -> &BTreeMap<String, String> {
-        self.configs.get(resource).unwrap_or(&EMPTY_CONFIGS)
+        match resource {
+            ConfigResource::Topic(name) => self.topic_configs(name),
+            ConfigResource::Broker(id) => self.broker_configs(*id),
+            ConfigResource::ClusterDefaultBroker => self.cluster_default_broker_configs(),
+        }
+    }
+
+    /// Every resource that has explicit configs, with them.
+    pub fn all_configs(&self) -> Vec<(ConfigResource, &BTreeMap<String, String>)> {
+        let brokers = self.broker_configs.iter().map(|(id, c)| {
+            let resource = match id {
+                Some(id) => ConfigResource::Broker(*id),
+                None => ConfigResource::ClusterDefaultBroker,
+            };
+            (resource, c)
+        });
+        let topics = self
+            .topic_configs
+            .iter()
+            .map(|(name, c)| (ConfigResource::Topic(name.clone()), c));
+        brokers.chain(topics).collect()
+    }
+
+    fn set_config(&mut self, resource: &ConfigResource, name: &str, value: Option<&String>) {
+        fn update<K: Ord + Clone>(
+            map: &mut BTreeMap<K, BTreeMap<String, String>>,
+            key: &K,
+            name: &str,
+            value: Option<&String>,
+        ) {
+            match value {
+                Some(v) => {
+                    map.entry(key.clone())
+                        .or_default()
+                        .insert(name.to_string(), v.clone());
+                }
+                None => {
+                    if let Some(configs) = map.get_mut(key) {
+                        configs.remove(name);
+                        if configs.is_empty() {
+                            map.remove(key);
+                        }
+                    }
+                }
+            }
+        }
+        match resource {
+            ConfigResource::Topic(topic) => {
+                update(Arc::make_mut(&mut self.topic_configs), topic, name, value)
+            }
+            ConfigResource::Broker(id) => update(
+                Arc::make_mut(&mut self.broker_configs),
+                &Some(*id),
+                name,
+                value,
+            ),
+            ConfigResource::ClusterDefaultBroker => {
+                update(Arc::make_mut(&mut self.broker_configs), &None, name, value)
+            }
+        }
     }
 
     pub fn feature_level(&self, name: &str) -> Option<i16> {
@@ -419,9 +483,8 @@ impl MetadataImage {
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(topic) = Arc::make_mut(&mut self.topics).remove(topic_id) {
                     Arc::make_mut(&mut self.topic_ids_by_name).remove(&topic.name);
-                    let resource = ConfigResource::Topic(topic.name.clone());
-                    if self.configs.contains_key(&resource) {
-                        Arc::make_mut(&mut self.configs).remove(&resource);
+                    if self.topic_configs.contains_key(&topic.name) {
+                        Arc::make_mut(&mut self.topic_configs).remove(&topic.name);
                     }
                 }
             }
@@ -429,25 +492,7 @@ impl MetadataImage {
                 resource,
                 name,
                 value,
-            } => {
-                let configs = Arc::make_mut(&mut self.configs);
-                match value {
-                    Some(value) => {
-                        configs
-                            .entry(resource.clone())
-                            .or_default()
-                            .insert(name.clone(), value.clone());
-                    }
-                    None => {
-                        if let Some(map) = configs.get_mut(resource) {
-                            map.remove(name);
-                            if map.is_empty() {
-                                configs.remove(resource);
-                            }
-                        }
-                    }
-                }
-            }
+            } => self.set_config(resource, name, value.as_ref()),
             MetadataRecord::AccessControlEntry {
                 id,
                 resource_type,
@@ -595,7 +640,7 @@ impl MetadataImage {
                 });
             }
         }
-        for (resource, configs) in self.configs.iter() {
+        for (resource, configs) in self.all_configs() {
             for (name, value) in configs {
                 out.push(MetadataRecord::Config {
                     resource: resource.clone(),
@@ -707,7 +752,8 @@ impl PartialEq for MetadataImage {
             && self.brokers == other.brokers
             && self.topics == other.topics
             && self.topic_ids_by_name == other.topic_ids_by_name
-            && self.configs == other.configs
+            && self.topic_configs == other.topic_configs
+            && self.broker_configs == other.broker_configs
             && self.features == other.features
             && self.acls == other.acls
             && self.scram_credentials == other.scram_credentials
