@@ -35,12 +35,16 @@
 //!   replicated change per broker start, and adding one to a single-voter cluster is reported
 //!   to misbehave (openraft issue 1545). A fetch needs no membership change and matches how KRaft
 //!   observers work.
+//! - [`CommittedLog`] is a ready-made state machine for pull-style consumers (read committed
+//!   batches after an index, save an application snapshot to compact), which is the shape of a
+//!   metadata `QuorumLog`.
 //! - Membership is fixed to `controller.quorum.voters`; the first start initialises it, later
 //!   starts find the log and the vote and skip that step.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod codec;
+mod committed_log;
 mod config;
 mod error;
 mod fsutil;
@@ -52,6 +56,7 @@ mod state_machine;
 mod types;
 mod wire;
 
+pub use committed_log::{CommittedLog, CommittedRead};
 pub use config::{
     parse_voters, RaftConfig, DEFAULT_ELECTION_TIMEOUT_MAX_MS, DEFAULT_ELECTION_TIMEOUT_MIN_MS,
     DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LOG_ENTRIES_KEPT_AFTER_SNAPSHOT, DEFAULT_RPC_TIMEOUT_MS,
@@ -60,7 +65,7 @@ pub use config::{
 pub use error::RaftError;
 pub use log_store::SEGMENT_BYTES_MAX;
 pub use network::LinkFaults;
-pub use node::{NodeStatus, RaftNode, MAX_PROPOSAL_BYTES};
+pub use node::{LeaderInfo, NodeStatus, RaftNode, MAX_PROPOSAL_BYTES};
 pub use observer::{ObserverConfig, RaftObserver};
 pub use state_machine::{ReplicatedStateMachine, StateMachineError};
 pub use wire::MAX_FRAME_BYTES;

@@ -34,6 +34,15 @@ pub struct NodeStatus {
     pub purged_index: Option<u64>,
 }
 
+/// Who leads the quorum as far as this node knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LeaderInfo {
+    /// `None` during an election.
+    pub leader_id: Option<u64>,
+    /// The Raft term; grows with every election, usable as the leader epoch.
+    pub term: u64,
+}
+
 /// A running voter: replicates, votes and serves observers on its controller listener.
 pub struct RaftNode {
     node_id: NodeId,
@@ -42,7 +51,7 @@ pub struct RaftNode {
     local_addr: SocketAddr,
     server: JoinHandle<()>,
     leader_watcher: JoinHandle<()>,
-    leader_rx: watch::Receiver<Option<u64>>,
+    leader_rx: watch::Receiver<LeaderInfo>,
 }
 
 impl std::fmt::Debug for RaftNode {
@@ -124,11 +133,15 @@ impl RaftNode {
             }
         }
 
-        let (leader_tx, leader_rx) = watch::channel(raft.metrics().borrow().current_leader);
+        let leader_info = |m: &RaftMetrics<NodeId, BasicNode>| LeaderInfo {
+            leader_id: m.current_leader,
+            term: m.current_term,
+        };
+        let (leader_tx, leader_rx) = watch::channel(leader_info(&raft.metrics().borrow()));
         let mut metrics = raft.metrics();
         let leader_watcher = tokio::spawn(async move {
             while metrics.changed().await.is_ok() {
-                let leader = metrics.borrow_and_update().current_leader;
+                let leader = leader_info(&metrics.borrow_and_update());
                 leader_tx.send_if_modified(|current| {
                     let changed = *current != leader;
                     *current = leader;
@@ -194,7 +207,7 @@ impl RaftNode {
 
     /// The leader this node currently knows of.
     pub fn leader_id(&self) -> Option<u64> {
-        *self.leader_rx.borrow()
+        self.leader_rx.borrow().leader_id
     }
 
     /// The controller listener address of the known leader.
@@ -208,8 +221,8 @@ impl RaftNode {
         m.current_leader == Some(self.node_id) && m.state == openraft::ServerState::Leader
     }
 
-    /// Follows leader changes; the value is `None` while no leader is known.
-    pub fn subscribe_leader(&self) -> watch::Receiver<Option<u64>> {
+    /// Follows leader and term changes.
+    pub fn subscribe_leader(&self) -> watch::Receiver<LeaderInfo> {
         self.leader_rx.clone()
     }
 

@@ -101,3 +101,90 @@ async fn an_observer_cut_off_from_the_leader_reads_from_another_voter() {
     let expected: Vec<Vec<u8>> = (0..10).map(payload).collect();
     assert_eq!(machine.payloads(), expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_log_serves_pull_readers_on_voters_and_observers() {
+    use bytes::Bytes;
+    use shale_raft::{CommittedLog, CommittedRead, RaftNode};
+
+    // Voters whose state machine is a CommittedLog.
+    let root = tempfile::tempdir().unwrap();
+    let mut listeners = Vec::new();
+    let mut voters = Vec::new();
+    for id in 1..=3u64 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        voters.push((id, listener.local_addr().unwrap()));
+        listeners.push(listener);
+    }
+    let faults = shale_raft::LinkFaults::new();
+    let mut nodes = Vec::new();
+    let mut logs = Vec::new();
+    for ((id, _), listener) in voters.clone().into_iter().zip(listeners) {
+        let mut config = common::fast_config(id, voters.clone(), root.path().join(id.to_string()));
+        snapshot_often(&mut config);
+        let log = CommittedLog::new();
+        nodes.push(
+            RaftNode::start_with_listener(config, log.clone(), listener, faults.clone())
+                .await
+                .unwrap(),
+        );
+        logs.push(log);
+    }
+    let leader = loop {
+        if let Some(node) = nodes.iter().find(|n| n.is_leader()) {
+            break node;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let mut last = 0;
+    for i in 0..30 {
+        last = leader.propose(vec![Bytes::from(payload(i))]).await.unwrap();
+    }
+    // The application compacts at some index; readers behind it must load its snapshot.
+    for log in &logs {
+        let mut committed = log.committed_index();
+        tokio::time::timeout(WAIT, committed.wait_for(|c| c.is_some_and(|c| c >= last)))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let CommittedRead::Entries(all) = logs[0].read_committed(None, 1000) else {
+        panic!("nothing compacted yet")
+    };
+    assert_eq!(all.len(), 30);
+    let compact_at = all[9].0;
+    logs[0].save_snapshot(compact_at, Bytes::from_static(b"image"));
+    assert_eq!(
+        logs[0].read_committed(Some(0), 10),
+        CommittedRead::SnapshotRequired
+    );
+    let CommittedRead::Entries(rest) = logs[0].read_committed(Some(compact_at), 1000) else {
+        panic!("entries after the snapshot")
+    };
+    assert_eq!(rest, all[10..].to_vec());
+
+    // An observer with its own CommittedLog sees the same batches.
+    let observed = CommittedLog::new();
+    let observer = RaftObserver::start_with_faults(
+        ObserverConfig::new(100, voters.clone()),
+        observed.clone(),
+        faults.clone(),
+    )
+    .unwrap();
+    observer.wait_applied(last, WAIT).await.unwrap();
+    match observed.read_committed(None, 1000) {
+        CommittedRead::Entries(entries) => assert_eq!(entries, all),
+        // The observer started from a voter's Raft snapshot: compare what follows its base.
+        CommittedRead::SnapshotRequired => {
+            let (base, _) = observed.latest_snapshot().unwrap();
+            let CommittedRead::Entries(entries) = observed.read_committed(Some(base), 1000) else {
+                panic!("entries after the snapshot")
+            };
+            let expected: Vec<_> = all.iter().filter(|(i, _)| *i > base).cloned().collect();
+            assert_eq!(entries, expected);
+        }
+    }
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
