@@ -262,13 +262,18 @@ impl RaftNode {
     }
 
     /// Stops the node: no more votes, replication or answers on the listener.
-    pub async fn shutdown(self) -> Result<(), RaftError> {
+    /// When this returns the listener is closed, so the address can be bound again.
+    pub async fn shutdown(mut self) -> Result<(), RaftError> {
         self.server.abort();
         self.leader_watcher.abort();
-        self.raft
+        let result = self
+            .raft
             .shutdown()
             .await
-            .map_err(|e| RaftError::Stopped(e.to_string()))
+            .map_err(|e| RaftError::Stopped(e.to_string()));
+        // Waiting for the aborted task makes sure its listener and connections are dropped.
+        let _ = (&mut self.server).await;
+        result
     }
 }
 
