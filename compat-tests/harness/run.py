@@ -172,9 +172,12 @@ def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
         detail = next((line[4:].strip() for line in output.splitlines() if line.startswith("N/A:")), "")
     else:
         status = "fail"
-        lines = [line for line in output.splitlines()[1:] if line.strip()]
+        # Keep the lines that say what failed: unindented ones (exception messages), not the
+        # indented frames of Python/Java/Node stack traces.
+        lines = [line for line in output.splitlines()[1:]
+                 if line.strip() and not line[0].isspace() and not line.startswith("Traceback")]
         detail = ("timed out after %ds; " % timeout_s if code is None else f"exit {code}; ") + \
-            " | ".join(lines[-6:])[-1200:]
+            " | ".join(lines[-4:])[-1200:]
     return {"client": client, "scenario": scenario, "status": status,
             "duration_s": round(duration, 2), "detail": detail, "log": str(log_path.relative_to(COMPAT_DIR))}
 

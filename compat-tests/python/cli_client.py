@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import (CODECS, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log, main)
+from common import (CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log, main)
 
 LIB = os.environ.get("COMPAT_KAFKA_LIB", str(Path(__file__).resolve().parent.parent / ".deps" / "kafka" / "lib"))
 TOOLS = "org.apache.kafka.tools."
@@ -138,6 +138,18 @@ def scenario_codecs(ctx):
     check_eq(len(got), 2, "console records")
     check(re.match(r"CreateTime:\d+\|h1:v1,h2:x\|k1\|value-1$", got[0]), f"record 1: {got[0]!r}")
     check(re.match(r"CreateTime:\d+\|h1:v2\|k2\|value-2$", got[1]), f"record 2: {got[1]!r}")
+
+
+def scenario_large(ctx):
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    value = ("0123456789abcdef" * (LARGE_VALUE_BYTES // 16 + 1))[:LARGE_VALUE_BYTES]
+    tool("ConsoleProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+         "--command-property", "max.request.size=2000000", input_bytes=value.encode() + b"\n")
+    lines = console_consume(ctx, topic, 1)
+    got = [line for line in lines if len(line) > 1000]
+    check_eq(len(got), 1, "one large record consumed")
+    check(got[0] == value, f"large value round-trips ({len(got[0])} bytes)")
 
 
 def scenario_idempotent(ctx):
@@ -375,6 +387,7 @@ SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
     "codecs": scenario_codecs,
+    "large": scenario_large,
     "idempotent": scenario_idempotent,
     "group": scenario_group,
     "rebalance": scenario_rebalance,
