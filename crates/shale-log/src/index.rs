@@ -64,11 +64,12 @@ impl IndexFile {
         path: &Path,
         entry_len: usize,
         max_bytes: u64,
+        create: bool,
     ) -> Result<IndexFile, LogError> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
+            .create(create)
             .truncate(false)
             .open(path)?;
         let len = file.metadata()?.len();
@@ -214,10 +215,15 @@ pub(crate) struct OffsetIndex {
 }
 
 impl OffsetIndex {
-    pub(crate) fn open(path: &Path, base_offset: i64, max_bytes: u64) -> Result<Self, LogError> {
+    pub(crate) fn open(
+        path: &Path,
+        base_offset: i64,
+        max_bytes: u64,
+        create: bool,
+    ) -> Result<Self, LogError> {
         Ok(OffsetIndex {
             base_offset,
-            file: IndexFile::open(path, OFFSET_ENTRY, max_bytes)?,
+            file: IndexFile::open(path, OFFSET_ENTRY, max_bytes, create)?,
         })
     }
 
@@ -316,10 +322,15 @@ pub(crate) struct TimeIndex {
 }
 
 impl TimeIndex {
-    pub(crate) fn open(path: &Path, base_offset: i64, max_bytes: u64) -> Result<Self, LogError> {
+    pub(crate) fn open(
+        path: &Path,
+        base_offset: i64,
+        max_bytes: u64,
+        create: bool,
+    ) -> Result<Self, LogError> {
         Ok(TimeIndex {
             base_offset,
-            file: IndexFile::open(path, TIME_ENTRY, max_bytes)?,
+            file: IndexFile::open(path, TIME_ENTRY, max_bytes, create)?,
         })
     }
 

@@ -99,6 +99,7 @@ impl Log {
         let index_max = config.index_bytes_max();
         let mut bases = Vec::new();
         let mut swaps = Vec::new();
+        let mut index_files = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             let name = entry.file_name();
@@ -112,22 +113,19 @@ impl Log {
                 swaps.push(entry.path());
             } else if let Some(base) = segment::parse_base_offset(name, segment::LOG_SUFFIX) {
                 bases.push(base);
+            } else if let Some(base) = segment::parse_base_offset(name, segment::INDEX_SUFFIX)
+                .or_else(|| segment::parse_base_offset(name, segment::TIME_INDEX_SUFFIX))
+            {
+                index_files.push((base, entry.path()));
             }
         }
         crate::cleaner::complete_swaps(dir, &swaps, &mut bases)?;
         bases.sort_unstable();
         bases.dedup();
         // Index files without a log file are leftovers.
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let base = segment::parse_base_offset(name, segment::INDEX_SUFFIX)
-                .or_else(|| segment::parse_base_offset(name, segment::TIME_INDEX_SUFFIX));
-            if let Some(b) = base {
-                if bases.binary_search(&b).is_err() {
-                    segment::remove_if_exists(&entry.path())?;
-                }
+        for (base, path) in index_files {
+            if bases.binary_search(&base).is_err() {
+                segment::remove_if_exists(&path)?;
             }
         }
         let mut segments = BTreeMap::new();

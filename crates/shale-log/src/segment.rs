@@ -188,24 +188,20 @@ impl Segment {
             return Ok(());
         }
         let max = self.index_max_bytes.load(Ordering::Relaxed);
-        let both_exist = self.index_path().exists() && self.time_index_path().exists();
-        let opened = if both_exist {
-            match (
-                OffsetIndex::open(&self.index_path(), self.base_offset, max),
-                TimeIndex::open(&self.time_index_path(), self.base_offset, max),
-            ) {
-                (Ok(o), Ok(t)) if o.sanity_check(self.size()) && t.sanity_check() => {
-                    Some(Indexes { offset: o, time: t })
-                }
-                _ => None,
+        // Missing (not created here), unreadable or insane indexes are rebuilt.
+        let opened = match (
+            OffsetIndex::open(&self.index_path(), self.base_offset, max, false),
+            TimeIndex::open(&self.time_index_path(), self.base_offset, max, false),
+        ) {
+            (Ok(o), Ok(t)) if o.sanity_check(self.size()) && t.sanity_check() => {
+                Some(Indexes { offset: o, time: t })
             }
-        } else {
-            None
+            _ => None,
         };
         let idx = match opened {
             Some(i) => i,
             None => {
-                if self.size() > 0 || both_exist {
+                if self.size() > 0 {
                     tracing::warn!(segment = %self.log_path().display(), "rebuilding index");
                 }
                 self.rebuild_indexes(max, index_interval_bytes)?
@@ -221,8 +217,8 @@ impl Segment {
         remove_if_exists(&self.index_path())?;
         remove_if_exists(&self.time_index_path())?;
         Ok(Indexes {
-            offset: OffsetIndex::open(&self.index_path(), self.base_offset, max)?,
-            time: TimeIndex::open(&self.time_index_path(), self.base_offset, max)?,
+            offset: OffsetIndex::open(&self.index_path(), self.base_offset, max, true)?,
+            time: TimeIndex::open(&self.time_index_path(), self.base_offset, max, true)?,
         })
     }
 
