@@ -234,3 +234,84 @@ fn clean_shutdown_marker_lifecycle() {
     assert!(!marker.exists(), "marker is consumed on open");
     assert_eq!(m.get(&tp()).unwrap().log_end_offset(), 1);
 }
+
+#[test]
+fn unclean_restart_recovers_only_from_the_recovery_point() {
+    let d = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 1024,
+        ..LogConfig::default()
+    };
+    let expected_end;
+    {
+        let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+        let log = m.get_or_create(&tp(), config.clone()).unwrap();
+        for i in 0..100 {
+            log.append(
+                &mut batch(2, &format!("r{i}")),
+                0,
+                NOW,
+                AppendOrigin::Client,
+            )
+            .unwrap();
+        }
+        log.flush().unwrap();
+        assert_eq!(log.recovery_point(), log.log_end_offset());
+        m.write_checkpoints().unwrap();
+        log.append(&mut batch(2, "tail"), 0, NOW, AppendOrigin::Client)
+            .unwrap();
+        expected_end = log.log_end_offset();
+        assert!(log.segment_count() > 5);
+    }
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    let log = m.get(&tp()).unwrap();
+    assert_eq!(log.log_end_offset(), expected_end);
+    assert!(
+        log.loaded_index_count() <= 2,
+        "validated {} segments",
+        log.loaded_index_count()
+    );
+    assert_eq!(log.recovery_point(), expected_end);
+}
+
+#[test]
+fn flush_messages_and_flush_ms_advance_the_recovery_point() {
+    let d = tempfile::tempdir().unwrap();
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    let by_count = m
+        .get_or_create(
+            &TopicPartition::new("fm", 0),
+            LogConfig {
+                flush_messages: 3,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+    by_count
+        .append(&mut batch(2, "a"), 0, NOW, AppendOrigin::Client)
+        .unwrap();
+    assert_eq!(by_count.recovery_point(), 0);
+    by_count
+        .append(&mut batch(2, "b"), 0, NOW, AppendOrigin::Client)
+        .unwrap();
+    assert_eq!(by_count.recovery_point(), 4);
+
+    let by_time = m
+        .get_or_create(
+            &TopicPartition::new("fm", 1),
+            LogConfig {
+                flush_ms: 1000,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+    by_time
+        .append(&mut batch(1, "c"), 0, NOW, AppendOrigin::Client)
+        .unwrap();
+    assert_eq!(by_time.recovery_point(), 0);
+    // The log was opened at wall-clock time; a `now` far ahead makes the flush due.
+    m.flush_due(i64::MAX / 2);
+    assert_eq!(by_time.recovery_point(), 1);
+    let cp = std::fs::read_to_string(d.path().join("recovery-point-offset-checkpoint")).unwrap();
+    assert!(cp.contains("fm 1 1"), "{cp}");
+}
