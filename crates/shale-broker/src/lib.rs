@@ -1,1 +1,26 @@
-//! shale-broker
+//! The Shale broker: listeners, connections, the API table and the handlers that answer Kafka
+//! clients, standing on the log engine (`shale-log`), the metadata layer (`shale-metadata`) and
+//! producer state (`shale-txn`).
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod api_table;
+pub mod config;
+mod connection;
+mod dispatch;
+pub mod errors;
+mod handlers;
+mod log_config;
+mod partitions;
+mod server;
+mod time;
+
+use std::sync::Arc;
+
+pub use server::{Broker, BrokerHandle, StartError};
+
+/// The fixed line printed when the broker is ready for clients.
+pub const READY_LINE: &str = "Shale server started";
+
+/// Shared handle type used by handlers.
+pub type SharedBroker = Arc<Broker>;

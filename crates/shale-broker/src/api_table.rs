@@ -1,0 +1,90 @@
+//! The one declarative table of the Kafka APIs Shale serves: key, versions accepted, versions
+//! advertised. ApiVersions is derived from it and dispatch refuses anything outside it, so what
+//! is advertised is exactly what is implemented.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One served API.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiEntry {
+    pub key: ApiKey,
+    /// Lowest version advertised in ApiVersions.
+    pub advertised_min: i16,
+    /// Lowest version actually accepted; below it the request is answered UNSUPPORTED_VERSION.
+    pub accepted_min: i16,
+    pub max: i16,
+}
+
+const fn api(key: ApiKey, min: i16, max: i16) -> ApiEntry {
+    ApiEntry {
+        key,
+        advertised_min: min,
+        accepted_min: min,
+        max,
+    }
+}
+
+/// Version ranges follow the reference Apache Kafka 4.1 broker, clipped to what the
+/// kafka-protocol crate can decode.
+pub const API_TABLE: &[ApiEntry] = &[
+    // Produce advertises min 0 like Kafka (KAFKA-18659): older librdkafka stops compressing when
+    // the advertised minimum is 3. Versions 0-2 are still refused.
+    ApiEntry {
+        key: ApiKey::Produce,
+        advertised_min: 0,
+        accepted_min: 3,
+        max: 13,
+    },
+    api(ApiKey::Fetch, 4, 18),
+    api(ApiKey::ListOffsets, 1, 10),
+    api(ApiKey::Metadata, 0, 13),
+    api(ApiKey::ApiVersions, 0, 4),
+    api(ApiKey::CreateTopics, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 6),
+    api(ApiKey::DeleteRecords, 0, 2),
+    api(ApiKey::InitProducerId, 0, 5),
+    api(ApiKey::OffsetForLeaderEpoch, 2, 4),
+    api(ApiKey::DescribeConfigs, 1, 4),
+    api(ApiKey::AlterConfigs, 0, 2),
+    api(ApiKey::CreatePartitions, 0, 3),
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::DescribeLogDirs, 1, 4),
+    api(ApiKey::DescribeProducers, 0, 0),
+];
+
+/// Finds the entry for a raw API key.
+pub fn lookup(api_key: i16) -> Option<&'static ApiEntry> {
+    API_TABLE.iter().find(|e| e.key as i16 == api_key)
+}
+
+/// `(key, min, max)` triples as ApiVersions advertises them.
+pub fn advertised() -> Vec<(i16, i16, i16)> {
+    API_TABLE
+        .iter()
+        .map(|e| (e.key as i16, e.advertised_min, e.max))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_is_decodable_by_the_codec() {
+        for e in API_TABLE {
+            let codec = e.key.valid_versions();
+            assert!(e.accepted_min >= codec.min, "{:?}", e.key);
+            assert!(e.max <= codec.max, "{:?}", e.key);
+            assert!(e.advertised_min <= e.accepted_min);
+        }
+    }
+
+    #[test]
+    fn keys_are_unique() {
+        let mut keys: Vec<i16> = API_TABLE.iter().map(|e| e.key as i16).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), API_TABLE.len());
+    }
+}

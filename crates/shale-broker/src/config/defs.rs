@@ -1,0 +1,221 @@
+//! The broker's static configuration keys: Kafka's names, types and defaults.
+//!
+//! One table so that parsing, validation and DescribeConfigs for the broker resource all read the
+//! same facts. Keys Kafka has but Shale does not act on (thread pools sized for the JVM, JMX, ...)
+//! are listed as `Accepted` so a Kafka properties file starts without a flood of warnings.
+
+/// The value type of a configuration key, as Kafka's `ConfigDef.Type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigKind {
+    Boolean,
+    Int,
+    Long,
+    Short,
+    Double,
+    String,
+    List,
+    Password,
+    Class,
+}
+
+impl ConfigKind {
+    /// The code DescribeConfigs v3+ reports in `config_type`.
+    pub fn describe_code(self) -> i8 {
+        match self {
+            ConfigKind::Boolean => 1,
+            ConfigKind::String => 2,
+            ConfigKind::Int => 3,
+            ConfigKind::Short => 4,
+            ConfigKind::Long => 5,
+            ConfigKind::Double => 6,
+            ConfigKind::List => 7,
+            ConfigKind::Class => 8,
+            ConfigKind::Password => 9,
+        }
+    }
+}
+
+/// Whether Shale acts on a key or only accepts it for compatibility.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Honoured {
+    Yes,
+    Accepted,
+}
+
+/// One broker configuration key.
+#[derive(Clone, Copy, Debug)]
+pub struct BrokerConfigDef {
+    pub name: &'static str,
+    pub kind: ConfigKind,
+    /// `None` means Kafka's default is null (no value).
+    pub default: Option<&'static str>,
+    /// Inclusive lower bound for numeric keys.
+    pub min: Option<i64>,
+    pub honoured: Honoured,
+}
+
+const fn def(
+    name: &'static str,
+    kind: ConfigKind,
+    default: Option<&'static str>,
+    min: Option<i64>,
+) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        kind,
+        default,
+        min,
+        honoured: Honoured::Yes,
+    }
+}
+
+const fn accepted(
+    name: &'static str,
+    kind: ConfigKind,
+    default: Option<&'static str>,
+) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        kind,
+        default,
+        min: None,
+        honoured: Honoured::Accepted,
+    }
+}
+
+use ConfigKind::*;
+
+/// Shale's broker keys with Kafka 4.x defaults. `listeners` and `log.dirs` default to the
+/// single-node development values the README promises (Kafka's own defaults need a format step).
+pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    def("node.id", Int, Some("1"), Some(0)),
+    def("broker.id", Int, None, Some(0)),
+    def("process.roles", List, Some("broker,controller"), None),
+    def("listeners", List, Some("PLAINTEXT://127.0.0.1:9092"), None),
+    def("advertised.listeners", List, None, None),
+    def(
+        "listener.security.protocol.map",
+        List,
+        Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+        None,
+    ),
+    def("inter.broker.listener.name", String, None, None),
+    def("controller.listener.names", List, Some("CONTROLLER"), None),
+    def("controller.quorum.voters", List, Some(""), None),
+    def("controller.quorum.bootstrap.servers", List, Some(""), None),
+    def("controller.quorum.election.timeout.ms", Int, Some("1000"), Some(1)),
+    def("controller.quorum.fetch.timeout.ms", Int, Some("2000"), Some(1)),
+    def("broker.rack", String, None, None),
+    def("log.dirs", List, None, None),
+    def("log.dir", List, Some("./data"), None),
+    def("metadata.log.dir", String, None, None),
+    def("num.partitions", Int, Some("1"), Some(1)),
+    def("default.replication.factor", Int, Some("1"), Some(1)),
+    def("auto.create.topics.enable", Boolean, Some("true"), None),
+    def("delete.topic.enable", Boolean, Some("true"), None),
+    def("message.max.bytes", Int, Some("1048588"), Some(0)),
+    def("socket.request.max.bytes", Int, Some("104857600"), Some(1)),
+    def("max.connections", Int, Some("2147483647"), Some(0)),
+    def("queued.max.requests", Int, Some("500"), Some(1)),
+    def("log.segment.bytes", Int, Some("1073741824"), Some(1_048_576)),
+    def("log.roll.ms", Long, None, Some(1)),
+    def("log.roll.hours", Int, Some("168"), Some(1)),
+    def("log.retention.ms", Long, None, Some(-1)),
+    def("log.retention.minutes", Int, None, Some(-1)),
+    def("log.retention.hours", Int, Some("168"), Some(-1)),
+    def("log.retention.bytes", Long, Some("-1"), Some(-1)),
+    def("log.retention.check.interval.ms", Long, Some("300000"), Some(1)),
+    def("log.cleanup.policy", List, Some("delete"), None),
+    def("log.cleaner.enable", Boolean, Some("true"), None),
+    def("log.cleaner.backoff.ms", Long, Some("15000"), Some(0)),
+    def("log.cleaner.delete.retention.ms", Long, Some("86400000"), Some(0)),
+    def("log.cleaner.min.compaction.lag.ms", Long, Some("0"), Some(0)),
+    def("log.cleaner.max.compaction.lag.ms", Long, Some("9223372036854775807"), Some(1)),
+    def("log.cleaner.min.cleanable.ratio", Double, Some("0.5"), None),
+    def("log.index.interval.bytes", Int, Some("4096"), Some(0)),
+    def("log.index.size.max.bytes", Int, Some("10485760"), Some(4)),
+    def("log.flush.interval.messages", Long, Some("9223372036854775807"), Some(1)),
+    def("log.flush.interval.ms", Long, None, Some(0)),
+    def("log.flush.scheduler.interval.ms", Long, Some("9223372036854775807"), Some(0)),
+    def("log.segment.delete.delay.ms", Long, Some("60000"), Some(0)),
+    def("log.message.timestamp.type", String, Some("CreateTime"), None),
+    def("log.message.timestamp.before.max.ms", Long, Some("9223372036854775807"), Some(0)),
+    def("log.message.timestamp.after.max.ms", Long, Some("3600000"), Some(0)),
+    def("log.preallocate", Boolean, Some("false"), None),
+    def("num.recovery.threads.per.data.dir", Int, Some("2"), Some(1)),
+    def("min.insync.replicas", Int, Some("1"), Some(1)),
+    def("unclean.leader.election.enable", Boolean, Some("false"), None),
+    def("replica.lag.time.max.ms", Long, Some("30000"), Some(1)),
+    def("broker.session.timeout.ms", Int, Some("9000"), Some(1)),
+    def("broker.heartbeat.interval.ms", Int, Some("2000"), Some(1)),
+    def("offsets.topic.num.partitions", Int, Some("50"), Some(1)),
+    def("offsets.topic.replication.factor", Short, Some("3"), Some(1)),
+    def("offsets.topic.segment.bytes", Int, Some("104857600"), Some(1)),
+    def("offsets.retention.minutes", Int, Some("10080"), Some(1)),
+    def("offsets.retention.check.interval.ms", Long, Some("600000"), Some(1)),
+    def("offsets.commit.timeout.ms", Int, Some("5000"), Some(1)),
+    def("offsets.load.buffer.size", Int, Some("5242880"), Some(1)),
+    def("offset.metadata.max.bytes", Int, Some("4096"), Some(0)),
+    def("transaction.state.log.num.partitions", Int, Some("50"), Some(1)),
+    def("transaction.state.log.replication.factor", Short, Some("3"), Some(1)),
+    def("transaction.state.log.min.isr", Int, Some("2"), Some(1)),
+    def("transaction.state.log.segment.bytes", Int, Some("104857600"), Some(1)),
+    def("transaction.max.timeout.ms", Int, Some("900000"), Some(1)),
+    def("transactional.id.expiration.ms", Int, Some("604800000"), Some(1)),
+    def("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), Some(1)),
+    def("producer.id.expiration.ms", Int, Some("86400000"), Some(1)),
+    def("group.initial.rebalance.delay.ms", Int, Some("3000"), Some(0)),
+    def("group.min.session.timeout.ms", Int, Some("6000"), Some(0)),
+    def("group.max.session.timeout.ms", Int, Some("1800000"), Some(0)),
+    def("group.max.size", Int, Some("2147483647"), Some(1)),
+    def("compression.type", String, Some("producer"), None),
+    accepted("num.network.threads", Int, Some("3")),
+    accepted("num.io.threads", Int, Some("8")),
+    accepted("num.replica.fetchers", Int, Some("1")),
+    accepted("socket.send.buffer.bytes", Int, Some("102400")),
+    accepted("socket.receive.buffer.bytes", Int, Some("102400")),
+    accepted("background.threads", Int, Some("10")),
+    accepted("group.coordinator.rebalance.protocols", List, Some("classic,consumer,streams")),
+    accepted("share.coordinator.state.topic.replication.factor", Short, Some("3")),
+    accepted("share.coordinator.state.topic.min.isr", Short, Some("2")),
+    accepted("log.cleaner.threads", Int, Some("1")),
+    accepted("metadata.log.segment.bytes", Int, Some("1073741824")),
+    accepted("metadata.max.retention.bytes", Long, Some("104857600")),
+    accepted("log.cleaner.dedupe.buffer.size", Long, Some("134217728")),
+    accepted("zookeeper.connect", String, None),
+];
+
+/// Looks a key up in the table.
+pub fn find(name: &str) -> Option<&'static BrokerConfigDef> {
+    BROKER_CONFIGS.iter().find(|d| d.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = BROKER_CONFIGS.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+
+    #[test]
+    fn kafka_defaults_that_clients_check() {
+        assert_eq!(
+            find("message.max.bytes").and_then(|d| d.default),
+            Some("1048588")
+        );
+        assert_eq!(
+            find("log.segment.bytes").and_then(|d| d.min),
+            Some(1_048_576)
+        );
+        assert_eq!(
+            find("log.message.timestamp.after.max.ms").and_then(|d| d.default),
+            Some("3600000")
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! The typed view of the static configuration, validated once at start-up.
+
+use std::path::PathBuf;
+
+use super::defs::{self, ConfigKind};
+use super::{ConfigError, StaticProperties};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessRole {
+    Broker,
+    Controller,
+}
+
+/// `NAME://host:port` from `listeners` / `advertised.listeners`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub security_protocol: String,
+}
+
+/// One entry of `controller.quorum.voters` (`id@host:port`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumVoter {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Every static setting the broker acts on, typed.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    pub node_id: i32,
+    pub process_roles: Vec<ProcessRole>,
+    pub listeners: Vec<Listener>,
+    pub advertised_listeners: Vec<Listener>,
+    pub controller_listener_names: Vec<String>,
+    pub inter_broker_listener_name: String,
+    pub controller_quorum_voters: Vec<QuorumVoter>,
+    pub rack: Option<String>,
+    pub log_dirs: Vec<PathBuf>,
+    pub metadata_log_dir: PathBuf,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub auto_create_topics_enable: bool,
+    pub delete_topic_enable: bool,
+    pub message_max_bytes: i32,
+    pub socket_request_max_bytes: usize,
+    pub max_connections: usize,
+    pub queued_max_requests: usize,
+    pub log_retention_check_interval_ms: i64,
+    pub log_flush_scheduler_interval_ms: i64,
+    pub log_cleaner_enable: bool,
+    pub log_cleaner_backoff_ms: i64,
+    pub num_recovery_threads_per_data_dir: usize,
+    pub min_insync_replicas: i32,
+    pub unclean_leader_election_enable: bool,
+    pub broker_session_timeout_ms: i64,
+    pub broker_heartbeat_interval_ms: i64,
+    pub offsets_topic_num_partitions: i32,
+    pub offsets_topic_replication_factor: i16,
+    pub offsets_topic_segment_bytes: i64,
+    pub offsets_retention_minutes: i64,
+    pub offsets_retention_check_interval_ms: i64,
+    pub offset_metadata_max_bytes: usize,
+    pub transaction_state_log_num_partitions: i32,
+    pub transaction_state_log_replication_factor: i16,
+    pub transaction_state_log_min_isr: i32,
+    pub transaction_state_log_segment_bytes: i64,
+    pub transaction_max_timeout_ms: i64,
+    pub transactional_id_expiration_ms: i64,
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
+    pub producer_id_expiration_ms: i64,
+    pub group_initial_rebalance_delay_ms: i64,
+    pub group_min_session_timeout_ms: i64,
+    pub group_max_session_timeout_ms: i64,
+    pub group_max_size: i32,
+    pub replica_lag_time_max_ms: i64,
+    /// The whole validated property set, for DescribeConfigs and the log defaults.
+    pub properties: StaticProperties,
+}
+
+impl BrokerConfig {
+    /// Validates every known key and builds the typed configuration.
+    pub fn from_properties(props: StaticProperties) -> Result<BrokerConfig, ConfigError> {
+        for (key, value) in props.iter() {
+            if let Some(def) = defs::find(key) {
+                validate_value(def, key, value)?;
+            }
+        }
+        let r = Reader { props: &props };
+        let node_id = match props.get("node.id") {
+            Some(_) => r.int("node.id")?,
+            None => match props.get("broker.id") {
+                Some(_) => r.int("broker.id")?,
+                None => r.int("node.id")?,
+            },
+        };
+        let process_roles = r
+            .list("process.roles")
+            .iter()
+            .map(|role| match role.as_str() {
+                "broker" => Ok(ProcessRole::Broker),
+                "controller" => Ok(ProcessRole::Controller),
+                other => Err(invalid(
+                    "process.roles",
+                    other,
+                    "expected broker and/or controller",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if process_roles.is_empty() {
+            return Err(invalid(
+                "process.roles",
+                "",
+                "at least one role is required",
+            ));
+        }
+        let protocol_map = parse_protocol_map(&r.list("listener.security.protocol.map"))?;
+        let listeners = parse_listeners("listeners", &r.list("listeners"), &protocol_map)?;
+        if listeners.is_empty() {
+            return Err(invalid(
+                "listeners",
+                "",
+                "at least one listener is required",
+            ));
+        }
+        let controller_listener_names = r.list("controller.listener.names");
+        let advertised_listeners = match props.get("advertised.listeners") {
+            Some(_) => parse_listeners(
+                "advertised.listeners",
+                &r.list("advertised.listeners"),
+                &protocol_map,
+            )?,
+            None => listeners
+                .iter()
+                .filter(|l| !controller_listener_names.contains(&l.name))
+                .cloned()
+                .collect(),
+        };
+        let inter_broker_listener_name = match props.get("inter.broker.listener.name") {
+            Some(name) => name.to_string(),
+            None => advertised_listeners
+                .first()
+                .map(|l| l.name.clone())
+                .unwrap_or_else(|| "PLAINTEXT".to_string()),
+        };
+        let controller_quorum_voters = r
+            .list("controller.quorum.voters")
+            .iter()
+            .map(|v| parse_voter(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let log_dirs: Vec<PathBuf> = match props.get("log.dirs") {
+            Some(_) => r.list("log.dirs"),
+            None => r.list("log.dir"),
+        }
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+        if log_dirs.is_empty() {
+            return Err(invalid(
+                "log.dirs",
+                "",
+                "at least one log directory is required",
+            ));
+        }
+        let metadata_log_dir = props
+            .get("metadata.log.dir")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| log_dirs[0].clone());
+        Ok(BrokerConfig {
+            node_id,
+            process_roles,
+            listeners,
+            advertised_listeners,
+            controller_listener_names,
+            inter_broker_listener_name,
+            controller_quorum_voters,
+            rack: props.get("broker.rack").map(str::to_string),
+            log_dirs,
+            metadata_log_dir,
+            num_partitions: r.int("num.partitions")?,
+            default_replication_factor: r.short("default.replication.factor")?,
+            auto_create_topics_enable: r.boolean("auto.create.topics.enable")?,
+            delete_topic_enable: r.boolean("delete.topic.enable")?,
+            message_max_bytes: r.int("message.max.bytes")?,
+            socket_request_max_bytes: r.int("socket.request.max.bytes")? as usize,
+            max_connections: r.int("max.connections")? as usize,
+            queued_max_requests: r.int("queued.max.requests")? as usize,
+            log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
+            log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
+            log_cleaner_enable: r.boolean("log.cleaner.enable")?,
+            log_cleaner_backoff_ms: r.long("log.cleaner.backoff.ms")?,
+            num_recovery_threads_per_data_dir: r.int("num.recovery.threads.per.data.dir")? as usize,
+            min_insync_replicas: r.int("min.insync.replicas")?,
+            unclean_leader_election_enable: r.boolean("unclean.leader.election.enable")?,
+            broker_session_timeout_ms: r.int("broker.session.timeout.ms")? as i64,
+            broker_heartbeat_interval_ms: r.int("broker.heartbeat.interval.ms")? as i64,
+            offsets_topic_num_partitions: r.int("offsets.topic.num.partitions")?,
+            offsets_topic_replication_factor: r.short("offsets.topic.replication.factor")?,
+            offsets_topic_segment_bytes: r.int("offsets.topic.segment.bytes")? as i64,
+            offsets_retention_minutes: r.int("offsets.retention.minutes")? as i64,
+            offsets_retention_check_interval_ms: r.long("offsets.retention.check.interval.ms")?,
+            offset_metadata_max_bytes: r.int("offset.metadata.max.bytes")? as usize,
+            transaction_state_log_num_partitions: r.int("transaction.state.log.num.partitions")?,
+            transaction_state_log_replication_factor: r
+                .short("transaction.state.log.replication.factor")?,
+            transaction_state_log_min_isr: r.int("transaction.state.log.min.isr")?,
+            transaction_state_log_segment_bytes: r.int("transaction.state.log.segment.bytes")?
+                as i64,
+            transaction_max_timeout_ms: r.int("transaction.max.timeout.ms")? as i64,
+            transactional_id_expiration_ms: r.int("transactional.id.expiration.ms")? as i64,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: r
+                .int("transaction.abort.timed.out.transaction.cleanup.interval.ms")?
+                as i64,
+            producer_id_expiration_ms: r.int("producer.id.expiration.ms")? as i64,
+            group_initial_rebalance_delay_ms: r.int("group.initial.rebalance.delay.ms")? as i64,
+            group_min_session_timeout_ms: r.int("group.min.session.timeout.ms")? as i64,
+            group_max_session_timeout_ms: r.int("group.max.session.timeout.ms")? as i64,
+            group_max_size: r.int("group.max.size")?,
+            replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
+            properties: props,
+        })
+    }
+
+    pub fn is_controller(&self) -> bool {
+        self.process_roles.contains(&ProcessRole::Controller)
+    }
+
+    pub fn is_broker(&self) -> bool {
+        self.process_roles.contains(&ProcessRole::Broker)
+    }
+
+    /// Listeners that serve Kafka clients (not the controller listeners).
+    pub fn client_listeners(&self) -> impl Iterator<Item = &Listener> {
+        self.listeners
+            .iter()
+            .filter(|l| !self.controller_listener_names.contains(&l.name))
+    }
+
+    /// The effective value of a key: set explicitly, or the table default.
+    pub fn value_of(&self, key: &str) -> Option<String> {
+        self.properties
+            .get(key)
+            .map(str::to_string)
+            .or_else(|| defs::find(key).and_then(|d| d.default.map(str::to_string)))
+    }
+}
+
+struct Reader<'a> {
+    props: &'a StaticProperties,
+}
+
+impl Reader<'_> {
+    fn raw(&self, key: &str) -> Option<String> {
+        self.props
+            .get(key)
+            .map(str::to_string)
+            .or_else(|| defs::find(key).and_then(|d| d.default.map(str::to_string)))
+    }
+
+    fn long(&self, key: &str) -> Result<i64, ConfigError> {
+        let value = self.raw(key).unwrap_or_default();
+        value
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| invalid(key, &value, "expected a whole number"))
+    }
+
+    fn int(&self, key: &str) -> Result<i32, ConfigError> {
+        let v = self.long(key)?;
+        i32::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for an int"))
+    }
+
+    fn short(&self, key: &str) -> Result<i16, ConfigError> {
+        let v = self.long(key)?;
+        i16::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for a short"))
+    }
+
+    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+        let value = self.raw(key).unwrap_or_default();
+        parse_bool(&value).ok_or_else(|| invalid(key, &value, "expected true or false"))
+    }
+
+    fn list(&self, key: &str) -> Vec<String> {
+        split_list(&self.raw(key).unwrap_or_default())
+    }
+}
+
+pub(crate) fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Checks a value against its key's type and lower bound.
+pub(crate) fn validate_value(
+    def: &defs::BrokerConfigDef,
+    key: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    let trimmed = value.trim();
+    match def.kind {
+        ConfigKind::Boolean => {
+            parse_bool(trimmed).ok_or_else(|| invalid(key, value, "expected true or false"))?;
+        }
+        ConfigKind::Int | ConfigKind::Long | ConfigKind::Short => {
+            let n: i64 = trimmed
+                .parse()
+                .map_err(|_| invalid(key, value, "expected a whole number"))?;
+            let (lo, hi) = match def.kind {
+                ConfigKind::Int => (i32::MIN as i64, i32::MAX as i64),
+                ConfigKind::Short => (i16::MIN as i64, i16::MAX as i64),
+                _ => (i64::MIN, i64::MAX),
+            };
+            if n < lo || n > hi {
+                return Err(invalid(key, value, "out of range"));
+            }
+            if let Some(min) = def.min {
+                if n < min {
+                    return Err(invalid(key, value, &format!("must be at least {min}")));
+                }
+            }
+        }
+        ConfigKind::Double => {
+            trimmed
+                .parse::<f64>()
+                .map_err(|_| invalid(key, value, "expected a number"))?;
+        }
+        ConfigKind::String | ConfigKind::List | ConfigKind::Password | ConfigKind::Class => {}
+    }
+    Ok(())
+}
+
+fn parse_protocol_map(entries: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    entries
+        .iter()
+        .map(|e| {
+            e.split_once(':')
+                .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+                .ok_or_else(|| {
+                    invalid(
+                        "listener.security.protocol.map",
+                        e,
+                        "expected LISTENER_NAME:PROTOCOL",
+                    )
+                })
+        })
+        .collect()
+}
+
+fn parse_listeners(
+    key: &str,
+    entries: &[String],
+    protocol_map: &[(String, String)],
+) -> Result<Vec<Listener>, ConfigError> {
+    entries
+        .iter()
+        .map(|entry| {
+            let (name, rest) = entry
+                .split_once("://")
+                .ok_or_else(|| invalid(key, entry, "expected NAME://host:port"))?;
+            let (host, port) = rest
+                .rsplit_once(':')
+                .ok_or_else(|| invalid(key, entry, "expected NAME://host:port"))?;
+            let port: u16 = port
+                .parse()
+                .map_err(|_| invalid(key, entry, "port must be 0-65535"))?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let host = if host.is_empty() { "0.0.0.0" } else { host };
+            let security_protocol = protocol_map
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, p)| p.clone())
+                .ok_or_else(|| {
+                    invalid(
+                        key,
+                        entry,
+                        &format!("listener {name} has no entry in listener.security.protocol.map"),
+                    )
+                })?;
+            Ok(Listener {
+                name: name.to_string(),
+                host: host.to_string(),
+                port,
+                security_protocol,
+            })
+        })
+        .collect()
+}
+
+fn parse_voter(entry: &str) -> Result<QuorumVoter, ConfigError> {
+    let key = "controller.quorum.voters";
+    let (id, addr) = entry
+        .split_once('@')
+        .ok_or_else(|| invalid(key, entry, "expected id@host:port"))?;
+    let (host, port) = addr
+        .rsplit_once(':')
+        .ok_or_else(|| invalid(key, entry, "expected id@host:port"))?;
+    Ok(QuorumVoter {
+        node_id: id
+            .trim()
+            .parse()
+            .map_err(|_| invalid(key, entry, "node id must be a number"))?,
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port: port
+            .parse()
+            .map_err(|_| invalid(key, entry, "port must be 0-65535"))?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ValueOrigin;
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> StaticProperties {
+        let mut p = StaticProperties::default();
+        for (k, v) in pairs {
+            p.set(k, v, ValueOrigin::Override);
+        }
+        p
+    }
+
+    #[test]
+    fn defaults_are_a_single_node_on_loopback() {
+        let cfg = BrokerConfig::from_properties(StaticProperties::default()).unwrap();
+        assert_eq!(cfg.node_id, 1);
+        assert!(cfg.is_broker() && cfg.is_controller());
+        assert_eq!(cfg.listeners[0].host, "127.0.0.1");
+        assert_eq!(cfg.listeners[0].port, 9092);
+        assert_eq!(cfg.advertised_listeners, cfg.listeners);
+        assert_eq!(cfg.log_dirs, vec![PathBuf::from("./data")]);
+        assert_eq!(cfg.message_max_bytes, 1_048_588);
+    }
+
+    #[test]
+    fn invalid_values_name_the_key() {
+        let err = BrokerConfig::from_properties(props(&[("num.partitions", "zero")])).unwrap_err();
+        assert!(err.to_string().contains("num.partitions"), "{err}");
+        let err =
+            BrokerConfig::from_properties(props(&[("log.segment.bytes", "1000")])).unwrap_err();
+        assert!(err.to_string().contains("log.segment.bytes"), "{err}");
+        let err = BrokerConfig::from_properties(props(&[("auto.create.topics.enable", "yes")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("auto.create.topics.enable"));
+        let err =
+            BrokerConfig::from_properties(props(&[("listeners", "PLAIN://x:1")])).unwrap_err();
+        assert!(
+            err.to_string().contains("listener.security.protocol.map"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn controller_listener_is_not_advertised() {
+        let cfg = BrokerConfig::from_properties(props(&[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            ),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.advertised_listeners.len(), 1);
+        assert_eq!(cfg.advertised_listeners[0].name, "PLAINTEXT");
+        assert_eq!(cfg.client_listeners().count(), 1);
+        assert_eq!(
+            cfg.controller_quorum_voters,
+            vec![QuorumVoter {
+                node_id: 1,
+                host: "127.0.0.1".into(),
+                port: 9093
+            }]
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! One client connection: frames in, responses out in request order.
+//!
+//! The reader parses each frame's header and spawns its handler at once, so many requests of a
+//! connection run concurrently; the writer awaits the handlers in arrival order, which keeps
+//! Kafka's rule that responses leave in request order. The channel between them bounds the
+//! number of requests in flight per connection (`queued.max.requests`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::messages::ApiKey;
+use shale_protocol::{RequestHeader, FRAME_LEN_PREFIX_BYTES};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use crate::api_table;
+use crate::dispatch::{self, RequestContext};
+use crate::Broker;
+
+/// First allocation for a frame; larger frames grow as their bytes arrive.
+const FRAME_INITIAL_CAPACITY_BYTES: usize = 64 * 1024;
+
+/// What the writer does with one request's outcome.
+enum Outcome {
+    /// Bytes to write (length prefix included).
+    Respond(BytesMut),
+    /// acks=0 produce: nothing is sent back.
+    Silent,
+    /// The request was invalid in a way that ends the connection.
+    Close,
+}
+
+/// Serves one accepted socket until the peer closes, a frame is malformed, or shutdown.
+pub async fn serve(
+    broker: Arc<Broker>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener_name: Arc<str>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
+    let (tx, mut rx) = mpsc::channel::<JoinHandle<Outcome>>(in_flight_max);
+    let frame_bytes_max = broker.config.socket_request_max_bytes;
+
+    let writer_task = tokio::spawn(async move {
+        while let Some(handle) = rx.recv().await {
+            let outcome = match handle.await {
+                Ok(o) => o,
+                Err(e) => {
+                    warn!(%peer, "request handler failed: {e}");
+                    Outcome::Close
+                }
+            };
+            match outcome {
+                Outcome::Respond(bytes) => {
+                    if writer.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                Outcome::Silent => {}
+                Outcome::Close => return,
+            }
+        }
+    });
+
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let mut prefix = [0u8; FRAME_LEN_PREFIX_BYTES];
+        let read = tokio::select! {
+            r = reader.read_exact(&mut prefix) => r,
+            _ = shutdown.changed() => break,
+        };
+        if read.is_err() {
+            break;
+        }
+        let len = match shale_protocol::frame_len(prefix, frame_bytes_max) {
+            Ok(len) => len,
+            Err(e) => {
+                warn!(%peer, "closing connection: {e}");
+                break;
+            }
+        };
+        // Grow the buffer as bytes arrive: a length prefix alone must not reserve memory.
+        let mut frame = BytesMut::with_capacity(len.min(FRAME_INITIAL_CAPACITY_BYTES));
+        let mut limited = (&mut reader).take(len as u64);
+        let complete = loop {
+            match limited.read_buf(&mut frame).await {
+                Ok(0) => break frame.len() == len,
+                Ok(_) if frame.len() == len => break true,
+                Ok(_) => {
+                    if frame.capacity() == frame.len() {
+                        frame.reserve(
+                            (len - frame.len()).min(frame.len().max(FRAME_INITIAL_CAPACITY_BYTES)),
+                        );
+                    }
+                }
+                Err(_) => break false,
+            }
+        };
+        if !complete {
+            break;
+        }
+        let frame = frame.freeze();
+        let (header, body) = match shale_protocol::parse_request_header(&frame) {
+            Ok(parsed) => parsed,
+            Err(shale_protocol::ProtocolError::UnsupportedApi {
+                api_key,
+                api_version,
+                correlation_id,
+            }) if api_key == ApiKey::ApiVersions as i16 => {
+                // KIP-511: a newer ApiVersions than we know gets a v0 answer listing everything.
+                debug!(%peer, api_version, "ApiVersions fallback to v0");
+                let bytes = shale_protocol::encode_api_versions_fallback(
+                    correlation_id,
+                    &api_table::advertised(),
+                );
+                if tx
+                    .send(tokio::spawn(async move { Outcome::Respond(bytes) }))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                continue;
+            }
+            Err(e) => {
+                warn!(%peer, "closing connection: {e}");
+                break;
+            }
+        };
+        let handle = match admit(&header) {
+            Admission::Handle => {
+                let ctx = RequestContext {
+                    header,
+                    peer,
+                    listener_name: listener_name.clone(),
+                };
+                let broker = broker.clone();
+                tokio::spawn(async move { run(broker, ctx, body).await })
+            }
+            Admission::ApiVersionsFallback => {
+                let bytes = shale_protocol::encode_api_versions_fallback(
+                    header.correlation_id,
+                    &api_table::advertised(),
+                );
+                tokio::spawn(async move { Outcome::Respond(bytes) })
+            }
+            Admission::Close(reason) => {
+                warn!(%peer, api_key = header.api_key, api_version = header.api_version, "closing connection: {reason}");
+                tokio::spawn(async { Outcome::Close })
+            }
+        };
+        if tx.send(handle).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer_task.await;
+}
+
+enum Admission {
+    Handle,
+    ApiVersionsFallback,
+    Close(&'static str),
+}
+
+fn admit(header: &RequestHeader) -> Admission {
+    match api_table::lookup(header.api_key) {
+        None => Admission::Close("unsupported API key"),
+        Some(entry) => {
+            if header.api_version >= entry.accepted_min && header.api_version <= entry.max {
+                Admission::Handle
+            } else if entry.key == ApiKey::ApiVersions {
+                Admission::ApiVersionsFallback
+            } else {
+                Admission::Close("unsupported API version")
+            }
+        }
+    }
+}
+
+async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {
+    let request = match shale_protocol::decode_request(&ctx.header, body) {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(peer = %ctx.peer, api_key = ctx.header.api_key, "closing connection on a malformed request: {e}");
+            return Outcome::Close;
+        }
+    };
+    match dispatch::handle(&broker, &ctx, request).await {
+        Ok(Some(response)) => match shale_protocol::encode_response(&ctx.header, &response) {
+            Ok(bytes) => Outcome::Respond(bytes),
+            Err(e) => {
+                warn!(peer = %ctx.peer, "cannot encode response: {e}");
+                Outcome::Close
+            }
+        },
+        Ok(None) => Outcome::Silent,
+        Err(e) => {
+            warn!(peer = %ctx.peer, api_key = ctx.header.api_key, "closing connection: {e}");
+            Outcome::Close
+        }
+    }
+}

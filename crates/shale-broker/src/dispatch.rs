@@ -1,0 +1,93 @@
+//! Routes a decoded request to its handler.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+use shale_protocol::RequestHeader;
+
+use crate::handlers;
+use crate::Broker;
+
+/// What a handler knows about the request besides its body.
+#[derive(Debug)]
+pub struct RequestContext {
+    pub header: RequestHeader,
+    pub peer: SocketAddr,
+    pub listener_name: Arc<str>,
+}
+
+impl RequestContext {
+    pub fn version(&self) -> i16 {
+        self.header.api_version
+    }
+}
+
+/// A request that cannot be answered and must close the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("request type not served: {0}")]
+    NotServed(&'static str),
+}
+
+/// Runs the handler for `request`. `Ok(None)` means no response is sent (acks=0).
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: RequestKind,
+) -> Result<Option<ResponseKind>, HandlerError> {
+    use RequestKind as R;
+    let response = match request {
+        R::ApiVersions(r) => {
+            ResponseKind::ApiVersions(handlers::api_versions::handle(broker, ctx, r))
+        }
+        R::Metadata(r) => ResponseKind::Metadata(handlers::metadata::handle(broker, ctx, r).await),
+        R::Produce(r) => {
+            return Ok(handlers::produce::handle(broker, ctx, r)
+                .await
+                .map(ResponseKind::Produce))
+        }
+        R::Fetch(r) => ResponseKind::Fetch(handlers::fetch::handle(broker, ctx, r).await),
+        R::ListOffsets(r) => {
+            ResponseKind::ListOffsets(handlers::list_offsets::handle(broker, ctx, r))
+        }
+        R::OffsetForLeaderEpoch(r) => ResponseKind::OffsetForLeaderEpoch(
+            handlers::list_offsets::offset_for_leader_epoch(broker, ctx, r),
+        ),
+        R::CreateTopics(r) => {
+            ResponseKind::CreateTopics(handlers::topics::create_topics(broker, ctx, r).await)
+        }
+        R::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(handlers::topics::delete_topics(broker, ctx, r).await)
+        }
+        R::CreatePartitions(r) => ResponseKind::CreatePartitions(
+            handlers::topics::create_partitions(broker, ctx, r).await,
+        ),
+        R::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(handlers::delete_records::handle(broker, ctx, r))
+        }
+        R::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(handlers::configs::describe(broker, ctx, r))
+        }
+        R::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(handlers::configs::alter(broker, ctx, r).await)
+        }
+        R::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+            handlers::configs::incremental_alter(broker, ctx, r).await,
+        ),
+        R::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(handlers::cluster::describe_cluster(broker, ctx, r))
+        }
+        R::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(handlers::cluster::describe_log_dirs(broker, ctx, r))
+        }
+        R::InitProducerId(r) => ResponseKind::InitProducerId(
+            handlers::producer_ids::init_producer_id(broker, ctx, r).await,
+        ),
+        R::DescribeProducers(r) => ResponseKind::DescribeProducers(
+            handlers::producer_ids::describe_producers(broker, ctx, r),
+        ),
+        _ => return Err(HandlerError::NotServed("not in the API table")),
+    };
+    Ok(Some(response))
+}

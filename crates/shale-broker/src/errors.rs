@@ -1,0 +1,142 @@
+//! The one place where domain errors of the lower layers become Kafka error codes.
+
+use kafka_protocol::ResponseError as E;
+use shale_log::LogError;
+use shale_metadata::MetadataError;
+use shale_txn::ProducerStateError;
+
+use crate::partitions::AppendError;
+
+/// Kafka error code and message for a log-engine error.
+pub fn log_error_code(e: &LogError) -> (i16, String) {
+    let code = match e {
+        LogError::CorruptMessage(_) => E::CorruptMessage,
+        LogError::MessageTooLarge { .. } => E::MessageTooLarge,
+        LogError::InvalidTimestamp { .. } => E::InvalidTimestamp,
+        LogError::UnsupportedMagic(_) => E::UnsupportedForMessageFormat,
+        LogError::InvalidRecord(_) => E::InvalidRecord,
+        LogError::OffsetOutOfRange { .. } => E::OffsetOutOfRange,
+        LogError::Compression(_) => E::CorruptMessage,
+        LogError::Storage(_) | LogError::LogOffline(_) | LogError::CorruptFile { .. } => {
+            E::KafkaStorageError
+        }
+        LogError::UnexpectedAppendOffset { .. } | LogError::InvalidArgument(_) => {
+            E::UnknownServerError
+        }
+    };
+    (code.code(), e.to_string())
+}
+
+/// Kafka error code and message for a producer-state error. Retriable problems never become
+/// UNKNOWN_SERVER_ERROR: the Java client would then resend and duplicate (KAFKA-14034).
+pub fn producer_error_code(e: &ProducerStateError) -> (i16, String) {
+    let code = match e {
+        ProducerStateError::OutOfOrderSequence { .. } => E::OutOfOrderSequenceNumber,
+        ProducerStateError::DuplicateSequence { .. } => E::DuplicateSequenceNumber,
+        ProducerStateError::InvalidProducerEpoch { .. }
+        | ProducerStateError::StaleMarkerEpoch { .. } => E::InvalidProducerEpoch,
+        ProducerStateError::InvalidTxnState { .. } => E::InvalidTxnState,
+        ProducerStateError::TransactionCoordinatorFenced { .. } => E::TransactionCoordinatorFenced,
+        ProducerStateError::InvalidBatch { .. } => E::InvalidRecord,
+        ProducerStateError::Io { .. } | ProducerStateError::CorruptSnapshot { .. } => {
+            E::KafkaStorageError
+        }
+    };
+    (code.code(), e.to_string())
+}
+
+/// Kafka error code and message for a failed append.
+pub fn append_error_code(e: &AppendError) -> (i16, String) {
+    match e {
+        AppendError::Log(l) => log_error_code(l),
+        AppendError::Producer(p) => producer_error_code(p),
+    }
+}
+
+/// Kafka error code and message for a metadata-controller error.
+pub fn metadata_error_code(e: &MetadataError) -> (i16, String) {
+    use MetadataError as M;
+    let code = match e {
+        M::TopicAlreadyExists(_) => E::TopicAlreadyExists,
+        M::InvalidTopic(_) => E::InvalidTopicException,
+        M::InvalidPartitions(_) => E::InvalidPartitions,
+        M::InvalidReplicationFactor(_) => E::InvalidReplicationFactor,
+        M::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment,
+        M::InvalidConfig(_) => E::InvalidConfig,
+        M::InvalidRequest(_) => E::InvalidRequest,
+        M::PolicyViolation(_) => E::PolicyViolation,
+        M::UnknownTopicOrPartition => E::UnknownTopicOrPartition,
+        M::UnknownTopicId => E::UnknownTopicId,
+        M::TopicDeletionDisabled => E::TopicDeletionDisabled,
+        M::StaleBrokerEpoch(_) => E::StaleBrokerEpoch,
+        M::BrokerIdNotRegistered(_) => E::BrokerIdNotRegistered,
+        M::DuplicateBrokerRegistration(_) => E::DuplicateBrokerRegistration,
+        M::InconsistentClusterId(_) => E::InconsistentClusterId,
+        M::FencedLeaderEpoch(_) => E::FencedLeaderEpoch,
+        M::InvalidUpdateVersion(_) => E::InvalidUpdateVersion,
+        M::IneligibleReplica(_) => E::IneligibleReplica,
+        M::NotLeaderOrFollower(_) => E::NotLeaderOrFollower,
+        M::ElectionNotNeeded(_) => E::ElectionNotNeeded,
+        M::PreferredLeaderNotAvailable(_) => E::PreferredLeaderNotAvailable,
+        M::EligibleLeadersNotAvailable(_) => E::EligibleLeadersNotAvailable,
+        M::NoReassignmentInProgress(_) => E::NoReassignmentInProgress,
+        M::NotController => E::NotController,
+        M::ShutDown => E::NotController,
+        _ => E::UnknownServerError,
+    };
+    (code.code(), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn representative_codes() {
+        assert_eq!(log_error_code(&LogError::CorruptMessage("x".into())).0, 2);
+        assert_eq!(
+            log_error_code(&LogError::MessageTooLarge {
+                size_bytes: 2,
+                limit_bytes: 1
+            })
+            .0,
+            10
+        );
+        assert_eq!(
+            log_error_code(&LogError::OffsetOutOfRange {
+                requested: 9,
+                log_start: 0,
+                log_end: 1
+            })
+            .0,
+            1
+        );
+        assert_eq!(
+            log_error_code(&LogError::Storage(std::io::Error::other("ENOSPC"))).0,
+            56
+        );
+        assert_eq!(
+            metadata_error_code(&MetadataError::TopicAlreadyExists("t".into())).0,
+            36
+        );
+        assert_eq!(
+            metadata_error_code(&MetadataError::InvalidReplicationFactor("r".into())).0,
+            38
+        );
+        assert_eq!(
+            metadata_error_code(&MetadataError::InvalidConfig("c".into())).0,
+            40
+        );
+        assert_eq!(
+            producer_error_code(&ProducerStateError::OutOfOrderSequence {
+                producer_id: 1,
+                producer_epoch: 0,
+                incoming_sequence: 5,
+                last_sequence: 1,
+                current_epoch: 0
+            })
+            .0,
+            45
+        );
+    }
+}

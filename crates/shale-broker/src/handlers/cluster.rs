@@ -1,0 +1,162 @@
+//! DescribeCluster and DescribeLogDirs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
+    DescribeLogDirsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::metadata::CLUSTER_ALL_OPERATIONS;
+use crate::dispatch::RequestContext;
+use crate::Broker;
+
+const ENDPOINT_TYPE_BROKERS: i8 = 1;
+
+pub fn describe_cluster(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let image = broker.image();
+    let endpoint_type = if ctx.version() >= 1 {
+        request.endpoint_type
+    } else {
+        ENDPOINT_TYPE_BROKERS
+    };
+    if endpoint_type != ENDPOINT_TYPE_BROKERS {
+        return DescribeClusterResponse::default()
+            .with_error_code(ResponseError::UnsupportedEndpointType.code())
+            .with_error_message(Some(StrBytes::from_static_str(
+                "Only brokers are served on this listener",
+            )))
+            .with_endpoint_type(endpoint_type);
+    }
+    let include_fenced = ctx.version() >= 2 && request.include_fenced_brokers;
+    let listener = ctx.listener_name.as_ref();
+    let brokers = image
+        .brokers()
+        .filter(|b| include_fenced || !b.fenced)
+        .filter_map(|b| {
+            let ep = b
+                .listeners
+                .iter()
+                .find(|e| e.name == listener)
+                .or_else(|| b.listeners.first())?;
+            Some(
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(b.broker_id))
+                    .with_host(StrBytes::from_string(ep.host.clone()))
+                    .with_port(ep.port as i32)
+                    .with_rack(b.rack.clone().map(StrBytes::from_string))
+                    .with_is_fenced(b.fenced),
+            )
+        })
+        .collect();
+    DescribeClusterResponse::default()
+        .with_endpoint_type(endpoint_type)
+        .with_cluster_id(StrBytes::from_string(image.cluster_id.clone()))
+        .with_controller_id(BrokerId(
+            broker.metadata.active_controller_id().unwrap_or(-1),
+        ))
+        .with_brokers(brokers)
+        .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
+            CLUSTER_ALL_OPERATIONS
+        } else {
+            i32::MIN
+        })
+}
+
+/// Total and usable bytes of the filesystem holding `path`.
+fn disk_space(path: &Path) -> Option<(i64, i64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c_path` is a valid NUL-terminated string and `stat` points to writable memory of
+    // the right size; statvfs only writes into it.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialised the whole struct.
+    let stat = unsafe { stat.assume_init() };
+    let frsize = stat.f_frsize as i64;
+    Some((
+        (stat.f_blocks as i64).saturating_mul(frsize),
+        (stat.f_bavail as i64).saturating_mul(frsize),
+    ))
+}
+
+pub fn describe_log_dirs(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    let wanted = |topic: &str, partition: i32| match &request.topics {
+        None => true,
+        Some(list) => list
+            .iter()
+            .any(|t| t.topic.0.as_str() == topic && t.partitions.contains(&partition)),
+    };
+    // log dir -> topic -> partitions
+    let mut by_dir: BTreeMap<String, BTreeMap<String, Vec<DescribeLogDirsPartition>>> =
+        BTreeMap::new();
+    for dir in broker.replicas.logs().log_dirs() {
+        by_dir.entry(dir.display().to_string()).or_default();
+    }
+    for p in broker.replicas.all() {
+        if !wanted(&p.tp.topic, p.tp.partition) {
+            continue;
+        }
+        let dir = p
+            .log
+            .dir()
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        by_dir
+            .entry(dir)
+            .or_default()
+            .entry(p.tp.topic.clone())
+            .or_default()
+            .push(
+                DescribeLogDirsPartition::default()
+                    .with_partition_index(p.tp.partition)
+                    .with_partition_size(p.log.size_bytes() as i64)
+                    .with_offset_lag(0),
+            );
+    }
+    let results = by_dir
+        .into_iter()
+        .map(|(dir, topics)| {
+            let (total, usable) = if ctx.version() >= 4 {
+                disk_space(Path::new(&dir)).unwrap_or((-1, -1))
+            } else {
+                (-1, -1)
+            };
+            DescribeLogDirsResult::default()
+                .with_log_dir(StrBytes::from_string(dir))
+                .with_total_bytes(total)
+                .with_usable_bytes(usable)
+                .with_topics(
+                    topics
+                        .into_iter()
+                        .map(|(name, partitions)| {
+                            DescribeLogDirsTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(name)))
+                                .with_partitions(partitions)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    DescribeLogDirsResponse::default().with_results(results)
+}

@@ -1,0 +1,353 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use shale_metadata::config_defs::{resolve_topic_config_for_broker, ConfigSource};
+use shale_metadata::{
+    AlterConfigOp, AlterConfigOpType, ConfigResource, ControllerRequest, ControllerResponse,
+};
+
+use super::topics::submit_and_apply;
+use crate::config::{ConfigKind, BROKER_CONFIGS};
+use crate::dispatch::RequestContext;
+use crate::errors::metadata_error_code;
+use crate::Broker;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+/// Turns a wire resource into a domain one, or the error Kafka gives for it.
+fn resource(
+    broker: &Arc<Broker>,
+    resource_type: i8,
+    name: &str,
+) -> Result<ConfigResource, (i16, String)> {
+    match resource_type {
+        RESOURCE_TOPIC => {
+            if broker.image().topic(name).is_none() {
+                return Err((
+                    ResponseError::UnknownTopicOrPartition.code(),
+                    format!("Topic {name} does not exist"),
+                ));
+            }
+            Ok(ConfigResource::Topic(name.to_string()))
+        }
+        RESOURCE_BROKER if name.is_empty() => Ok(ConfigResource::ClusterDefaultBroker),
+        RESOURCE_BROKER => match name.parse::<i32>() {
+            Ok(id) if broker.image().broker(id).is_some() => Ok(ConfigResource::Broker(id)),
+            Ok(id) => Err((
+                ResponseError::InvalidRequest.code(),
+                format!("Broker {id} is not registered"),
+            )),
+            Err(_) => Err((
+                ResponseError::InvalidRequest.code(),
+                format!("Invalid broker id {name}"),
+            )),
+        },
+        other => Err((
+            ResponseError::InvalidRequest.code(),
+            format!("Unsupported resource type {other}"),
+        )),
+    }
+}
+
+pub fn describe(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let version = ctx.version();
+    let include_synonyms = version >= 1 && request.include_synonyms;
+    let image = broker.image();
+    let static_props = broker.static_props();
+    let results = request
+        .resources
+        .into_iter()
+        .map(|r| {
+            let name = r.resource_name.to_string();
+            let base = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            let wanted = |key: &str| {
+                r.configuration_keys
+                    .as_ref()
+                    .map(|keys| keys.iter().any(|k| k.as_str() == key))
+                    .unwrap_or(true)
+            };
+            let parsed = match resource(broker, r.resource_type, &name) {
+                Ok(p) => p,
+                Err((code, message)) => {
+                    return base
+                        .with_error_code(code)
+                        .with_error_message(Some(s(message)))
+                }
+            };
+            let configs: Vec<DescribeConfigsResourceResult> = match parsed {
+                ConfigResource::Topic(topic) => resolve_topic_config_for_broker(
+                    &image,
+                    &topic,
+                    Some(broker.node_id()),
+                    &static_props,
+                )
+                .into_iter()
+                .filter(|c| wanted(&c.name))
+                .map(|c| {
+                    let synonyms = if include_synonyms {
+                        c.synonyms
+                            .iter()
+                            .map(|syn| {
+                                DescribeConfigsSynonym::default()
+                                    .with_name(s(syn.name.clone()))
+                                    .with_value(if c.sensitive {
+                                        None
+                                    } else {
+                                        Some(s(syn.value.clone()))
+                                    })
+                                    .with_source(syn.source.id())
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    DescribeConfigsResourceResult::default()
+                        .with_name(s(c.name))
+                        .with_value(if c.sensitive { None } else { c.value.map(s) })
+                        .with_read_only(c.read_only)
+                        .with_config_source(c.source.id())
+                        .with_is_sensitive(c.sensitive)
+                        .with_synonyms(synonyms)
+                        .with_config_type(c.config_type.id())
+                })
+                .collect(),
+                ConfigResource::Broker(id) => {
+                    let dynamic = image.broker_configs(id);
+                    let cluster_default = image.cluster_default_broker_configs();
+                    BROKER_CONFIGS
+                        .iter()
+                        .filter(|d| wanted(d.name))
+                        .map(|d| {
+                            let (value, source) = if let Some(v) = dynamic.get(d.name) {
+                                (Some(v.clone()), ConfigSource::DynamicBrokerConfig)
+                            } else if let Some(v) = cluster_default.get(d.name) {
+                                (Some(v.clone()), ConfigSource::DynamicDefaultBrokerConfig)
+                            } else if let Some(v) = broker.config.properties.get(d.name) {
+                                (Some(v.to_string()), ConfigSource::StaticBrokerConfig)
+                            } else {
+                                (d.default.map(str::to_string), ConfigSource::DefaultConfig)
+                            };
+                            let sensitive = d.kind == ConfigKind::Password;
+                            let mut synonyms = Vec::new();
+                            if include_synonyms {
+                                if let Some(v) = &value {
+                                    synonyms.push(
+                                        DescribeConfigsSynonym::default()
+                                            .with_name(s(d.name))
+                                            .with_value(if sensitive {
+                                                None
+                                            } else {
+                                                Some(s(v.clone()))
+                                            })
+                                            .with_source(source.id()),
+                                    );
+                                }
+                            }
+                            DescribeConfigsResourceResult::default()
+                                .with_name(s(d.name))
+                                .with_value(if sensitive { None } else { value.map(s) })
+                                .with_read_only(true)
+                                .with_config_source(source.id())
+                                .with_is_sensitive(sensitive)
+                                .with_synonyms(synonyms)
+                                .with_config_type(d.kind.describe_code())
+                        })
+                        .collect()
+                }
+                ConfigResource::ClusterDefaultBroker => image
+                    .cluster_default_broker_configs()
+                    .iter()
+                    .filter(|(k, _)| wanted(k))
+                    .map(|(k, v)| {
+                        DescribeConfigsResourceResult::default()
+                            .with_name(s(k.clone()))
+                            .with_value(Some(s(v.clone())))
+                            .with_config_source(ConfigSource::DynamicDefaultBrokerConfig.id())
+                    })
+                    .collect(),
+            };
+            base.with_configs(configs)
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// Runs an alter request on the controller and maps each resource's outcome.
+async fn run_alter(
+    broker: &Arc<Broker>,
+    request: ControllerRequest,
+    names: &[(i8, String)],
+) -> Vec<(i8, String, i16, Option<String>)> {
+    match submit_and_apply(broker, request).await {
+        Ok(ControllerResponse::AlterConfigs(results)) => results
+            .into_iter()
+            .zip(names.iter())
+            .map(|((_, r), (rt, name))| match r {
+                Ok(()) => (*rt, name.clone(), 0, None),
+                Err(e) => {
+                    let (code, message) = metadata_error_code(&e);
+                    (*rt, name.clone(), code, Some(message))
+                }
+            })
+            .collect(),
+        Ok(_) => names
+            .iter()
+            .map(|(rt, n)| {
+                (
+                    *rt,
+                    n.clone(),
+                    ResponseError::UnknownServerError.code(),
+                    None,
+                )
+            })
+            .collect(),
+        Err(e) => {
+            let (code, message) = metadata_error_code(&e);
+            names
+                .iter()
+                .map(|(rt, n)| (*rt, n.clone(), code, Some(message.clone())))
+                .collect()
+        }
+    }
+}
+
+pub async fn alter(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let mut out = Vec::new();
+    let mut resources = Vec::new();
+    let mut names = Vec::new();
+    for r in request.resources {
+        let name = r.resource_name.to_string();
+        match resource(broker, r.resource_type, &name) {
+            Ok(res) => {
+                resources.push((
+                    res,
+                    r.configs
+                        .into_iter()
+                        .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string())))
+                        .collect(),
+                ));
+                names.push((r.resource_type, name));
+            }
+            Err((code, message)) => out.push((r.resource_type, name, code, Some(message))),
+        }
+    }
+    if !resources.is_empty() {
+        out.extend(
+            run_alter(
+                broker,
+                ControllerRequest::AlterConfigs {
+                    resources,
+                    validate_only: request.validate_only,
+                },
+                &names,
+            )
+            .await,
+        );
+    }
+    AlterConfigsResponse::default().with_responses(
+        out.into_iter()
+            .map(|(rt, name, code, message)| {
+                alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(rt)
+                    .with_resource_name(s(name))
+                    .with_error_code(code)
+                    .with_error_message(message.map(s))
+            })
+            .collect(),
+    )
+}
+
+pub async fn incremental_alter(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut out = Vec::new();
+    let mut resources = Vec::new();
+    let mut names = Vec::new();
+    'resources: for r in request.resources {
+        let name = r.resource_name.to_string();
+        let parsed = match resource(broker, r.resource_type, &name) {
+            Ok(res) => res,
+            Err((code, message)) => {
+                out.push((r.resource_type, name, code, Some(message)));
+                continue;
+            }
+        };
+        let mut ops = Vec::with_capacity(r.configs.len());
+        for c in r.configs {
+            let op = match c.config_operation {
+                0 => AlterConfigOpType::Set,
+                1 => AlterConfigOpType::Delete,
+                2 => AlterConfigOpType::Append,
+                3 => AlterConfigOpType::Subtract,
+                other => {
+                    out.push((
+                        r.resource_type,
+                        name,
+                        ResponseError::InvalidRequest.code(),
+                        Some(format!("Unknown config operation {other}")),
+                    ));
+                    continue 'resources;
+                }
+            };
+            ops.push(AlterConfigOp {
+                name: c.name.to_string(),
+                op,
+                value: c.value.map(|v| v.to_string()),
+            });
+        }
+        resources.push((parsed, ops));
+        names.push((r.resource_type, name));
+    }
+    if !resources.is_empty() {
+        out.extend(
+            run_alter(
+                broker,
+                ControllerRequest::IncrementalAlterConfigs {
+                    resources,
+                    validate_only: request.validate_only,
+                },
+                &names,
+            )
+            .await,
+        );
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(
+        out.into_iter()
+            .map(|(rt, name, code, message)| {
+                incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(rt)
+                    .with_resource_name(s(name))
+                    .with_error_code(code)
+                    .with_error_message(message.map(s))
+            })
+            .collect(),
+    )
+}

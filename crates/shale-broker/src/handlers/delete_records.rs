@@ -1,0 +1,67 @@
+//! DeleteRecords: moves the log start offset forward.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use kafka_protocol::ResponseError;
+use shale_log::TopicPartition;
+
+use crate::dispatch::RequestContext;
+use crate::errors::log_error_code;
+use crate::Broker;
+
+pub fn handle(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let image = broker.image();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let base = DeleteRecordsPartitionResult::default()
+                        .with_partition_index(p.partition_index)
+                        .with_low_watermark(-1);
+                    let known = image
+                        .topic(&name)
+                        .map(|ti| ti.partitions.contains_key(&p.partition_index))
+                        .unwrap_or(false);
+                    if !known {
+                        return base.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    }
+                    let tp = TopicPartition {
+                        topic: name.clone(),
+                        partition: p.partition_index,
+                    };
+                    let Some(partition) = broker.replicas.get(&tp) else {
+                        return base.with_error_code(ResponseError::NotLeaderOrFollower.code());
+                    };
+                    if partition.leader_id() != broker.node_id() {
+                        return base.with_error_code(ResponseError::NotLeaderOrFollower.code());
+                    }
+                    // -1 means "up to the high watermark"; beyond it is out of range.
+                    if p.offset < -1 || p.offset > partition.high_watermark() {
+                        return base.with_error_code(ResponseError::OffsetOutOfRange.code());
+                    }
+                    match partition.delete_records_before(p.offset) {
+                        Ok(low) => base.with_low_watermark(low),
+                        Err(e) => base.with_error_code(log_error_code(&e).0),
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DeleteRecordsResponse::default().with_topics(topics)
+}

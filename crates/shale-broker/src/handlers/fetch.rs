@@ -1,0 +1,246 @@
+//! Fetch: reads up to the high watermark (read_uncommitted) or the last stable offset
+//! (read_committed), long-polls until `min_bytes` or `max_wait_ms`, and answers sessionless
+//! (KIP-227 allows a broker to decline sessions by answering session id 0).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use shale_log::{LogError, TopicPartition};
+use uuid::Uuid;
+
+use crate::dispatch::RequestContext;
+use crate::errors::log_error_code;
+use crate::Broker;
+
+const READ_COMMITTED: i8 = 1;
+
+struct WantedPartition {
+    topic_index: usize,
+    tp: Option<TopicPartition>,
+    partition: i32,
+    fetch_offset: i64,
+    current_leader_epoch: i32,
+    partition_max_bytes: usize,
+}
+
+struct WantedTopic {
+    name: String,
+    topic_id: Uuid,
+    unknown_code: i16,
+}
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: FetchRequest,
+) -> FetchResponse {
+    let version = ctx.version();
+    if version >= 7 && request.session_id != 0 {
+        return FetchResponse::default()
+            .with_error_code(ResponseError::FetchSessionIdNotFound.code())
+            .with_session_id(0);
+    }
+    if version >= 7 && request.session_epoch > 0 {
+        return FetchResponse::default()
+            .with_error_code(ResponseError::InvalidFetchSessionEpoch.code())
+            .with_session_id(0);
+    }
+    let image = broker.image();
+    let mut topics = Vec::new();
+    let mut wanted = Vec::new();
+    for t in request.topics {
+        let found = if version >= 13 {
+            image.topic_by_id(t.topic_id)
+        } else {
+            image.topic(t.topic.0.as_str())
+        };
+        let unknown_code = if version >= 13 {
+            ResponseError::UnknownTopicId.code()
+        } else {
+            ResponseError::UnknownTopicOrPartition.code()
+        };
+        let name = found
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| t.topic.0.to_string());
+        let topic_index = topics.len();
+        topics.push(WantedTopic {
+            name: name.clone(),
+            topic_id: found.map(|f| f.topic_id).unwrap_or(t.topic_id),
+            unknown_code,
+        });
+        for p in t.partitions {
+            wanted.push(WantedPartition {
+                topic_index,
+                tp: found.map(|_| TopicPartition {
+                    topic: name.clone(),
+                    partition: p.partition,
+                }),
+                partition: p.partition,
+                fetch_offset: p.fetch_offset,
+                current_leader_epoch: p.current_leader_epoch,
+                partition_max_bytes: p.partition_max_bytes.max(0) as usize,
+            });
+        }
+    }
+    let read_committed = version >= 4 && request.isolation_level == READ_COMMITTED;
+    let response_max_bytes = if version >= 3 {
+        request.max_bytes.max(0) as usize
+    } else {
+        usize::MAX
+    };
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let mut appends = broker.replicas.subscribe_appends();
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        appends.borrow_and_update();
+        let (results, total, any_error) =
+            read_all(broker, &wanted, &topics, read_committed, response_max_bytes);
+        let done = total >= min_bytes.max(1)
+            || any_error
+            || tokio::time::Instant::now() >= deadline
+            || request.max_wait_ms <= 0;
+        if done {
+            return assemble(&topics, results, version);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = appends.changed() => {}
+            _ = shutdown.changed() => {}
+        }
+        if *shutdown.borrow() {
+            let (results, _, _) =
+                read_all(broker, &wanted, &topics, read_committed, response_max_bytes);
+            return assemble(&topics, results, version);
+        }
+    }
+}
+
+fn read_all(
+    broker: &Arc<Broker>,
+    wanted: &[WantedPartition],
+    topics: &[WantedTopic],
+    read_committed: bool,
+    response_max_bytes: usize,
+) -> (Vec<(usize, PartitionData)>, usize, bool) {
+    let mut out = Vec::with_capacity(wanted.len());
+    let mut total = 0usize;
+    let mut any_error = false;
+    for w in wanted {
+        let base = PartitionData::default()
+            .with_partition_index(w.partition)
+            .with_high_watermark(-1)
+            .with_last_stable_offset(-1)
+            .with_log_start_offset(-1)
+            .with_preferred_read_replica(kafka_protocol::messages::BrokerId(-1))
+            .with_records(Some(Bytes::new()));
+        let Some(tp) = &w.tp else {
+            any_error = true;
+            out.push((
+                w.topic_index,
+                base.with_error_code(topics[w.topic_index].unknown_code),
+            ));
+            continue;
+        };
+        let Some(partition) = broker.replicas.get(tp) else {
+            any_error = true;
+            out.push((
+                w.topic_index,
+                base.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+            ));
+            continue;
+        };
+        if partition.leader_id() != broker.node_id() {
+            any_error = true;
+            out.push((
+                w.topic_index,
+                base.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+            ));
+            continue;
+        }
+        let epoch = partition.leader_epoch();
+        if w.current_leader_epoch >= 0 && w.current_leader_epoch != epoch {
+            any_error = true;
+            let code = if w.current_leader_epoch < epoch {
+                ResponseError::FencedLeaderEpoch.code()
+            } else {
+                ResponseError::UnknownLeaderEpoch.code()
+            };
+            out.push((w.topic_index, base.with_error_code(code)));
+            continue;
+        }
+        let hw = partition.high_watermark();
+        let lso = partition.last_stable_offset();
+        let upper = if read_committed { lso } else { hw };
+        let budget = w
+            .partition_max_bytes
+            .min(response_max_bytes.saturating_sub(total));
+        let min_one = total == 0;
+        let base = base
+            .with_high_watermark(hw)
+            .with_last_stable_offset(lso)
+            .with_log_start_offset(partition.log.log_start_offset())
+            .with_aborted_transactions(if read_committed {
+                Some(Vec::new())
+            } else {
+                None
+            });
+        if budget == 0 && !min_one {
+            out.push((w.topic_index, base));
+            continue;
+        }
+        let read = if w.fetch_offset >= upper && w.fetch_offset <= partition.log.log_end_offset() {
+            // Nothing visible yet at this offset: an empty answer, not an error.
+            Ok(Bytes::new())
+        } else {
+            partition
+                .log
+                .read(w.fetch_offset, budget, upper, min_one)
+                .and_then(|r| r.to_bytes().map_err(LogError::Storage))
+        };
+        match read {
+            Ok(bytes) => {
+                total += bytes.len();
+                out.push((w.topic_index, base.with_records(Some(bytes))));
+            }
+            Err(e) => {
+                any_error = true;
+                let (code, _) = log_error_code(&e);
+                out.push((w.topic_index, base.with_error_code(code)));
+            }
+        }
+    }
+    (out, total, any_error)
+}
+
+fn assemble(
+    topics: &[WantedTopic],
+    results: Vec<(usize, PartitionData)>,
+    version: i16,
+) -> FetchResponse {
+    let mut per_topic: Vec<Vec<PartitionData>> = topics.iter().map(|_| Vec::new()).collect();
+    for (i, p) in results {
+        per_topic[i].push(p);
+    }
+    let responses = topics
+        .iter()
+        .zip(per_topic)
+        .map(|(t, partitions)| {
+            let r = FetchableTopicResponse::default().with_partitions(partitions);
+            if version >= 13 {
+                r.with_topic_id(t.topic_id)
+            } else {
+                r.with_topic(TopicName(StrBytes::from_string(t.name.clone())))
+            }
+        })
+        .collect();
+    FetchResponse::default()
+        .with_session_id(0)
+        .with_responses(responses)
+}

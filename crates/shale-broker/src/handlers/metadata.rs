@@ -1,0 +1,182 @@
+//! Metadata: brokers, controller, topics and partitions, with auto-creation.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use shale_metadata::{MetadataImage, TopicImage};
+use uuid::Uuid;
+
+use super::topics::{auto_create, is_internal_topic};
+use crate::dispatch::RequestContext;
+use crate::Broker;
+
+/// Authorized-operation bits of a topic with no authorizer (READ..ALTER_CONFIGS).
+pub const TOPIC_ALL_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+/// Cluster operations with no authorizer.
+pub const CLUSTER_ALL_OPERATIONS: i32 =
+    (1 << 4) | (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+
+enum Wanted {
+    All,
+    Some(Vec<(Option<String>, Uuid)>),
+}
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: MetadataRequest,
+) -> MetadataResponse {
+    let version = ctx.version();
+    let wanted = match request.topics {
+        None => Wanted::All,
+        Some(ref t) if t.is_empty() && version == 0 => Wanted::All,
+        Some(t) => Wanted::Some(
+            t.into_iter()
+                .map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id))
+                .collect(),
+        ),
+    };
+    let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
+
+    // Auto-create unknown topics first so that the answer already shows their leaders.
+    if let Wanted::Some(ref list) = wanted {
+        if allow_auto_create && broker.config.auto_create_topics_enable {
+            let image = broker.image();
+            let missing: Vec<String> = list
+                .iter()
+                .filter_map(|(name, _)| name.clone())
+                .filter(|n| image.topic(n).is_none())
+                .collect();
+            if !missing.is_empty() {
+                auto_create(broker, missing).await;
+            }
+        }
+    }
+
+    let image = broker.image();
+    let include_ops = version >= 8 && request.include_topic_authorized_operations;
+    let topics = match wanted {
+        Wanted::All => image
+            .topics()
+            .map(|t| topic_entry(&image, t, include_ops))
+            .collect(),
+        Wanted::Some(list) => list
+            .into_iter()
+            .map(|(name, id)| {
+                let found = match &name {
+                    Some(n) => image.topic(n),
+                    None => image.topic_by_id(id),
+                };
+                match found {
+                    Some(t) => topic_entry(&image, t, include_ops),
+                    None => unknown_topic(name, id),
+                }
+            })
+            .collect(),
+    };
+
+    let listener = ctx.listener_name.as_ref();
+    let brokers = image
+        .brokers()
+        .filter(|b| !b.fenced)
+        .filter_map(|b| {
+            let ep = b
+                .listeners
+                .iter()
+                .find(|e| e.name == listener)
+                .or_else(|| b.listeners.first())?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(b.broker_id))
+                    .with_host(StrBytes::from_string(ep.host.clone()))
+                    .with_port(ep.port as i32)
+                    .with_rack(b.rack.clone().map(StrBytes::from_string)),
+            )
+        })
+        .collect();
+    let cluster_ops =
+        if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+            CLUSTER_ALL_OPERATIONS
+        } else {
+            OPERATIONS_NOT_REQUESTED
+        };
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_cluster_id(Some(StrBytes::from_string(image.cluster_id.clone())))
+        .with_controller_id(BrokerId(
+            broker.metadata.active_controller_id().unwrap_or(-1),
+        ))
+        .with_topics(topics)
+        .with_cluster_authorized_operations(cluster_ops)
+}
+
+fn unknown_topic(name: Option<String>, id: Uuid) -> MetadataResponseTopic {
+    let code = if name.is_none() {
+        ResponseError::UnknownTopicId.code()
+    } else if name.as_deref().map(is_valid_topic_name).unwrap_or(false) {
+        ResponseError::UnknownTopicOrPartition.code()
+    } else {
+        ResponseError::InvalidTopicException.code()
+    };
+    MetadataResponseTopic::default()
+        .with_error_code(code)
+        .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
+        .with_topic_id(id)
+        .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
+}
+
+fn is_valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn topic_entry(image: &MetadataImage, t: &TopicImage, include_ops: bool) -> MetadataResponseTopic {
+    let partitions = t
+        .partitions
+        .iter()
+        .map(|(&index, p)| {
+            let live = |id: &i32| image.broker(*id).map(|b| !b.fenced).unwrap_or(false);
+            let offline: Vec<BrokerId> = p
+                .replicas
+                .iter()
+                .filter(|r| !live(r))
+                .map(|r| BrokerId(*r))
+                .collect();
+            let error = if p.leader < 0 {
+                ResponseError::LeaderNotAvailable.code()
+            } else {
+                0
+            };
+            MetadataResponsePartition::default()
+                .with_error_code(error)
+                .with_partition_index(index)
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(p.leader_epoch)
+                .with_replica_nodes(p.replicas.iter().map(|r| BrokerId(*r)).collect())
+                .with_isr_nodes(p.isr.iter().map(|r| BrokerId(*r)).collect())
+                .with_offline_replicas(offline)
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(t.name.clone()))))
+        .with_topic_id(t.topic_id)
+        .with_is_internal(is_internal_topic(&t.name))
+        .with_partitions(partitions)
+        .with_topic_authorized_operations(if include_ops {
+            TOPIC_ALL_OPERATIONS
+        } else {
+            OPERATIONS_NOT_REQUESTED
+        })
+}

@@ -1,0 +1,123 @@
+//! Produce: validate, check producer state, append, answer per partition.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use shale_log::TopicPartition;
+
+use crate::dispatch::RequestContext;
+use crate::errors::append_error_code;
+use crate::time::now_ms;
+use crate::Broker;
+
+/// Returns `None` for acks=0: the client expects no response.
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ProduceRequest,
+) -> Option<ProduceResponse> {
+    let version = ctx.version();
+    let acks = request.acks;
+    let image = broker.image();
+    let now = now_ms();
+    let mut responses = Vec::with_capacity(request.topic_data.len());
+    let mut appended_any = false;
+    for topic in request.topic_data {
+        let topic_image = if version >= 13 {
+            image.topic_by_id(topic.topic_id)
+        } else {
+            image.topic(topic.name.0.as_str())
+        };
+        let name = topic_image
+            .map(|t| t.name.clone())
+            .unwrap_or_else(|| topic.name.0.to_string());
+        let mut partitions = Vec::with_capacity(topic.partition_data.len());
+        for p in topic.partition_data {
+            let base = PartitionProduceResponse::default()
+                .with_index(p.index)
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            if !matches!(acks, -1..=1) {
+                partitions.push(base.with_error_code(ResponseError::InvalidRequiredAcks.code()));
+                continue;
+            }
+            let Some(t) = topic_image else {
+                let code = if version >= 13 {
+                    ResponseError::UnknownTopicId.code()
+                } else {
+                    ResponseError::UnknownTopicOrPartition.code()
+                };
+                partitions.push(base.with_error_code(code));
+                continue;
+            };
+            let tp = TopicPartition {
+                topic: t.name.clone(),
+                partition: p.index,
+            };
+            let Some(partition) = broker.replicas.get(&tp) else {
+                let code = if t.partitions.contains_key(&p.index) {
+                    ResponseError::NotLeaderOrFollower.code()
+                } else {
+                    ResponseError::UnknownTopicOrPartition.code()
+                };
+                partitions.push(base.with_error_code(code));
+                continue;
+            };
+            if partition.leader_id() != broker.node_id() {
+                partitions.push(base.with_error_code(ResponseError::NotLeaderOrFollower.code()));
+                continue;
+            }
+            let Some(records) = p.records else {
+                partitions.push(base.with_error_code(ResponseError::CorruptMessage.code()));
+                continue;
+            };
+            if acks == -1 && broker.config.min_insync_replicas > 1 {
+                // The ISR of a single-replica partition is the leader alone.
+                let min_isr = broker
+                    .topic_config_value(&image, &t.name, "min.insync.replicas")
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .unwrap_or(broker.config.min_insync_replicas);
+                if min_isr > 1 {
+                    partitions.push(base.with_error_code(ResponseError::NotEnoughReplicas.code()));
+                    continue;
+                }
+            }
+            let mut owned = BytesMut::from(records.as_ref());
+            match partition.append_client(&mut owned, now) {
+                Ok(a) => {
+                    appended_any = true;
+                    partitions.push(
+                        base.with_base_offset(a.base_offset)
+                            .with_log_append_time_ms(a.log_append_time_ms)
+                            .with_log_start_offset(a.log_start_offset),
+                    );
+                }
+                Err(e) => {
+                    let (code, message) = append_error_code(&e);
+                    partitions.push(
+                        base.with_error_code(code)
+                            .with_error_message(Some(StrBytes::from_string(message))),
+                    );
+                }
+            }
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(TopicName(StrBytes::from_string(name)))
+                .with_topic_id(topic.topic_id)
+                .with_partition_responses(partitions),
+        );
+    }
+    if appended_any {
+        broker.replicas.notify_appended();
+    }
+    if acks == 0 {
+        return None;
+    }
+    Some(ProduceResponse::default().with_responses(responses))
+}

@@ -1,0 +1,142 @@
+//! InitProducerId for idempotent producers, and DescribeProducers.
+//!
+//! Producer ids come from blocks the controller hands out (AllocateProducerIds), so ids stay
+//! unique across restarts and, later, across brokers.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::{
+    DescribeProducersRequest, DescribeProducersResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProducerId,
+};
+use kafka_protocol::ResponseError;
+use shale_log::TopicPartition;
+use shale_metadata::{ControllerRequest, ControllerResponse, MetadataError};
+use shale_txn::ProducerIdAllocator;
+use tokio::sync::Mutex;
+
+use crate::dispatch::RequestContext;
+use crate::errors::metadata_error_code;
+use crate::Broker;
+
+/// The broker's current block of producer ids.
+#[derive(Debug, Default)]
+pub struct ProducerIdSource {
+    allocator: Mutex<ProducerIdAllocator>,
+}
+
+impl ProducerIdSource {
+    /// The next unused producer id, fetching a new block from the controller when needed.
+    pub async fn next(&self, broker: &Arc<Broker>) -> Result<i64, MetadataError> {
+        let mut allocator = self.allocator.lock().await;
+        if let Some(id) = allocator.next() {
+            return Ok(id);
+        }
+        let broker_epoch = broker
+            .image()
+            .broker(broker.node_id())
+            .map(|b| b.broker_epoch)
+            .unwrap_or(-1);
+        match broker
+            .metadata
+            .submit(ControllerRequest::AllocateProducerIds {
+                broker_id: broker.node_id(),
+                broker_epoch,
+            })
+            .await?
+        {
+            ControllerResponse::AllocateProducerIds(Ok(block)) => {
+                allocator
+                    .add_block(block.first_producer_id, block.len)
+                    .map_err(|e| MetadataError::InvalidRequest(e.to_string()))?;
+                allocator.next().ok_or_else(|| {
+                    MetadataError::InvalidRequest("empty producer id block".to_string())
+                })
+            }
+            ControllerResponse::AllocateProducerIds(Err(e)) => Err(e),
+            other => Err(MetadataError::InvalidRequest(format!(
+                "unexpected controller answer {other:?}"
+            ))),
+        }
+    }
+}
+
+pub async fn init_producer_id(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let base = InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
+        .with_ongoing_txn_producer_id(ProducerId(-1))
+        .with_ongoing_txn_producer_epoch(-1);
+    if request.transactional_id.is_some() {
+        // Transactions are not served yet: say so instead of pretending.
+        return base.with_error_code(ResponseError::UnsupportedVersion.code());
+    }
+    // Kafka hands a non-transactional producer a fresh id on every call.
+    match broker.producer_ids.next(broker).await {
+        Ok(id) => base.with_producer_id(ProducerId(id)).with_producer_epoch(0),
+        Err(e) => base.with_error_code(metadata_error_code(&e).0),
+    }
+}
+
+pub fn describe_producers(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let image = broker.image();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            let partitions = t
+                .partition_indexes
+                .into_iter()
+                .map(|index| {
+                    let base = PartitionResponse::default().with_partition_index(index);
+                    let known = image
+                        .topic(&name)
+                        .map(|ti| ti.partitions.contains_key(&index))
+                        .unwrap_or(false);
+                    if !known {
+                        return base.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    }
+                    let tp = TopicPartition {
+                        topic: name.clone(),
+                        partition: index,
+                    };
+                    match broker.replicas.get(&tp) {
+                        Some(p) if p.leader_id() == broker.node_id() => base.with_active_producers(
+                            p.producer_entries()
+                                .into_iter()
+                                .map(|e| {
+                                    ProducerState::default()
+                                        .with_producer_id(ProducerId(e.producer_id))
+                                        .with_producer_epoch(e.producer_epoch as i32)
+                                        .with_last_sequence(e.last_sequence)
+                                        .with_last_timestamp(e.last_timestamp_ms)
+                                        .with_coordinator_epoch(e.coordinator_epoch)
+                                        .with_current_txn_start_offset(
+                                            e.current_txn_start_offset.unwrap_or(-1),
+                                        )
+                                })
+                                .collect(),
+                        ),
+                        _ => base.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+                    }
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}

@@ -1,0 +1,318 @@
+//! The partitions this broker hosts, kept in line with the metadata image.
+//!
+//! In a single-node cluster every replica is the leader and the ISR is the leader alone, so the
+//! high watermark follows the log end offset as soon as an append is on disk (page cache).
+//! Appends hold the partition's write lock across the producer-state check, the log append and
+//! the producer-state update, so a retried batch can never be appended twice.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use shale_log::batch::{parse_batches, BatchHeader};
+use shale_log::{AppendOrigin, Log, LogError, LogManager, TopicPartition};
+use shale_txn::{ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck};
+use tokio::sync::watch;
+use tracing::{info, warn};
+use uuid::Uuid;
+
+/// Why an append was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Producer(#[from] ProducerStateError),
+}
+
+/// The outcome of a successful (or duplicate) append.
+#[derive(Clone, Copy, Debug)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+}
+
+/// One hosted partition.
+pub struct Partition {
+    pub tp: TopicPartition,
+    pub topic_id: Uuid,
+    pub log: Arc<Log>,
+    producers: Mutex<ProducerStateManager>,
+    high_watermark: AtomicI64,
+    leader_epoch: AtomicI32,
+    leader_id: AtomicI32,
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition").field("tp", &self.tp).finish()
+    }
+}
+
+fn producer_batch(h: &BatchHeader) -> ProducerBatch {
+    ProducerBatch {
+        producer_id: h.producer_id,
+        producer_epoch: h.producer_epoch,
+        base_sequence: h.base_sequence,
+        last_sequence: h.last_sequence(),
+        first_offset: h.base_offset,
+        last_offset: h.last_offset(),
+        max_timestamp_ms: h.max_timestamp,
+        is_transactional: h.is_transactional(),
+        is_control: h.is_control(),
+        record_count: h.record_count,
+    }
+}
+
+impl Partition {
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// The last stable offset: the high watermark unless a transaction is open below it.
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark();
+        match self.producers.lock().first_unstable_offset() {
+            Some(first) => first.min(hw),
+            None => hw,
+        }
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    pub fn leader_id(&self) -> i32 {
+        self.leader_id.load(Ordering::Acquire)
+    }
+
+    /// Appends client batches: validates framing and CRCs, checks idempotent sequences, writes.
+    pub fn append_client(&self, records: &mut [u8], now_ms: i64) -> Result<Appended, AppendError> {
+        let headers = parse_batches(records)?;
+        let mut producers = self.producers.lock();
+        for h in headers.iter().filter(|h| h.producer_id >= 0) {
+            if let SequenceCheck::Duplicate {
+                first_offset,
+                log_append_time_ms,
+                ..
+            } = producers.check(&producer_batch(h), now_ms)?
+            {
+                return Ok(Appended {
+                    base_offset: first_offset,
+                    log_append_time_ms,
+                    log_start_offset: self.log.log_start_offset(),
+                });
+            }
+        }
+        let info = self
+            .log
+            .append(records, self.leader_epoch(), now_ms, AppendOrigin::Client)?;
+        for h in info.batches.iter().filter(|h| h.producer_id >= 0) {
+            producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
+        }
+        drop(producers);
+        // Single replica: the ISR is the leader, so the append is committed once written.
+        self.high_watermark
+            .store(self.log.log_end_offset(), Ordering::Release);
+        Ok(Appended {
+            base_offset: info.first_offset,
+            log_append_time_ms: info.log_append_time_ms,
+            log_start_offset: info.log_start_offset,
+        })
+    }
+
+    /// Snapshot of producer state for DescribeProducers.
+    pub fn producer_entries(&self) -> Vec<shale_txn::ProducerSnapshotEntry> {
+        self.producers.lock().producers().collect()
+    }
+
+    /// Writes a producer-state snapshot at the current log end offset.
+    pub fn snapshot_producers(&self) {
+        let producers = self.producers.lock();
+        let offset = self.log.log_end_offset();
+        if let Err(e) = producers.write_snapshot(self.log.dir(), offset) {
+            warn!(tp = %self.tp, "cannot write producer snapshot: {e}");
+        }
+    }
+
+    /// Moves the log start offset forward (DeleteRecords).
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let target = if offset == -1 {
+            self.high_watermark()
+        } else {
+            offset
+        };
+        self.log.delete_records_before(target)
+    }
+}
+
+/// Rebuilds producer state from the newest snapshot plus the batches written after it.
+fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
+    let end = log.log_end_offset();
+    let (mut producers, mut offset) = match ProducerStateManager::load_latest_snapshot(
+        log.dir(),
+        end,
+        expiration_ms,
+        crate::time::now_ms(),
+    ) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            warn!(dir = %log.dir().display(), "producer snapshot unusable, rebuilding: {e}");
+            (
+                ProducerStateManager::new(expiration_ms),
+                log.log_start_offset(),
+            )
+        }
+    };
+    offset = offset.max(log.log_start_offset());
+    while offset < end {
+        let read = match log.read(offset, 1 << 20, end, true) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(dir = %log.dir().display(), "cannot replay producer state: {e}");
+                break;
+            }
+        };
+        let bytes = match read.to_bytes() {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(dir = %log.dir().display(), "cannot replay producer state: {e}");
+                break;
+            }
+        };
+        let headers = match parse_batches(&bytes) {
+            Ok(h) => h,
+            Err(e) => {
+                warn!(dir = %log.dir().display(), "cannot replay producer state: {e}");
+                break;
+            }
+        };
+        let Some(last) = headers.last() else { break };
+        let next = last.last_offset() + 1;
+        for h in headers.iter().filter(|h| h.producer_id >= 0) {
+            producers.replay(&producer_batch(h));
+        }
+        if next <= offset {
+            break;
+        }
+        offset = next;
+    }
+    producers
+}
+
+/// Everything the broker needs to know to host one partition.
+#[derive(Clone, Debug)]
+pub struct PartitionAssignment {
+    pub tp: TopicPartition,
+    pub topic_id: Uuid,
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub config: shale_log::LogConfig,
+}
+
+/// All hosted partitions.
+pub struct ReplicaManager {
+    logs: Arc<LogManager>,
+    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    producer_id_expiration_ms: i64,
+    /// Bumped after every append; long-polling fetches wait on it.
+    appended: watch::Sender<u64>,
+}
+
+impl ReplicaManager {
+    pub fn new(logs: Arc<LogManager>, producer_id_expiration_ms: i64) -> ReplicaManager {
+        ReplicaManager {
+            logs,
+            partitions: RwLock::new(HashMap::new()),
+            producer_id_expiration_ms,
+            appended: watch::channel(0).0,
+        }
+    }
+
+    pub fn logs(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        self.partitions.read().get(tp).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Partition>> {
+        self.partitions.read().values().cloned().collect()
+    }
+
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+
+    pub fn notify_appended(&self) {
+        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Makes the hosted set equal to `wanted`: opens or creates logs, updates epochs and configs,
+    /// deletes logs of partitions that are gone.
+    pub fn reconcile(&self, wanted: Vec<PartitionAssignment>) -> Result<(), LogError> {
+        let mut keep: HashMap<TopicPartition, PartitionAssignment> = HashMap::new();
+        for a in wanted {
+            keep.insert(a.tp.clone(), a);
+        }
+        let existing: Vec<TopicPartition> = self.partitions.read().keys().cloned().collect();
+        for tp in existing {
+            let gone = match keep.get(&tp) {
+                None => true,
+                Some(a) => self
+                    .get(&tp)
+                    .map(|p| p.topic_id != a.topic_id)
+                    .unwrap_or(false),
+            };
+            if gone {
+                if let Some(p) = self.partitions.write().remove(&tp) {
+                    info!(tp = %tp, "deleting partition");
+                    drop(p);
+                    self.logs.delete(&tp)?;
+                }
+            }
+        }
+        for (tp, a) in keep {
+            if let Some(p) = self.get(&tp) {
+                if p.log.config() != a.config {
+                    p.log.update_config(a.config.clone());
+                }
+                if p.leader_epoch() != a.leader_epoch {
+                    p.leader_epoch.store(a.leader_epoch, Ordering::Release);
+                    p.log
+                        .assign_epoch_start_offset(a.leader_epoch, p.log.log_end_offset())?;
+                }
+                p.leader_id.store(a.leader_id, Ordering::Release);
+                continue;
+            }
+            let log = self.logs.get_or_create(&tp, a.config.clone())?;
+            if log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
+                log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
+            }
+            let producers = load_producers(&log, self.producer_id_expiration_ms);
+            let hw = log.log_end_offset();
+            let partition = Arc::new(Partition {
+                tp: tp.clone(),
+                topic_id: a.topic_id,
+                log,
+                producers: Mutex::new(producers),
+                high_watermark: AtomicI64::new(hw),
+                leader_epoch: AtomicI32::new(a.leader_epoch),
+                leader_id: AtomicI32::new(a.leader_id),
+            });
+            self.partitions.write().insert(tp, partition);
+        }
+        Ok(())
+    }
+
+    /// Expires idle producers and snapshots producer state (called periodically and at shutdown).
+    pub fn checkpoint_producers(&self, now_ms: i64) {
+        for p in self.all() {
+            p.producers.lock().remove_expired(now_ms);
+            p.snapshot_producers();
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Start-up and shutdown: log recovery, the metadata node, the hosted partitions, the listeners
+//! and the periodic jobs (retention, flush, cleaner, producer snapshots).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shale_log::{LogManager, TopicPartition};
+use shale_metadata::{Endpoint, MetadataImage, MetadataNode, MetadataNodeConfig, SecurityProtocol};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::config::{BrokerConfig, Listener};
+use crate::connection;
+use crate::log_config::log_config_from;
+use crate::partitions::{PartitionAssignment, ReplicaManager};
+use crate::time::now_ms;
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot bind listener {name} on {addr}: {source}")]
+    Bind {
+        name: String,
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot create log directory {path}: {source}")]
+    LogDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("log engine: {0}")]
+    Log(#[from] shale_log::LogError),
+    #[error("metadata: {0}")]
+    Metadata(#[from] shale_metadata::MetadataError),
+}
+
+/// The running broker's shared state.
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub metadata: MetadataNode,
+    pub replicas: ReplicaManager,
+    pub producer_ids: crate::handlers::producer_ids::ProducerIdSource,
+    shutdown: watch::Sender<bool>,
+    /// The metadata offset up to which hosted partitions match the image.
+    reconciled: watch::Sender<i64>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("node_id", &self.config.node_id)
+            .finish()
+    }
+}
+
+/// What `start` returns: the bound addresses and a way to stop.
+pub struct BrokerHandle {
+    pub broker: Arc<Broker>,
+    /// Bound address of each client listener, by listener name (port 0 resolved).
+    pub bound: Vec<(String, SocketAddr)>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Broker {
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.metadata.image()
+    }
+
+    /// Waits until the hosted partitions reflect metadata at least as new as `offset`.
+    pub async fn wait_reconciled(&self, offset: i64) {
+        let mut rx = self.reconciled.subscribe();
+        let _ = rx.wait_for(|applied| *applied >= offset).await;
+    }
+
+    /// Starts everything and returns once clients can connect.
+    pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, StartError> {
+        for dir in config
+            .log_dirs
+            .iter()
+            .chain(std::iter::once(&config.metadata_log_dir))
+        {
+            std::fs::create_dir_all(dir).map_err(|source| StartError::LogDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        // Bind first so that port 0 is resolved before the broker registers its endpoints.
+        let mut bound_listeners = Vec::new();
+        for l in config.client_listeners() {
+            let addr = format!("{}:{}", l.host, l.port);
+            let listener = TcpListener::bind(&addr)
+                .await
+                .map_err(|source| StartError::Bind {
+                    name: l.name.clone(),
+                    addr: addr.clone(),
+                    source,
+                })?;
+            let local = listener.local_addr().map_err(|source| StartError::Bind {
+                name: l.name.clone(),
+                addr,
+                source,
+            })?;
+            bound_listeners.push((l.clone(), listener, local));
+        }
+        let mut config = config;
+        for adv in config.advertised_listeners.iter_mut() {
+            if adv.port == 0 {
+                if let Some((_, _, local)) =
+                    bound_listeners.iter().find(|(l, _, _)| l.name == adv.name)
+                {
+                    adv.port = local.port();
+                }
+            }
+        }
+
+        let recovery_threads = config.num_recovery_threads_per_data_dir * config.log_dirs.len();
+        let logs = {
+            let dirs = config.log_dirs.clone();
+            tokio::task::spawn_blocking(move || LogManager::open(dirs, recovery_threads.max(1)))
+                .await
+                .map_err(|e| StartError::LogDir {
+                    path: "log recovery".into(),
+                    source: std::io::Error::other(e.to_string()),
+                })??
+        };
+        let logs = Arc::new(logs);
+
+        let metadata = MetadataNode::start(metadata_node_config(&config)).await?;
+        let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
+        let broker = Arc::new(Broker {
+            replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
+            config,
+            metadata,
+            producer_ids,
+            shutdown: watch::channel(false).0,
+            reconciled: watch::channel(-1).0,
+        });
+
+        // Host what the image says before accepting clients.
+        broker.reconcile(&broker.metadata.image());
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(reconcile_loop(broker.clone())));
+        tasks.push(tokio::spawn(housekeeping_loop(broker.clone())));
+
+        let connections = Arc::new(Semaphore::new(broker.config.max_connections.min(1 << 20)));
+        let mut bound = Vec::new();
+        for (l, listener, local) in bound_listeners {
+            info!(listener = %l.name, addr = %local, "listening");
+            bound.push((l.name.clone(), local));
+            tasks.push(tokio::spawn(accept_loop(
+                broker.clone(),
+                listener,
+                l,
+                connections.clone(),
+            )));
+        }
+        Ok(BrokerHandle {
+            broker,
+            bound,
+            tasks,
+        })
+    }
+
+    /// Brings hosted partitions in line with `image`.
+    pub fn reconcile(&self, image: &MetadataImage) {
+        let node_id = self.config.node_id;
+        let static_props = self.static_props();
+        let mut wanted = Vec::new();
+        for topic in image.topics() {
+            let resolved: std::collections::HashMap<String, String> =
+                shale_metadata::config_defs::resolve_topic_config(
+                    image,
+                    &topic.name,
+                    &static_props,
+                )
+                .into_iter()
+                .filter_map(|c| c.value.map(|v| (c.name, v)))
+                .collect();
+            let config = log_config_from(|name| resolved.get(name).cloned());
+            for (&partition, p) in &topic.partitions {
+                if p.replicas.contains(&node_id) {
+                    wanted.push(PartitionAssignment {
+                        tp: TopicPartition {
+                            topic: topic.name.clone(),
+                            partition,
+                        },
+                        topic_id: topic.topic_id,
+                        leader_id: p.leader,
+                        leader_epoch: p.leader_epoch,
+                        config: config.clone(),
+                    });
+                }
+            }
+        }
+        match self.replicas.reconcile(wanted) {
+            Ok(()) => {
+                self.reconciled.send_replace(image.offset);
+            }
+            Err(e) => warn!("cannot apply metadata to local partitions: {e}"),
+        }
+    }
+
+    /// The effective value of a topic-level config name for `topic`.
+    pub fn topic_config_value(
+        &self,
+        image: &MetadataImage,
+        topic: &str,
+        name: &str,
+    ) -> Option<String> {
+        shale_metadata::config_defs::resolve_topic_config(image, topic, &self.static_props())
+            .into_iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.value)
+    }
+
+    /// The static broker properties as a plain map (explicit values only).
+    pub fn static_props(&self) -> std::collections::HashMap<String, String> {
+        self.config
+            .properties
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The advertised endpoint of this broker for a listener name.
+    pub fn advertised(&self, listener_name: &str) -> Option<&Listener> {
+        self.config
+            .advertised_listeners
+            .iter()
+            .find(|l| l.name == listener_name)
+            .or_else(|| self.config.advertised_listeners.first())
+    }
+}
+
+fn metadata_node_config(config: &BrokerConfig) -> MetadataNodeConfig {
+    let mut controller = shale_metadata::ControllerConfig {
+        node_id: config.node_id,
+        ..Default::default()
+    };
+    controller.num_partitions = config.num_partitions;
+    controller.default_replication_factor = config.default_replication_factor;
+    controller.delete_topic_enable = config.delete_topic_enable;
+    controller.broker_session_timeout_ms = config.broker_session_timeout_ms;
+    controller.broker_heartbeat_interval_ms = config.broker_heartbeat_interval_ms;
+    controller.unclean_leader_election_enable = config.unclean_leader_election_enable;
+    controller.min_insync_replicas = config.min_insync_replicas;
+    let mut node = MetadataNodeConfig::new(
+        config.node_id,
+        config.metadata_log_dir.join("__cluster_metadata-0"),
+    );
+    node.log_dirs = config.log_dirs.clone();
+    node.controller = controller;
+    node.broker_listeners = config
+        .advertised_listeners
+        .iter()
+        .map(|l| Endpoint {
+            name: l.name.clone(),
+            host: l.host.clone(),
+            port: l.port,
+            security_protocol: SecurityProtocol::parse(&l.security_protocol)
+                .unwrap_or(SecurityProtocol::Plaintext),
+        })
+        .collect();
+    node.rack = config.rack.clone();
+    node
+}
+
+async fn accept_loop(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    l: Listener,
+    connections: Arc<Semaphore>,
+) {
+    let name: Arc<str> = Arc::from(l.name.as_str());
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.changed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            warn!(%peer, "max.connections reached; closing new connection");
+            drop(stream);
+            continue;
+        };
+        let broker = broker.clone();
+        let name = name.clone();
+        tokio::spawn(async move {
+            connection::serve(broker, stream, peer, name).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn reconcile_loop(broker: Arc<Broker>) {
+    let mut images = broker.metadata.subscribe();
+    let mut shutdown = broker.shutdown_signal();
+    loop {
+        tokio::select! {
+            changed = images.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = shutdown.changed() => return,
+        }
+        let image = images.borrow_and_update().clone();
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.reconcile(&image)).await;
+    }
+}
+
+async fn housekeeping_loop(broker: Arc<Broker>) {
+    let mut shutdown = broker.shutdown_signal();
+    let retention_every =
+        Duration::from_millis(broker.config.log_retention_check_interval_ms.max(10) as u64);
+    let cleaner_every = Duration::from_millis(broker.config.log_cleaner_backoff_ms.max(10) as u64);
+    let mut retention = tokio::time::interval(retention_every);
+    let mut cleaner = tokio::time::interval(cleaner_every);
+    let mut flush = tokio::time::interval(Duration::from_millis(1000));
+    let mut snapshots = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = retention.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(e) = b.replicas.logs().run_retention_once(now_ms()) {
+                        warn!("retention pass failed: {e}");
+                    }
+                }).await;
+            }
+            _ = cleaner.tick(), if broker.config.log_cleaner_enable => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(e) = b.replicas.logs().run_cleaner_once(now_ms()) {
+                        warn!("cleaner pass failed: {e}");
+                    }
+                }).await;
+            }
+            _ = flush.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || b.replicas.logs().flush_due(now_ms())).await;
+            }
+            _ = snapshots.tick() => {
+                let b = broker.clone();
+                let _ = tokio::task::spawn_blocking(move || b.replicas.checkpoint_producers(now_ms())).await;
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+impl BrokerHandle {
+    /// Stops accepting, lets connections end, snapshots producer state, flushes and writes the
+    /// clean-shutdown markers.
+    pub async fn shutdown(self) {
+        let broker = self.broker;
+        broker.shutdown.send_replace(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        broker.metadata.shutdown().await;
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            b.replicas.checkpoint_producers(now_ms());
+            if let Err(e) = b.replicas.logs().shutdown() {
+                warn!("log shutdown: {e}");
+            }
+        })
+        .await;
+        info!("shutdown complete");
+    }
+}

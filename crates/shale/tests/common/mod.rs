@@ -1,0 +1,152 @@
+//! Starts the real `shale` binary on a free port with a temporary data directory.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub const READY_LINE: &str = "Shale server started";
+
+/// A running broker process; killed on drop.
+pub struct Shale {
+    child: Option<Child>,
+    pub port: u16,
+    data: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    extra: Vec<String>,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// A port nobody listens on right now (bound to 0, then released).
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+impl Shale {
+    pub fn start() -> Shale {
+        Shale::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> Shale {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let mut s = Shale {
+            child: None,
+            port: free_port(),
+            data,
+            _tmp: Some(tmp),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            log: Default::default(),
+        };
+        s.spawn();
+        s
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_shale"));
+        cmd.arg("serve")
+            .arg("--override")
+            .arg(format!("listeners=PLAINTEXT://127.0.0.1:{}", self.port))
+            .arg("--override")
+            .arg(format!("log.dirs={}", self.data.display()))
+            .arg("--override")
+            .arg("group.initial.rebalance.delay.ms=0")
+            .arg("--override")
+            .arg("offsets.topic.replication.factor=1")
+            .arg("--override")
+            .arg("offsets.topic.num.partitions=4")
+            .arg("--override")
+            .arg("group.min.session.timeout.ms=1000");
+        for e in &self.extra {
+            cmd.arg("--override").arg(e);
+        }
+        cmd.env("SHALE_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn shale");
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel::<()>();
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains(READY_LINE) {
+                    let _ = tx.send(());
+                }
+                log.lock().unwrap().push(line);
+            }
+        });
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                log.lock().unwrap().push(line);
+            }
+        });
+        self.child = Some(child);
+        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let log = self.log.lock().unwrap().join("\n");
+            panic!("shale did not become ready:\n{log}");
+        }
+    }
+
+    /// SIGTERM and wait: a clean shutdown.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let pid = child.id().to_string();
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(&pid)
+            .status()
+            .unwrap();
+        child.wait().unwrap()
+    }
+
+    /// SIGKILL: an unclean stop.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        if self.child.is_some() {
+            self.stop();
+        }
+        self.spawn();
+    }
+
+    pub fn restart_after_kill(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => false,
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Shale {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
