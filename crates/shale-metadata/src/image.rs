@@ -126,7 +126,8 @@ pub struct MetadataImage {
     controller_id: Option<i32>,
     brokers: Arc<BTreeMap<i32, BrokerRegistration>>,
     topics: Arc<BTreeMap<Uuid, Arc<TopicImage>>>,
-    topic_ids_by_name: Arc<BTreeMap<String, Uuid>>,
+    /// Keys are shared `Arc<str>` so copying the map on a change copies no strings.
+    topic_ids_by_name: Arc<BTreeMap<Arc<str>, Uuid>>,
     /// Explicit topic configs by topic name.
     topic_configs: Arc<BTreeMap<String, BTreeMap<String, String>>>,
     /// Dynamic broker configs; `None` holds the cluster-wide defaults.
@@ -410,7 +411,8 @@ impl MetadataImage {
                 }
             }
             MetadataRecord::Topic { name, topic_id } => {
-                Arc::make_mut(&mut self.topic_ids_by_name).insert(name.clone(), *topic_id);
+                Arc::make_mut(&mut self.topic_ids_by_name)
+                    .insert(Arc::from(name.as_str()), *topic_id);
                 Arc::make_mut(&mut self.topics).insert(
                     *topic_id,
                     Arc::new(TopicImage {
@@ -482,7 +484,7 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(topic) = Arc::make_mut(&mut self.topics).remove(topic_id) {
-                    Arc::make_mut(&mut self.topic_ids_by_name).remove(&topic.name);
+                    Arc::make_mut(&mut self.topic_ids_by_name).remove(topic.name.as_str());
                     if self.topic_configs.contains_key(&topic.name) {
                         Arc::make_mut(&mut self.topic_configs).remove(&topic.name);
                     }

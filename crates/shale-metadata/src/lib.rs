@@ -1,12 +1,24 @@
 //! shale-metadata: the KRaft-style metadata layer.
 //!
-//! - [`records`]: versioned metadata records, the only way metadata changes.
-//! - [`image`]: the immutable [`MetadataImage`] built by replaying records, shared as an `Arc`.
-//! - [`controller`]: the pure controller state machine `(image, request, now) -> (response, records)`.
-//! - [`config_defs`]: Kafka's topic configs (types, defaults, validation, broker synonyms).
+//! - [`records`]: versioned metadata records, the only way metadata changes. A log entry is a
+//!   batch of records committed atomically (one controller request).
+//! - [`image`]: the immutable [`MetadataImage`] built by replaying records, shared as an `Arc`;
+//!   sub-maps are `Arc`ed so a clone is cheap and a change copies only what it touches.
+//! - [`controller`]: the pure controller state machine
+//!   `(image, request, now_ms) -> (response, records)`, with seeded randomness.
+//! - [`config_defs`]: Kafka's topic configs (types, defaults, validation, broker synonyms) and
+//!   DescribeConfigs resolution.
 //! - [`quorum`]: the [`QuorumLog`] trait over a replicated log, and [`LocalQuorumLog`], the
-//!   single-voter durable implementation.
-//! - [`runtime`]: [`MetadataNode`], which drives the controller on a quorum log.
+//!   single-voter implementation on local files.
+//! - [`runtime`]: [`MetadataNode`], which drives the controller on a quorum log, publishes
+//!   images, registers and heartbeats the local broker.
+//! - [`meta_properties`]: cluster and node ids stored in every log directory.
+//!
+//! Write path: `MetadataNode::submit` queues the request; the controller task handles queued
+//! requests one by one against the latest image (each sees the earlier ones), appends their
+//! entries with one durable append, waits until the applier has published the image containing
+//! them, then answers. Read path: `MetadataNode::image()` is an `Arc` swap, no lock is held
+//! while reading.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod acl;
