@@ -310,6 +310,11 @@ pub(crate) fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     rewrite_crc(batch);
 }
 
+/// Recomputes the CRC of one whole batch after its bytes were changed.
+pub fn recompute_crc(batch: &mut [u8]) {
+    rewrite_crc(batch);
+}
+
 pub(crate) fn rewrite_crc(batch: &mut [u8]) {
     let crc = compute_crc(batch);
     batch[CRC_POS..CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());

@@ -1038,8 +1038,9 @@ fn check_timestamp(ts: i64, now_ms: i64, config: &LogConfig) -> Result<(), LogEr
     Ok(())
 }
 
-/// Record-level checks: offsets deltas in order and timestamps within bounds. Uncompressed
-/// records are decoded in place; compressed batches are checked on their header timestamps.
+/// Record-level checks as Kafka's validator does them: offset deltas in order, timestamps
+/// within bounds, keys on compacted topics. Compressed batches are decompressed for this,
+/// bounded by `decompressed_batch_bytes_max`; the stored bytes stay as received.
 fn validate_records(
     bytes: &[u8],
     headers: &[BatchHeader],
@@ -1048,35 +1049,40 @@ fn validate_records(
 ) -> Result<(), LogError> {
     let check_ts = config.message_timestamp_type == TimestampType::CreateTime;
     let mut pos = 0usize;
+    let mut scratch;
     for h in headers {
         let b = &bytes[pos..pos + h.total_len()];
         pos += h.total_len();
-        if h.compression() == Some(Compression::None) {
-            let recs = records::decode_records(&b[batch::HEADER_LEN..], h.record_count)?;
-            for (i, r) in recs.iter().enumerate() {
-                if i64::from(r.offset_delta) != i as i64 {
-                    return Err(LogError::InvalidRecord(format!(
-                        "record {i} has offset delta {}",
-                        r.offset_delta
-                    )));
-                }
-                if config.cleanup_policy.compact && r.key.is_none() && !h.is_control() {
-                    return Err(LogError::InvalidRecord(
-                        "compacted topic cannot accept a record without key".into(),
-                    ));
-                }
-                if check_ts && !h.is_control() {
-                    check_timestamp(
-                        h.base_timestamp.saturating_add(r.timestamp_delta),
-                        now_ms,
-                        config,
-                    )?;
-                }
+        let body: &[u8] = if h.compression() == Some(Compression::None) {
+            &b[batch::HEADER_LEN..]
+        } else {
+            scratch = records::batch_body(b, config.decompressed_batch_bytes_max).map_err(|e| {
+                LogError::CorruptMessage(format!("batch at {}: {e}", h.base_offset))
+            })?;
+            &scratch
+        };
+        let recs = records::decode_records(body, h.record_count)?;
+        for (i, r) in recs.iter().enumerate() {
+            if i64::from(r.offset_delta) != i as i64 {
+                return Err(LogError::InvalidRecord(format!(
+                    "record {i} has offset delta {}",
+                    r.offset_delta
+                )));
             }
-        } else if check_ts && !h.is_control() {
-            check_timestamp(h.max_timestamp, now_ms, config)?;
-            if h.record_count > 0 {
-                check_timestamp(h.base_timestamp, now_ms, config)?;
+            if h.is_control() {
+                continue;
+            }
+            if config.cleanup_policy.compact && r.key.is_none() {
+                return Err(LogError::InvalidRecord(
+                    "compacted topic cannot accept a record without key".into(),
+                ));
+            }
+            if check_ts {
+                check_timestamp(
+                    h.base_timestamp.saturating_add(r.timestamp_delta),
+                    now_ms,
+                    config,
+                )?;
             }
         }
     }

@@ -299,8 +299,9 @@ fn oversized_decompression_keeps_batch_unchanged() {
         decompressed_batch_bytes_max: 1000,
         ..compact_config()
     };
+    // Appended under the default bound (which also limits validation), cleaned under 1000.
     let log = m
-        .get_or_create(&TopicPartition::new("z", 0), config)
+        .get_or_create(&TopicPartition::new("z", 0), compact_config())
         .unwrap();
     let big = "x".repeat(5000);
     log.append(
@@ -318,6 +319,7 @@ fn oversized_decompression_keeps_batch_unchanged() {
     )
     .unwrap();
     log.roll(NOW).unwrap();
+    log.update_config(config);
     m.run_cleaner_once(NOW).unwrap();
     let bytes = log
         .read(0, usize::MAX, i64::MAX, false)

@@ -3,9 +3,10 @@
 mod common;
 
 use common::*;
+use shale_log::records::BatchBuilder;
 use shale_log::{
-    batch, parse_batches, AppendOrigin, Log, LogConfig, LogError, LogManager, TimestampType,
-    TopicPartition,
+    batch, parse_batches, AppendOrigin, Compression, Log, LogConfig, LogError, LogManager,
+    TimestampType, TopicPartition,
 };
 
 fn open(dir: &std::path::Path, config: LogConfig) -> Log {
@@ -263,4 +264,48 @@ fn manager_places_reopens_and_deletes() {
     m.delete(&tp).unwrap();
     assert!(!dir.exists());
     assert!(m.get(&tp).is_none());
+}
+
+#[test]
+fn compressed_batches_are_validated_record_by_record() {
+    let d = tempfile::tempdir().unwrap();
+    let log = open(d.path(), LogConfig::default());
+    for c in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let mut ok = keyed(&[(Some("a"), Some("1")), (Some("b"), Some("2"))], c, NOW);
+        log.append(&mut ok, 0, NOW, AppendOrigin::Client).unwrap();
+        let mut late = BatchBuilder::new(NOW).compression(c);
+        late.push(NOW, Some(b"k"), Some(b"v"));
+        late.push(NOW + 2 * 3_600_000, Some(b"k"), Some(b"v"));
+        let mut late = late.build().unwrap();
+        // The header's max timestamp claims NOW; a record inside says otherwise.
+        late[35..43].copy_from_slice(&NOW.to_be_bytes());
+        batch::recompute_crc(&mut late);
+        assert!(
+            matches!(
+                log.append(&mut late, 0, NOW, AppendOrigin::Client),
+                Err(LogError::InvalidTimestamp { .. })
+            ),
+            "{c:?}"
+        );
+        // Garbage compressed payload with a valid CRC.
+        let mut junk = keyed(&[(Some("a"), Some("1"))], c, NOW);
+        let n = junk.len();
+        for b in &mut junk[61..n] {
+            *b = 0x55;
+        }
+        batch::recompute_crc(&mut junk);
+        assert!(
+            matches!(
+                log.append(&mut junk, 0, NOW, AppendOrigin::Client),
+                Err(LogError::CorruptMessage(_))
+            ),
+            "{c:?}"
+        );
+    }
+    assert_eq!(log.log_end_offset(), 8);
 }
