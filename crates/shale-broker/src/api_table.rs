@@ -66,6 +66,20 @@ pub fn advertised() -> Vec<(i16, i16, i16)> {
         .collect()
 }
 
+/// The table as Markdown, for the README (kept in sync by a test).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | API | versions served | advertised |\n|---|---|---|---|\n");
+    let mut entries: Vec<&ApiEntry> = API_TABLE.iter().collect();
+    entries.sort_by_key(|e| e.key as i16);
+    for e in entries {
+        out.push_str(&format!(
+            "| {} | {:?} | {}-{} | {}-{} |\n",
+            e.key as i16, e.key, e.accepted_min, e.max, e.advertised_min, e.max
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

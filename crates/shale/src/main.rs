@@ -30,10 +30,16 @@ enum Command {
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
     },
+    /// Print the served Kafka APIs and versions as a Markdown table.
+    Apis,
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Command::Apis = cli.command {
+        print!("{}", shale_broker::api_table::markdown_table());
+        return Ok(());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SHALE_LOG")
@@ -43,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
+        Command::Apis => Ok(()),
     }
 }
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust unit, property and end-to-end tests (real `shale` processes driven
+# by librdkafka), then the fast slice of the client compatibility matrix. Installs what it needs
+# into local folders (cargo's target/, compat-tests/.deps, a venv) on first use.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo is required (https://rustup.rs)" >&2
+    exit 1
+fi
+
+echo "== cargo test (workspace)"
+cargo test --workspace --locked --no-fail-fast
+
+if [ -x compat-tests/run.sh ]; then
+    echo "== compat-tests (fast slice)"
+    compat-tests/run.sh --fast
+fi
