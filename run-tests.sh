@@ -11,7 +11,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 echo "== cargo test (workspace)"
-cargo test --workspace --locked --no-fail-fast
+cargo test --workspace --no-fail-fast
 
 if [ -x compat-tests/run.sh ]; then
     echo "== compat-tests (fast slice)"
