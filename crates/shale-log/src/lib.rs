@@ -3,6 +3,19 @@
 //! Segments hold RecordBatch v2 bytes as received, with sparse memory-mapped offset and time
 //! indexes. [`Log`] is one partition; [`LogManager`] owns the log directories, recovery,
 //! retention, the cleaner and checkpoints. No wire-protocol types appear here.
+//!
+//! On disk (Kafka's layout): `<dir>/<topic>-<partition>/<20-digit base>.log|.index|.timeindex`,
+//! `leader-epoch-checkpoint` per partition; per log directory `recovery-point-offset-checkpoint`,
+//! `log-start-offset-checkpoint` and the `.kafka_cleanshutdown` marker.
+//!
+//! Concurrency: one writer at a time per log (append, roll, truncation, retention, the
+//! cleaner's swap); readers never wait for it beyond brief index locks and get
+//! [`FileSlice`]s holding the segment file open, so a slice stays readable after its segment
+//! is rolled, compacted or deleted.
+//!
+//! The broker drives the periodic work: [`LogManager::run_retention_once`],
+//! [`LogManager::run_cleaner_once`] and [`LogManager::flush_due`]. The transaction layer plugs
+//! its view of transaction outcomes into the cleaner with [`LogManager::set_txn_resolver`].
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 

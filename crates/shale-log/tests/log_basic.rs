@@ -309,3 +309,11 @@ fn compressed_batches_are_validated_record_by_record() {
     }
     assert_eq!(log.log_end_offset(), 8);
 }
+
+#[test]
+fn log_and_manager_are_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Log>();
+    assert_send_sync::<LogManager>();
+    assert_send_sync::<shale_log::FileSlice>();
+}
