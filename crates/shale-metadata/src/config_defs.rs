@@ -894,4 +894,47 @@ mod tests {
             Some("2000")
         );
     }
+
+    #[test]
+    fn per_broker_dynamic_config_wins_over_cluster_default() {
+        let image = MetadataImage::empty("c").apply_entry(
+            &[
+                MetadataRecord::Config {
+                    resource: ConfigResource::ClusterDefaultBroker,
+                    name: "log.retention.minutes".into(),
+                    value: Some("10".into()),
+                },
+                MetadataRecord::Config {
+                    resource: ConfigResource::Broker(3),
+                    name: "log.retention.hours".into(),
+                    value: Some("2".into()),
+                },
+            ],
+            0,
+        );
+        let on_3 = resolve_topic_config_for_broker(&image, "t", Some(3), &HashMap::new());
+        let retention = find(&on_3, "retention.ms");
+        // log.retention.minutes comes before log.retention.hours in the synonym chain, so
+        // the cluster-wide minutes value beats broker 3's hours value.
+        assert_eq!(retention.value.as_deref(), Some("600000"));
+        assert_eq!(retention.source, ConfigSource::DynamicDefaultBrokerConfig);
+        assert_eq!(
+            retention
+                .synonyms
+                .iter()
+                .map(|s| (s.name.as_str(), s.source))
+                .collect::<Vec<_>>(),
+            vec![
+                (
+                    "log.retention.minutes",
+                    ConfigSource::DynamicDefaultBrokerConfig
+                ),
+                ("log.retention.hours", ConfigSource::DynamicBrokerConfig),
+                ("log.retention.hours", ConfigSource::DefaultConfig),
+            ]
+        );
+        let on_1 = resolve_topic_config_for_broker(&image, "t", Some(1), &HashMap::new());
+        assert_eq!(find(&on_1, "retention.ms").value.as_deref(), Some("600000"));
+        assert!(find(&on_1, "segment.bytes").is_default);
+    }
 }
