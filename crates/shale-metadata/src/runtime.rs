@@ -85,8 +85,13 @@ struct Inner {
     /// Set when the applier stops on an error: waiting for offsets is then pointless.
     failed: watch::Sender<Option<MetadataError>>,
     requests: mpsc::Sender<Command>,
+    /// Stops the heartbeat loop and the controller task (after its current group).
     shutdown_tx: watch::Sender<bool>,
+    /// Stops the applier, once nothing can be waiting for it any more.
+    stop_applier_tx: watch::Sender<bool>,
+    /// Heartbeat and controller tasks.
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    applier: Mutex<Option<JoinHandle<()>>>,
     broker_epoch: AtomicI64,
     heartbeat_interval: Duration,
 }
@@ -201,10 +206,19 @@ async fn run_controller(
     images: watch::Receiver<Arc<MetadataImage>>,
     failed: watch::Receiver<Option<MetadataError>>,
     start: Instant,
+    mut stop: watch::Receiver<bool>,
 ) {
     let mut last_written = images.borrow().offset;
     let mut active_epoch: Option<i64> = None;
-    while let Some(first) = commands.recv().await {
+    loop {
+        let first = tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            command = commands.recv() => match command {
+                Some(command) => command,
+                None => return,
+            },
+        };
         let mut group = vec![first];
         while group.len() < GROUP_COMMIT_MAX {
             match commands.try_recv() {
@@ -403,6 +417,7 @@ impl MetadataNode {
         let (image_tx, image_rx) = watch::channel(Arc::new(image));
         let (failed_tx, failed_rx) = watch::channel(None);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (stop_applier_tx, stop_applier_rx) = watch::channel(false);
         let (requests, commands) = mpsc::channel(REQUEST_QUEUE_MAX);
         let start = Instant::now();
         let seed = Uuid::new_v4().as_u64_pair().0;
@@ -413,7 +428,7 @@ impl MetadataNode {
             failed_tx.clone(),
             config.snapshot_every_records,
             replayed,
-            shutdown_rx,
+            stop_applier_rx,
         ));
         let controller_task = tokio::spawn(run_controller(
             controller,
@@ -422,6 +437,7 @@ impl MetadataNode {
             image_rx,
             failed_rx,
             start,
+            shutdown_rx,
         ));
         let heartbeat_interval =
             Duration::from_millis(config.controller.broker_heartbeat_interval_ms.max(1) as u64);
@@ -433,7 +449,9 @@ impl MetadataNode {
                 failed: failed_tx,
                 requests,
                 shutdown_tx,
-                tasks: Mutex::new(vec![applier, controller_task]),
+                stop_applier_tx,
+                tasks: Mutex::new(vec![controller_task]),
+                applier: Mutex::new(Some(applier)),
                 broker_epoch: AtomicI64::new(-1),
                 heartbeat_interval,
             }),
@@ -569,16 +587,25 @@ impl MetadataNode {
         if let Err(err) = self.heartbeat(true).await {
             tracing::warn!(%err, "controlled shutdown of the local broker failed");
         }
+        // The controller finishes the group it is handling (the applier still runs, so it
+        // can), then stops; queued and later requests fail with ShutDown.
         self.inner.shutdown_tx.send_replace(true);
         let tasks: Vec<JoinHandle<()>> = match self.inner.tasks.lock() {
             Ok(mut tasks) => tasks.drain(..).collect(),
             Err(_) => Vec::new(),
         };
         for task in tasks {
-            // The controller task waits on the request queue, which stays open while handles
-            // exist; stopping it is the way out.
-            task.abort();
-            let _ = task.await;
+            if let Err(err) = task.await {
+                tracing::warn!(%err, "a metadata task ended abnormally");
+            }
+        }
+        // The applier finishes a snapshot it is writing before it stops.
+        self.inner.stop_applier_tx.send_replace(true);
+        let applier = self.inner.applier.lock().ok().and_then(|mut a| a.take());
+        if let Some(applier) = applier {
+            if let Err(err) = applier.await {
+                tracing::warn!(%err, "the metadata applier ended abnormally");
+            }
         }
     }
 }
