@@ -52,6 +52,9 @@ impl TxnResolver for KeepAllTransactions {
     }
 }
 
+/// Approximate memory of one key-map entry beside the key bytes.
+const KEY_ENTRY_OVERHEAD_BYTES: u64 = 48;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanerReport {
     pub logs_cleaned: usize,
@@ -193,11 +196,11 @@ impl Log {
         if dirty == 0 || (ratio < config.min_cleanable_dirty_ratio && !overdue) {
             return Ok(CleanerReport::default());
         }
-        let end_offset = cleanable.last().map(|s| s.base_offset).unwrap_or_default();
-        let mut report = self.compact_segments(&cleanable, &config, now_ms, resolver)?;
+        let (mut report, covered) = self.compact_segments(&cleanable, &config, now_ms, resolver)?;
+        // Segments are in offset order: the next one after what was cleaned marks the end.
         let next_base = segs
-            .get(cleanable.len())
-            .map_or(end_offset, |s| s.base_offset);
+            .get(covered)
+            .map_or(cleanable[covered - 1].base_offset, |s| s.base_offset);
         self.cleaned_up_to.store(next_base, Ordering::Release);
         report.logs_cleaned = 1;
         Ok(report)
@@ -209,11 +212,24 @@ impl Log {
         config: &LogConfig,
         now_ms: i64,
         resolver: &dyn TxnResolver,
-    ) -> Result<CleanerReport, LogError> {
+    ) -> Result<(CleanerReport, usize), LogError> {
         let limit = config.decompressed_batch_bytes_max;
-        // Pass 1: latest offset of every key.
+        // Pass 1: latest offset of every key in the dirty segments (those not cleaned yet),
+        // over as many whole segments as the key map budget allows (at least one). The clean
+        // part already holds one record per key; it is deduplicated against this map.
+        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
+        let first_dirty = cleanable
+            .iter()
+            .position(|s| s.base_offset >= cleaned_to)
+            .unwrap_or(0);
         let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
-        for seg in cleanable {
+        let mut map_bytes = 0u64;
+        let mut covered = first_dirty;
+        for seg in &cleanable[first_dirty..] {
+            if covered > first_dirty && map_bytes >= config.cleaner_dedupe_bytes_max {
+                break;
+            }
+            covered += 1;
             let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
                 if participates(self, &h, resolver) != Some(true) {
@@ -228,11 +244,15 @@ impl Log {
                 };
                 for r in recs {
                     if let Some(k) = r.key {
-                        latest.insert(k.to_vec(), h.base_offset + i64::from(r.offset_delta));
+                        let offset = h.base_offset + i64::from(r.offset_delta);
+                        if latest.insert(k.to_vec(), offset).is_none() {
+                            map_bytes += k.len() as u64 + KEY_ENTRY_OVERHEAD_BYTES;
+                        }
                     }
                 }
             }
         }
+        let cleanable = &cleanable[..covered];
         // Pass 2: rewrite groups of consecutive segments that fit one segment.
         let mut report = CleanerReport::default();
         let mut group: Vec<Arc<Segment>> = Vec::new();
@@ -253,7 +273,7 @@ impl Log {
         if !group.is_empty() {
             report.add(&self.rewrite_group(&group, &latest, config, now_ms, resolver)?);
         }
-        Ok(report)
+        Ok((report, covered))
     }
 
     fn rewrite_group(
@@ -385,7 +405,7 @@ fn filter_batch(
         let offset = h.base_offset + i64::from(r.offset_delta);
         let retained = match r.key {
             None => true,
-            Some(k) => latest.get(k).is_none_or(|o| *o == offset),
+            Some(k) => latest.get(k).is_none_or(|o| *o <= offset),
         };
         if !retained {
             continue;

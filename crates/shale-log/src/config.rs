@@ -62,8 +62,11 @@ pub struct LogConfig {
     pub min_cleanable_dirty_ratio: f64,
     /// `preallocate` (default false): accepted, the segment file itself is not preallocated.
     pub preallocate: bool,
-    /// `log.cleaner.io.buffer.size`-like bound on one decompressed batch during cleaning.
+    /// Bound on one decompressed batch, when validating appends and when cleaning.
     pub decompressed_batch_bytes_max: u64,
+    /// `log.cleaner.dedupe.buffer.size`: memory for the cleaner's key map in one pass; a log
+    /// with more distinct keys is cleaned over several passes.
+    pub cleaner_dedupe_bytes_max: u64,
 }
 
 impl Default for LogConfig {
@@ -89,6 +92,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: 0.5,
             preallocate: false,
             decompressed_batch_bytes_max: 64 * 1024 * 1024,
+            cleaner_dedupe_bytes_max: 128 * 1024 * 1024,
         }
     }
 }

@@ -406,3 +406,49 @@ fn keyless_records_are_refused_on_compacted_topics() {
     ));
     assert_eq!(log.log_end_offset(), 0);
 }
+
+#[test]
+fn small_key_map_budget_cleans_over_several_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    let config = LogConfig {
+        cleaner_dedupe_bytes_max: 200,
+        segment_bytes: 2048,
+        ..compact_config()
+    };
+    let log = m
+        .get_or_create(&TopicPartition::new("p", 0), config)
+        .unwrap();
+    let mut latest: HashMap<String, i64> = HashMap::new();
+    for i in 0..200 {
+        let k = format!("key{}", i % 17);
+        let info = log
+            .append(
+                &mut keyed(
+                    &[(Some(&k), Some(&format!("v{i}")))],
+                    Compression::None,
+                    NOW,
+                ),
+                0,
+                NOW,
+                AppendOrigin::Client,
+            )
+            .unwrap();
+        latest.insert(k, info.first_offset);
+    }
+    log.roll(NOW).unwrap();
+    let mut passes = 0;
+    loop {
+        let r = m.run_cleaner_once(NOW).unwrap();
+        passes += 1;
+        if r.logs_cleaned == 0 || passes > 50 {
+            break;
+        }
+    }
+    assert!(passes > 2, "one pass was enough: {passes}");
+    let mut got: Vec<i64> = records(&log).iter().map(|r| r.0).collect();
+    got.sort();
+    let mut want: Vec<i64> = latest.values().copied().collect();
+    want.sort();
+    assert_eq!(got, want);
+}
