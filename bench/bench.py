@@ -1,0 +1,761 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of Shale and Apache Kafka on this machine (issue #4).
+
+Started by bench/run.sh, which resolves the Shale binary and the Kafka jars first.
+Each broker runs alone (never both at once), fresh, in a temporary directory on free
+loopback ports, and is always stopped (SIGTERM to its own process group, then SIGKILL).
+
+Measured per broker:
+  * start-up: process spawn -> ready line, and spawn -> first successful ApiVersions +
+    Metadata answer on the listener;
+  * resident memory (VmRSS) after ~5 s idle, after creating a topic, and peak (VmHWM) at the end;
+  * ProducerPerformance, 1 KiB records, acks=1 and acks=all, 1 and 8 partitions;
+  * ConsumerPerformance over the same topics;
+  * broker CPU seconds used by every load run (from /proc/<pid>/stat).
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MIB = 1024 * 1024
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc readings
+
+
+def proc_status_kib(pid: int, field: str):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def proc_cpu_seconds(pid: int):
+    """utime + stime of the process (all its threads), in seconds."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimal Kafka wire probe: ApiVersions v0, then Metadata v4 must list at least one broker.
+
+
+def _request(sock: socket.socket, api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
+    client_id = b"shale-bench"
+    header = struct.pack(">hhih", api_key, api_version, correlation_id, len(client_id)) + client_id
+    payload = header + body
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+    response = _recv_exact(sock, size)
+    if struct.unpack(">i", response[:4])[0] != correlation_id:
+        raise BenchError("correlation id mismatch")
+    return response[4:]
+
+
+def _recv_exact(sock: socket.socket, count: int) -> bytes:
+    chunks = []
+    while count > 0:
+        chunk = sock.recv(count)
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def probe_ready(port: int, timeout_s: float = 2.0) -> bool:
+    """True when the broker answers ApiVersions without error and Metadata lists a broker."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            api_versions = _request(sock, 18, 0, 1, b"")
+            if struct.unpack(">h", api_versions[:2])[0] != 0:
+                return False
+            # Metadata v4: topics = null (all), allow_auto_topic_creation = false.
+            metadata = _request(sock, 3, 4, 2, struct.pack(">ib", -1, 0))
+            broker_count = struct.unpack(">i", metadata[4:8])[0]
+            return broker_count > 0
+    except (OSError, ConnectionError, struct.error, BenchError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Broker processes
+
+
+class Broker:
+    name = "broker"
+    ready_marker = ""
+
+    def __init__(self, workroot: Path, logs: Path):
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=workroot))
+        self.log_path = logs / f"{self.name}-broker.log"
+        self.proc = None
+        self.port = None
+        self.version = "unknown"
+        self.ready_line_at = None
+        self._log_file = None
+        self._reader = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self):
+        raise NotImplementedError
+
+    def prepare(self) -> dict:
+        """One-time set-up before the timed start (e.g. storage format). Returns extra facts."""
+        return {}
+
+    def _pump_output(self):
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            now = time.monotonic()
+            self._log_file.write(raw)
+            self._log_file.flush()
+            if self.ready_line_at is None and self.ready_marker.encode() in raw:
+                self.ready_line_at = now
+
+    def start(self, timeout_s: float) -> dict:
+        """Spawns the broker and returns start-up timings in milliseconds."""
+        cmd = self.command()
+        self._log_file = open(self.log_path, "ab")
+        self._log_file.write(("$ " + " ".join(cmd) + "\n").encode())
+        self._log_file.flush()
+        spawned_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._pump_output, daemon=True)
+        self._reader.start()
+        deadline = spawned_at + timeout_s
+        answered_at = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"{self.name} exited with code {self.proc.returncode} during start-up:\n{self.tail()}")
+            if answered_at is None and probe_ready(self.port, timeout_s=1.0):
+                answered_at = time.monotonic()
+            if answered_at is not None and self.ready_line_at is not None:
+                break
+            time.sleep(0.002)
+        else:
+            raise BenchError(
+                f"{self.name} not ready within {timeout_s:.0f}s (ready line seen: {self.ready_line_at is not None},"
+                f" Metadata answered: {answered_at is not None}):\n{self.tail()}"
+            )
+        return {
+            "ready_line_ms": round((self.ready_line_at - spawned_at) * 1000, 1),
+            "first_metadata_ms": round((answered_at - spawned_at) * 1000, 1),
+        }
+
+    def rss_mib(self):
+        kib = proc_status_kib(self.proc.pid, "VmRSS")
+        return None if kib is None else round(kib / 1024, 1)
+
+    def hwm_mib(self):
+        kib = proc_status_kib(self.proc.pid, "VmHWM")
+        return None if kib is None else round(kib / 1024, 1)
+
+    def cpu_seconds(self):
+        return proc_cpu_seconds(self.proc.pid)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            _kill_group(self.proc, grace_s=30)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen, grace_s: float):
+    """SIGTERM the process group this script created for proc, SIGKILL it if it lingers."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class ShaleBroker(Broker):
+    name = "shale"
+    ready_marker = "Shale server started"
+
+    def __init__(self, workroot: Path, logs: Path, binary: Path):
+        super().__init__(workroot, logs)
+        self.binary = binary
+        try:
+            out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=10)
+            self.version = (out.stdout.strip() or out.stderr.strip() or "shale").splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            self.version = "shale (version unknown)"
+
+    def command(self):
+        self.port = free_port()
+        overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.workdir / "data"),
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": "1",
+        }
+        cmd = [str(self.binary), "serve"]
+        for key, value in overrides.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+
+class KafkaBroker(Broker):
+    name = "kafka"
+    ready_marker = "Kafka Server started"
+
+    def __init__(self, workroot: Path, logs: Path, lib_dir: Path, kafka_version: str):
+        super().__init__(workroot, logs)
+        self.lib_dir = lib_dir
+        self.version = f"Apache Kafka {kafka_version}"
+        self.props_path = self.workdir / "server.properties"
+        self.log4j_path = self.workdir / "log4j2.properties"
+
+    def prepare(self) -> dict:
+        self.port = free_port()
+        controller_port = free_port()
+        while controller_port == self.port:
+            controller_port = free_port()
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.workdir / "data"),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        self.props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.log4j_path.write_text(
+            "rootLogger.level=INFO\nrootLogger.appenderRef.out.ref=OUT\n"
+            "appender.out.type=Console\nappender.out.name=OUT\n"
+            "appender.out.layout.type=PatternLayout\nappender.out.layout.pattern=[%d] %p %m (%c)%n\n"
+        )
+        started = time.monotonic()
+        cp = f"{self.lib_dir}/*"
+        java = ["java", f"-Dlog4j2.configurationFile={self.log4j_path}", "-cp", cp, "kafka.tools.StorageTool"]
+        uuid_run = subprocess.run(java + ["random-uuid"], capture_output=True, text=True, timeout=120)
+        if uuid_run.returncode != 0:
+            raise BenchError(f"StorageTool random-uuid failed:\n{uuid_run.stdout}\n{uuid_run.stderr}")
+        cluster_id = uuid_run.stdout.strip().splitlines()[-1]
+        fmt = subprocess.run(
+            java + ["format", "--standalone", "-t", cluster_id, "-c", str(self.props_path)],
+            capture_output=True, text=True, timeout=180,
+        )
+        if fmt.returncode != 0:
+            raise BenchError(f"StorageTool format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        return {"storage_format_ms": round((time.monotonic() - started) * 1000, 1)}
+
+    def command(self):
+        return [
+            "java", "-Xmx1g",
+            f"-Dlog4j2.configurationFile={self.log4j_path}",
+            "-cp", f"{self.lib_dir}/*", "kafka.Kafka", str(self.props_path),
+        ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka's own client tools, with the same JVM settings against both brokers
+
+
+class Tools:
+    def __init__(self, lib_dir: Path, logs: Path, workroot: Path, client_heap: str):
+        self.lib_dir = lib_dir
+        self.logs = logs
+        self.client_heap = client_heap
+        self.log4j_path = workroot / "client-log4j2.properties"
+        self.log4j_path.write_text(
+            "rootLogger.level=WARN\nrootLogger.appenderRef.out.ref=OUT\n"
+            "appender.out.type=Console\nappender.out.name=OUT\nappender.out.target=SYSTEM_ERR\n"
+            "appender.out.layout.type=PatternLayout\nappender.out.layout.pattern=[%d] %p %m (%c)%n\n"
+        )
+
+    def java(self, main_class: str, args):
+        return [
+            "java", f"-Xmx{self.client_heap}", f"-Xms{self.client_heap}",
+            f"-Dlog4j2.configurationFile={self.log4j_path}",
+            "-cp", f"{self.lib_dir}/*", main_class, *args,
+        ]
+
+    def run(self, label: str, main_class: str, args, timeout_s: float):
+        """Runs a tool in its own process group; returns (exit code or None on timeout, output)."""
+        cmd = self.java(main_class, args)
+        log_path = self.logs / f"{label}.log"
+        with open(log_path, "wb") as out:
+            out.write(("$ " + " ".join(cmd) + "\n").encode())
+            out.flush()
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                code = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, grace_s=5)
+                code = None
+        return code, log_path.read_text(errors="replace")
+
+
+PRODUCER_FINAL = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+CONSUMER_HEADER = "start.time, end.time, data.consumed.in.MB"
+
+
+def parse_producer(output: str):
+    matches = PRODUCER_FINAL.findall(output)
+    if not matches:
+        return None
+    sent, rps, mbps, avg, mx, p50, p95, p99, p999 = matches[-1]
+    return {
+        "records": int(sent), "records_per_s": float(rps), "mb_per_s": float(mbps),
+        "latency_avg_ms": float(avg), "latency_max_ms": float(mx), "latency_p50_ms": int(p50),
+        "latency_p95_ms": int(p95), "latency_p99_ms": int(p99), "latency_p999_ms": int(p999),
+    }
+
+
+def parse_consumer(output: str):
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(CONSUMER_HEADER) and index + 1 < len(lines):
+            names = [name.strip() for name in line.split(",")]
+            values = [value.strip() for value in lines[index + 1].split(",")]
+            if len(values) != len(names):
+                return None
+            row = dict(zip(names, values))
+            try:
+                return {
+                    "records": int(row["data.consumed.in.nMsg"]),
+                    "mb": float(row["data.consumed.in.MB"]),
+                    "mb_per_s": float(row["MB.sec"]),
+                    "records_per_s": float(row["nMsg.sec"]),
+                    "rebalance_ms": int(row["rebalance.time.ms"]),
+                    "fetch_ms": int(row["fetch.time.ms"]),
+                    "fetch_mb_per_s": float(row["fetch.MB.sec"]),
+                    "fetch_records_per_s": float(row["fetch.nMsg.sec"]),
+                }
+            except (KeyError, ValueError):
+                return None
+    return None
+
+
+ERROR_LINE = re.compile(r"(Exception|ERROR|Error:|WARNING: Exiting)")
+
+
+def error_lines(output: str, limit: int = 15):
+    seen = []
+    for line in output.splitlines():
+        if ERROR_LINE.search(line) and line not in seen:
+            seen.append(line.strip())
+            if len(seen) >= limit:
+                break
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------
+# One broker's whole measurement
+
+
+def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
+    out["version"] = broker.version
+    log(f"{broker.name}: preparing")
+    out["prepare"] = broker.prepare()
+    log(f"{broker.name}: starting")
+    out["startup"] = broker.start(timeout_s=cfg.start_timeout_s)
+    log(f"{broker.name}: ready {out['startup']}; idling {cfg.idle_s}s")
+    time.sleep(cfg.idle_s)
+    memory = {"idle_rss_mib": broker.rss_mib()}
+    out["memory"] = memory
+
+    def create(topic, partitions):
+        code, output = tools.run(
+            f"{broker.name}-create-{topic}", "org.apache.kafka.tools.TopicCommand",
+            ["--bootstrap-server", broker.bootstrap, "--create", "--topic", topic,
+             "--partitions", str(partitions), "--replication-factor", "1"],
+            timeout_s=120,
+        )
+        if code != 0:
+            raise BenchError(f"{broker.name}: creating {topic} failed (exit {code}):\n" + "\n".join(output.splitlines()[-20:]))
+
+    create("bench-p1", 1)
+    time.sleep(2)
+    memory["after_topic_rss_mib"] = broker.rss_mib()
+    create("bench-p8", 8)
+    create("bench-warmup", 1)
+    log(f"{broker.name}: memory {memory}")
+
+    runs = {}
+    out["runs"] = runs
+
+    def measured(label, fn):
+        if not broker.alive():
+            runs[label] = {"ok": False, "error": "broker not running", "broker_log_tail": broker.tail()}
+            return
+        cpu_before = broker.cpu_seconds()
+        started = time.monotonic()
+        result = fn()
+        result["wall_s"] = round(time.monotonic() - started, 2)
+        cpu_after = broker.cpu_seconds()
+        if cpu_before is not None and cpu_after is not None:
+            result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
+        result["broker_rss_mib_after"] = broker.rss_mib()
+        if not broker.alive():
+            result["ok"] = False
+            result["error"] = f"broker exited with code {broker.proc.returncode}"
+            result["broker_log_tail"] = broker.tail()
+        runs[label] = result
+        summary = {k: result.get(k) for k in ("ok", "mb_per_s", "records_per_s", "fetch_mb_per_s", "broker_cpu_s", "wall_s")}
+        log(f"{broker.name}: {label} {summary}")
+
+    def produce(label, topic, acks, records):
+        def go():
+            code, output = tools.run(
+                f"{broker.name}-{label}", "org.apache.kafka.tools.ProducerPerformance",
+                ["--topic", topic, "--num-records", str(records), "--record-size", "1024",
+                 "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", f"acks={acks}"],
+                timeout_s=cfg.tool_timeout_s,
+            )
+            parsed = parse_producer(output)
+            errors = error_lines(output)
+            ok = code == 0 and parsed is not None and parsed["records"] == records and not errors
+            result = {"ok": ok, "exit_code": code, "errors": errors, **(parsed or {})}
+            if code is None:
+                result["error"] = f"timed out after {cfg.tool_timeout_s}s"
+            return result
+        measured(label, go)
+
+    def consume(label, topic, records):
+        def go():
+            code, output = tools.run(
+                f"{broker.name}-{label}", "org.apache.kafka.tools.ConsumerPerformance",
+                ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--num-records", str(records),
+                 "--timeout", "30000", "--group", f"bench-{label}-{int(time.time())}"],
+                timeout_s=cfg.tool_timeout_s,
+            )
+            parsed = parse_consumer(output)
+            errors = error_lines(output)
+            ok = code == 0 and parsed is not None and parsed["records"] >= records and not errors
+            result = {"ok": ok, "exit_code": code, "errors": errors, **(parsed or {})}
+            if code is None:
+                result["error"] = f"timed out after {cfg.tool_timeout_s}s"
+            return result
+        measured(label, go)
+
+    n = cfg.records
+    produce("warmup", "bench-warmup", "1", cfg.warmup_records)
+    for partitions in (1, 8):
+        topic = f"bench-p{partitions}"
+        produce(f"produce-p{partitions}-acks1", topic, "1", n)
+        produce(f"produce-p{partitions}-acksall", topic, "all", n)
+    for partitions in (1, 8):
+        consume(f"consume-p{partitions}", f"bench-p{partitions}", 2 * n)
+
+    memory["peak_rss_mib"] = broker.hwm_mib()
+    memory["final_rss_mib"] = broker.rss_mib()
+    out["broker_alive_at_end"] = broker.alive()
+    out["broker_cpu_s_total"] = broker.cpu_seconds()
+    out["broker_error_lines"] = error_lines(broker.log_path.read_text(errors="replace"), limit=30)
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def ratio(shale, kafka):
+    if shale is None or kafka is None or kafka == 0:
+        return None
+    return shale / kafka
+
+
+def fmt_num(value, digits=1):
+    if value is None:
+        return "n/a"
+    if isinstance(value, int) or value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def get(d, *path):
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def run_value(result, broker, run, key):
+    entry = get(result, "brokers", broker, "runs", run)
+    if not entry or not entry.get("ok"):
+        return None
+    return entry.get(key)
+
+
+def table(result) -> str:
+    rows = []
+    # (metric, shale, kafka, goal kind): "le" = ratio <= 1/20 wanted, "ge" = ratio >= 1.5 wanted.
+    def add(metric, shale, kafka, goal):
+        rows.append((metric, shale, kafka, goal))
+
+    for key, name in (("ready_line_ms", "Start-up to ready line (ms)"),
+                      ("first_metadata_ms", "Start-up to first ApiVersions+Metadata answer (ms)")):
+        add(name, get(result, "brokers", "shale", "startup", key), get(result, "brokers", "kafka", "startup", key), "le")
+    for key, name in (("idle_rss_mib", "Idle RSS after ~5 s (MiB)"),
+                      ("after_topic_rss_mib", "RSS after creating a topic (MiB)")):
+        add(name, get(result, "brokers", "shale", "memory", key), get(result, "brokers", "kafka", "memory", key), "le")
+    for partitions in (1, 8):
+        for acks, acks_name in (("acks1", "acks=1"), ("acksall", "acks=all")):
+            run = f"produce-p{partitions}-{acks}"
+            for key, unit in (("mb_per_s", "MB/s"), ("records_per_s", "records/s")):
+                add(f"Produce 1 KiB, {partitions} partition{'s' if partitions > 1 else ''}, {acks_name} ({unit})",
+                    run_value(result, "shale", run, key), run_value(result, "kafka", run, key), "ge")
+    for partitions in (1, 8):
+        run = f"consume-p{partitions}"
+        label = f"{partitions} partition{'s' if partitions > 1 else ''}"
+        add(f"Consume 1 KiB, {label} (MB/s, incl. group join)",
+            run_value(result, "shale", run, "mb_per_s"), run_value(result, "kafka", run, "mb_per_s"), "ge")
+        add(f"Consume 1 KiB, {label} (fetch MB/s, excl. group join)",
+            run_value(result, "shale", run, "fetch_mb_per_s"), run_value(result, "kafka", run, "fetch_mb_per_s"), "ge")
+
+    lines = ["| Metric | Shale | Kafka | Shale/Kafka | Goal | Met? |", "|---|---:|---:|---:|---|---|"]
+    met_count = total = 0
+    for metric, shale, kafka, goal in rows:
+        r = ratio(shale, kafka)
+        goal_text = "<= 0.05 (1/20)" if goal == "le" else ">= 1.5"
+        if r is None:
+            met = "n/a"
+        else:
+            ok = r <= 0.05 if goal == "le" else r >= 1.5
+            met = "yes" if ok else "**no**"
+            met_count += ok
+            total += 1
+        ratio_text = "n/a" if r is None else (f"{r:.3f}" if r < 0.1 else f"{r:.2f}")
+        lines.append(f"| {metric} | {fmt_num(shale)} | {fmt_num(kafka)} | {ratio_text} | {goal_text} | {met} |")
+    lines.append("")
+    lines.append(f"Goals met: {met_count} of {total} measured.")
+    # Information rows without a goal.
+    info = ["", "| Other figures (no goal) | Shale | Kafka |", "|---|---:|---:|"]
+    info.append(f"| Peak RSS over the run, VmHWM (MiB) | {fmt_num(get(result, 'brokers', 'shale', 'memory', 'peak_rss_mib'))}"
+                f" | {fmt_num(get(result, 'brokers', 'kafka', 'memory', 'peak_rss_mib'))} |")
+    info.append(f"| Kafka storage format before start (ms, not in start-up) | - | "
+                f"{fmt_num(get(result, 'brokers', 'kafka', 'prepare', 'storage_format_ms'))} |")
+    for partitions in (1, 8):
+        for acks, acks_name in (("acks1", "acks=1"), ("acksall", "acks=all")):
+            run = f"produce-p{partitions}-{acks}"
+            for key, name in (("latency_avg_ms", "avg"), ("latency_p99_ms", "p99")):
+                info.append(f"| Produce {partitions}p {acks_name} latency {name} (ms) | "
+                            f"{fmt_num(run_value(result, 'shale', run, key))} | {fmt_num(run_value(result, 'kafka', run, key))} |")
+    for run in ("produce-p1-acks1", "produce-p1-acksall", "produce-p8-acks1", "produce-p8-acksall", "consume-p1", "consume-p8"):
+        info.append(f"| Broker CPU seconds, {run} | {fmt_num(get(result, 'brokers', 'shale', 'runs', run, 'broker_cpu_s'), 2)}"
+                    f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'broker_cpu_s'), 2)} |")
+    return "\n".join(lines + info)
+
+
+def load_average():
+    """1-minute load average: other work on the machine skews every figure, so it is recorded."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine_facts(lib_dir: Path):
+    mem_kib = None
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kib = int(line.split()[1])
+    cpu_model = None
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu_model = line.split(":", 1)[1].strip()
+            break
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "memory_gib": round(mem_kib / MIB, 1) if mem_kib else None,
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "java": (java.stderr.strip().splitlines() or ["unknown"])[0],
+        "loadavg_at_start": load_average(),
+        "kafka_lib_dir": str(lib_dir),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--shale-bin", required=True, type=Path)
+    parser.add_argument("--kafka-lib", required=True, type=Path)
+    parser.add_argument("--kafka-version", required=True)
+    parser.add_argument("--results", required=True, type=Path)
+    parser.add_argument("--git-commit", default="unknown")
+    parser.add_argument("--only", choices=["shale", "kafka"], help="benchmark one broker only")
+    parser.add_argument("--records", type=int, help="records per produce run (overrides the mode's default)")
+    cfg = parser.parse_args()
+
+    mode = "quick" if cfg.quick else "full"
+    if cfg.records is None:
+        cfg.records = 100_000 if cfg.quick else 500_000
+    cfg.warmup_records = max(10_000, cfg.records // 10)
+    cfg.idle_s = 5
+    cfg.start_timeout_s = 120
+    cfg.tool_timeout_s = 60 if cfg.quick else 150
+    client_heap = "1g"
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    cfg.results.mkdir(parents=True, exist_ok=True)
+    logs = cfg.results / f"{stamp}-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    workroot = Path(tempfile.mkdtemp(prefix="shale-bench-"))
+
+    result = {
+        "timestamp_utc": stamp,
+        "mode": mode,
+        "settings": {
+            "records_per_produce_run": cfg.records, "record_size_bytes": 1024, "warmup_records": cfg.warmup_records,
+            "records_per_consume_run": 2 * cfg.records, "idle_s": cfg.idle_s, "client_jvm": f"-Xmx{client_heap} -Xms{client_heap}",
+            "kafka_jvm": "-Xmx1g", "tool_timeout_s": cfg.tool_timeout_s,
+        },
+        "machine": machine_facts(cfg.kafka_lib),
+        "shale_git_commit": cfg.git_commit,
+        "brokers": {},
+    }
+
+    brokers = []
+    current = {"broker": None}
+
+    def on_signal(signum, _frame):
+        raise SystemExit(f"interrupted by signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    tools = Tools(cfg.kafka_lib, logs, workroot, client_heap)
+    failures = []
+    try:
+        order = [("shale", lambda: ShaleBroker(workroot, logs, cfg.shale_bin)),
+                 ("kafka", lambda: KafkaBroker(workroot, logs, cfg.kafka_lib, cfg.kafka_version))]
+        for name, make in order:
+            if cfg.only and cfg.only != name:
+                continue
+            out = {}
+            result["brokers"][name] = out
+            broker = make()
+            current["broker"] = broker
+            brokers.append(broker)
+            try:
+                bench_broker(broker, tools, cfg, out)
+            except BenchError as err:
+                log(f"{name}: FAILED: {err}")
+                out["error"] = str(err)
+                failures.append(f"{name}: {err}")
+            finally:
+                broker.stop()
+                current["broker"] = None
+    finally:
+        for broker in brokers:
+            broker.stop()
+        shutil.rmtree(workroot, ignore_errors=True)
+
+    for name, out in result["brokers"].items():
+        for run, entry in (out.get("runs") or {}).items():
+            if not entry.get("ok"):
+                failures.append(f"{name} {run}: {entry.get('error') or 'errors'}; {entry.get('errors')}")
+    result["machine"]["loadavg_at_end"] = load_average()
+    result["failures"] = failures
+    result["markdown"] = table(result)
+    json_path = cfg.results / f"{stamp}.json"
+    json_path.write_text(json.dumps(result, indent=2) + "\n")
+
+    m = result["machine"]
+    print()
+    print(f"## Shale vs Apache Kafka ({mode} run, {stamp})")
+    print()
+    print(f"Machine: {m['nproc']} cores ({m['cpu_model']}), {m['memory_gib']} GiB RAM, Linux {m['kernel']}; {m['java']}.")
+    print(f"Load average (1 min) at start / end: {m['loadavg_at_start']} / {m['loadavg_at_end']}"
+          " (the benchmark needs the machine otherwise idle; a load above ~0.5 makes the figures noisy).")
+    print(f"Versions: {get(result, 'brokers', 'shale', 'version') or 'n/a'} (commit {cfg.git_commit}); "
+          f"{get(result, 'brokers', 'kafka', 'version') or 'n/a'} (KRaft combined single node, -Xmx1g).")
+    print(f"Load: Kafka's ProducerPerformance / ConsumerPerformance, {cfg.records:,} records of 1 KiB per produce run "
+          f"(acks=1 then acks=all into the same topic), {2 * cfg.records:,} per consume run; client JVM -Xmx{client_heap}.")
+    print()
+    print(result["markdown"])
+    print()
+    if failures:
+        print("Failures:")
+        for failure in failures:
+            print(f"- {failure}")
+        print()
+    print(f"Results: {json_path}")
+    print(f"Logs:    {logs}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
