@@ -1,12 +1,14 @@
 //! The immutable metadata image: the state obtained by replaying every committed record.
 //!
-//! Readers share it as `Arc<MetadataImage>`; each sub-map sits behind its own `Arc`, so a clone
-//! is a handful of reference-count bumps and applying a batch copies only the maps it touches.
+//! Readers share it as `Arc<MetadataImage>`. The large maps (topics, names, topic configs) are
+//! persistent maps and the small ones sit behind an `Arc`, so a clone costs a few reference
+//! counts and a change copies O(log n) map nodes plus the one topic it touches.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bincode::Options as _;
+use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -125,11 +127,11 @@ pub struct MetadataImage {
     pub offset: i64,
     controller_id: Option<i32>,
     brokers: Arc<BTreeMap<i32, BrokerRegistration>>,
-    topics: Arc<BTreeMap<Uuid, Arc<TopicImage>>>,
+    topics: OrdMap<Uuid, Arc<TopicImage>>,
     /// Keys are shared `Arc<str>` so copying the map on a change copies no strings.
-    topic_ids_by_name: Arc<BTreeMap<Arc<str>, Uuid>>,
+    topic_ids_by_name: OrdMap<Arc<str>, Uuid>,
     /// Explicit topic configs by topic name.
-    topic_configs: Arc<BTreeMap<String, BTreeMap<String, String>>>,
+    topic_configs: OrdMap<String, BTreeMap<String, String>>,
     /// Dynamic broker configs; `None` holds the cluster-wide defaults.
     broker_configs: Arc<BTreeMap<Option<i32>, BTreeMap<String, String>>>,
     features: Arc<BTreeMap<String, i16>>,
@@ -279,9 +281,21 @@ impl MetadataImage {
             }
         }
         match resource {
-            ConfigResource::Topic(topic) => {
-                update(Arc::make_mut(&mut self.topic_configs), topic, name, value)
-            }
+            ConfigResource::Topic(topic) => match value {
+                Some(v) => {
+                    let mut configs = self.topic_configs.get(topic).cloned().unwrap_or_default();
+                    configs.insert(name.to_string(), v.clone());
+                    self.topic_configs.insert(topic.clone(), configs);
+                }
+                None => {
+                    if let Some(configs) = self.topic_configs.get_mut(topic) {
+                        configs.remove(name);
+                        if configs.is_empty() {
+                            self.topic_configs.remove(topic);
+                        }
+                    }
+                }
+            },
             ConfigResource::Broker(id) => update(
                 Arc::make_mut(&mut self.broker_configs),
                 &Some(*id),
@@ -411,9 +425,9 @@ impl MetadataImage {
                 }
             }
             MetadataRecord::Topic { name, topic_id } => {
-                Arc::make_mut(&mut self.topic_ids_by_name)
+                self.topic_ids_by_name
                     .insert(Arc::from(name.as_str()), *topic_id);
-                Arc::make_mut(&mut self.topics).insert(
+                self.topics.insert(
                     *topic_id,
                     Arc::new(TopicImage {
                         name: name.clone(),
@@ -433,7 +447,7 @@ impl MetadataImage {
                 adding_replicas,
                 removing_replicas,
             } => {
-                if let Some(topic) = Arc::make_mut(&mut self.topics).get_mut(topic_id) {
+                if let Some(topic) = self.topics.get_mut(topic_id) {
                     Arc::make_mut(topic).partitions.insert(
                         *partition,
                         PartitionImage {
@@ -458,7 +472,7 @@ impl MetadataImage {
                 adding_replicas,
                 removing_replicas,
             } => {
-                let Some(topic) = Arc::make_mut(&mut self.topics).get_mut(topic_id) else {
+                let Some(topic) = self.topics.get_mut(topic_id) else {
                     return;
                 };
                 let Some(p) = Arc::make_mut(topic).partitions.get_mut(partition) else {
@@ -483,10 +497,10 @@ impl MetadataImage {
                 p.partition_epoch += 1;
             }
             MetadataRecord::RemoveTopic { topic_id } => {
-                if let Some(topic) = Arc::make_mut(&mut self.topics).remove(topic_id) {
-                    Arc::make_mut(&mut self.topic_ids_by_name).remove(topic.name.as_str());
+                if let Some(topic) = self.topics.remove(topic_id) {
+                    self.topic_ids_by_name.remove(topic.name.as_str());
                     if self.topic_configs.contains_key(&topic.name) {
-                        Arc::make_mut(&mut self.topic_configs).remove(&topic.name);
+                        self.topic_configs.remove(&topic.name);
                     }
                 }
             }

@@ -3,7 +3,7 @@
 //! - [`records`]: versioned metadata records, the only way metadata changes. A log entry is a
 //!   batch of records committed atomically (one controller request).
 //! - [`image`]: the immutable [`MetadataImage`] built by replaying records, shared as an `Arc`;
-//!   sub-maps are `Arc`ed so a clone is cheap and a change copies only what it touches.
+//!   persistent maps make a clone cheap and a change O(log n).
 //! - [`controller`]: the pure controller state machine
 //!   `(image, request, now_ms) -> (response, records)`, with seeded randomness.
 //! - [`config_defs`]: Kafka's topic configs (types, defaults, validation, broker synonyms) and
