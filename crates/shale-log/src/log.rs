@@ -167,11 +167,11 @@ impl Log {
     /// Computes the log end offset, recovering unflushed segments after an unclean shutdown.
     fn load(&self, opts: &OpenOptions, now: i64) -> Result<(), LogError> {
         let config = self.config();
-        let first_base = self.first_segment().base_offset;
+        let first_base = self.first_segment()?.base_offset;
         let mut need_recovery = !opts.clean_shutdown;
         let mut leo = None;
         if !need_recovery {
-            let active = self.active_segment();
+            let active = self.active_segment()?;
             match active.read_next_offset() {
                 Ok(next) => leo = Some(next.unwrap_or(active.base_offset)),
                 Err(e) => {
@@ -208,7 +208,7 @@ impl Log {
                 epochs.flush()?;
             }
         }
-        self.active_segment()
+        self.active_segment()?
             .reopen_for_append(config.index_bytes_max())?;
         Ok(())
     }
@@ -323,21 +323,22 @@ impl Log {
         &self.faults
     }
 
-    pub(crate) fn active_segment(&self) -> Arc<Segment> {
+    /// The segment appends go to. The map is only empty after a storage failure while the
+    /// log was being replaced wholesale (the log is then offline).
+    pub(crate) fn active_segment(&self) -> Result<Arc<Segment>, LogError> {
         let map = self.segments.read();
-        // The map is never empty: open creates a segment and deletion keeps the active one.
-        match map.values().next_back() {
-            Some(s) => s.clone(),
-            None => unreachable_empty(),
-        }
+        map.values()
+            .next_back()
+            .cloned()
+            .ok_or_else(|| LogError::LogOffline(self.tp.to_string()))
     }
 
-    fn first_segment(&self) -> Arc<Segment> {
+    fn first_segment(&self) -> Result<Arc<Segment>, LogError> {
         let map = self.segments.read();
-        match map.values().next() {
-            Some(s) => s.clone(),
-            None => unreachable_empty(),
-        }
+        map.values()
+            .next()
+            .cloned()
+            .ok_or_else(|| LogError::LogOffline(self.tp.to_string()))
     }
 
     pub(crate) fn segments_snapshot(&self) -> Vec<Arc<Segment>> {
@@ -474,7 +475,7 @@ impl Log {
         now_ms: i64,
         config: &LogConfig,
     ) -> Result<Arc<Segment>, LogError> {
-        let active = self.active_segment();
+        let active = self.active_segment()?;
         let size = active.size();
         let by_size = size > 0 && size + append_bytes > config.segment_bytes;
         let by_time = size > 0
@@ -498,7 +499,7 @@ impl Log {
         now_ms: i64,
         config: &LogConfig,
     ) -> Result<Arc<Segment>, LogError> {
-        let active = self.active_segment();
+        let active = self.active_segment()?;
         if active.size() == 0 {
             // An empty active segment is replaced rather than left behind.
             self.segments.write().remove(&active.base_offset);
@@ -525,7 +526,7 @@ impl Log {
         self.check_online()?;
         let _w = self.writer.lock();
         let config = self.config();
-        if self.active_segment().size() > 0 {
+        if self.active_segment()?.size() > 0 {
             self.roll_locked(self.log_end_offset(), now_ms, &config)
                 .map_err(|e| self.mark_offline_on_storage(e))?;
         }
@@ -695,7 +696,7 @@ impl Log {
         }
         let now = now_wall_ms();
         let result =
-            if offset < self.first_segment().base_offset || offset <= self.log_start_offset() {
+            if offset < self.first_segment()?.base_offset || offset <= self.log_start_offset() {
                 self.truncate_fully_locked(offset, now)
             } else {
                 self.truncate_locked(offset)
@@ -720,7 +721,7 @@ impl Log {
         for s in &later {
             self.schedule_delete(s, now)?;
         }
-        let active = self.active_segment();
+        let active = self.active_segment()?;
         active.truncate_to(offset)?;
         active.reopen_for_append(self.config().index_bytes_max())?;
         fsync_dir(&self.dir)?;
@@ -965,7 +966,7 @@ impl Log {
                 .map_err(|e| self.mark_offline_on_storage(e))?;
         }
         fsync_dir(&self.dir).map_err(|e| self.mark_offline_on_storage(e.into()))?;
-        let new_start = self.first_segment().base_offset.max(lso);
+        let new_start = self.first_segment()?.base_offset.max(lso);
         self.log_start_offset.store(new_start, Ordering::Release);
         if new_start != lso {
             self.persist_log_start()?;
@@ -983,11 +984,6 @@ impl Log {
     pub(crate) fn release(&self) {
         self.offline.store(true, Ordering::Release);
     }
-}
-
-fn unreachable_empty() -> ! {
-    // The segment map always holds the active segment; reaching this is a bug, not bad input.
-    panic!("log has no segment")
 }
 
 /// Checks done per batch before anything is written.
