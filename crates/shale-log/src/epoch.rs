@@ -91,6 +91,11 @@ impl LeaderEpochCache {
         changed_head
     }
 
+    /// Puts back entries saved before a change that could not be completed.
+    pub(crate) fn restore(&mut self, entries: Vec<(i32, i64)>) {
+        self.entries = entries;
+    }
+
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
     }

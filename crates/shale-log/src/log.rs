@@ -424,7 +424,24 @@ impl Log {
         let last_offset = headers[headers.len() - 1].last_offset();
         let max_ts = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
 
-        let active = self
+        // Epoch bookkeeping is made durable first: a disk that fails here refuses the append
+        // before any byte of it is written.
+        let epochs_before;
+        {
+            let mut epochs = self.epochs.write();
+            epochs_before = epochs.entries().to_vec();
+            let mut epoch_changed = false;
+            for h in &headers {
+                epoch_changed |= epochs.assign(h.partition_leader_epoch, h.base_offset);
+            }
+            if epoch_changed {
+                if let Err(e) = epochs.flush() {
+                    epochs.restore(epochs_before);
+                    return Err(self.mark_offline_on_storage(e));
+                }
+            }
+        }
+        let written = self
             .maybe_roll(
                 batches.len() as u64,
                 first_offset,
@@ -432,25 +449,18 @@ impl Log {
                 now_ms,
                 &config,
             )
-            .map_err(|e| self.mark_offline_on_storage(e))?;
-        active
-            .append(batches, &headers, config.index_interval_bytes, &self.faults)
-            .map_err(|e| self.mark_offline_on_storage(e))?;
+            .and_then(|active| {
+                active.append(batches, &headers, config.index_interval_bytes, &self.faults)
+            });
+        if let Err(e) = written {
+            // The epochs recorded above point past the data; put the old ones back (the file
+            // follows at the next successful flush, or is truncated to the data at reopen).
+            self.epochs.write().restore(epochs_before);
+            return Err(self.mark_offline_on_storage(e));
+        }
         self.log_end_offset
             .store(last_offset + 1, Ordering::Release);
 
-        let mut epoch_changed = false;
-        {
-            let mut epochs = self.epochs.write();
-            for h in &headers {
-                epoch_changed |= epochs.assign(h.partition_leader_epoch, h.base_offset);
-            }
-            if epoch_changed {
-                epochs
-                    .flush()
-                    .map_err(|e| self.mark_offline_on_storage(e))?;
-            }
-        }
         let records: i64 = headers.iter().map(|h| i64::from(h.record_count)).sum();
         let unflushed = self.unflushed_records.fetch_add(records, Ordering::AcqRel) + records;
         if unflushed >= config.flush_messages {

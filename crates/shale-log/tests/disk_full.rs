@@ -123,3 +123,20 @@ fn real_full_tmpfs_when_mountable() {
     std::fs::remove_file(&ballast).unwrap();
     check_reopened(&dir, &acked);
 }
+
+#[test]
+fn failed_append_leaves_leader_epochs_unchanged() {
+    let d = tempfile::tempdir().unwrap();
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    let log = m.get_or_create(&tp(), LogConfig::default()).unwrap();
+    log.append(&mut batch(2, "a"), 1, NOW, AppendOrigin::Client)
+        .unwrap();
+    m.fault_injector().fail_writes_after(0, libc::ENOSPC);
+    let err = log
+        .append(&mut batch(2, "b"), 5, NOW, AppendOrigin::Client)
+        .unwrap_err();
+    assert!(err.is_storage());
+    assert_eq!(log.epoch_entries(), vec![(1, 0)]);
+    assert_eq!(log.log_end_offset(), 2);
+    assert_eq!(log.end_offset_for_epoch(1), Some((1, 2)));
+}
