@@ -420,6 +420,39 @@ def error_lines(output: str, limit: int = 15):
 
 
 # ---------------------------------------------------------------------------------------------
+# Optional profiling of Shale with perf (bench/run.sh --perf)
+
+
+def start_profiler(broker: Broker, label: str):
+    data = broker.log_path.parent / f"{broker.name}-{label}.perf.data"
+    cmd = ["perf", "record", "-F", "499", "-g", "-p", str(broker.proc.pid), "-o", str(data)]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as err:
+        log(f"perf not started: {err}")
+        return None
+    return proc, data
+
+
+def finish_profiler(profiler, broker: Broker, label: str):
+    proc, data = profiler
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        _kill_group(proc, grace_s=5)
+    report = broker.log_path.parent / f"{broker.name}-{label}.perf.txt"
+    with open(report, "wb") as out:
+        try:
+            subprocess.run(["perf", "report", "--stdio", "--no-children", "--percent-limit", "1.5",
+                            "-g", "none", "-i", str(data)],
+                           stdout=out, stderr=subprocess.DEVNULL, timeout=180)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            out.write(f"perf report failed: {err}\n".encode())
+
+
+# ---------------------------------------------------------------------------------------------
 # One broker's whole measurement
 
 
@@ -460,7 +493,12 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
             return
         cpu_before = broker.cpu_seconds()
         started = time.monotonic()
-        result = fn()
+        profiler = start_profiler(broker, label) if cfg.perf and broker.name == "shale" else None
+        try:
+            result = fn()
+        finally:
+            if profiler is not None:
+                finish_profiler(profiler, broker, label)
         result["wall_s"] = round(time.monotonic() - started, 2)
         cpu_after = broker.cpu_seconds()
         if cpu_before is not None and cpu_after is not None:
@@ -657,6 +695,7 @@ def main():
     parser.add_argument("--results", required=True, type=Path)
     parser.add_argument("--git-commit", default="unknown")
     parser.add_argument("--only", choices=["shale", "kafka"], help="benchmark one broker only")
+    parser.add_argument("--perf", action="store_true", help="profile Shale with perf during every load run")
     parser.add_argument("--records", type=int, help="records per produce run (overrides the mode's default)")
     cfg = parser.parse_args()
 

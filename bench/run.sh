@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Shale vs Apache Kafka on this machine, side by side in one run (see bench/README.md).
 #
-#   bench/run.sh [--quick] [--no-build] [--only shale|kafka] [--records N]
+#   bench/run.sh [--quick] [--no-build] [--perf] [--only shale|kafka] [--records N]
 #
-# Environment: SHALE_BIN (use this binary, skip the build), KAFKA_VERSION (default: the one the
-# compatibility suite pins, else 4.4.0), CARGO_TARGET_DIR (where cargo builds Shale).
+# Environment: SHALE_BIN (use this binary, skip the build), SHALE_COMMIT (label for that binary),
+# KAFKA_VERSION (default 4.4.0), CARGO_TARGET_DIR (where cargo builds Shale).
 set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,6 +22,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=(--quick) ;;
     --no-build) build=0 ;;
+    --perf) command -v perf >/dev/null || die "--perf needs perf (apt-get install -y linux-perf)"; passthrough+=(--perf) ;;
     --only|--records) [[ $# -ge 2 ]] || die "$1 needs a value"; passthrough+=("$1" "$2"); shift ;;
     -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option: $1 (try --help)" ;;
@@ -85,9 +86,13 @@ POM
   kafka_lib="$dir/lib"
 fi
 
-git_commit="$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if ! git -C "$REPO_DIR" diff --quiet HEAD -- crates Cargo.toml Cargo.lock 2>/dev/null; then
-  git_commit="$git_commit+dirty"
+if [[ -n "${SHALE_COMMIT:-}" ]]; then
+  git_commit="$SHALE_COMMIT"
+else
+  git_commit="$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  if ! git -C "$REPO_DIR" diff --quiet HEAD -- crates Cargo.toml Cargo.lock 2>/dev/null; then
+    git_commit="$git_commit+dirty"
+  fi
 fi
 
 exec python3 "$BENCH_DIR/bench.py" "${quick[@]}" "${passthrough[@]}" \
