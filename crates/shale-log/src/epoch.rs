@@ -36,16 +36,20 @@ impl LeaderEpochCache {
         self.entries.last().map(|e| e.0)
     }
 
-    /// Records that `epoch` starts at `start_offset`; returns whether the cache changed.
-    pub(crate) fn assign(&mut self, epoch: i32, start_offset: i64) -> bool {
+    /// Whether `assign(epoch, start_offset)` would change the cache.
+    pub(crate) fn would_change(&self, epoch: i32, start_offset: i64) -> bool {
         if epoch < 0 || start_offset < 0 {
             return false;
         }
-        let needed = match self.entries.last() {
+        match self.entries.last() {
             Some(&(e, o)) => epoch != e || start_offset < o,
             None => true,
-        };
-        if !needed {
+        }
+    }
+
+    /// Records that `epoch` starts at `start_offset`; returns whether the cache changed.
+    pub(crate) fn assign(&mut self, epoch: i32, start_offset: i64) -> bool {
+        if !self.would_change(epoch, start_offset) {
             return false;
         }
         self.entries.retain(|&(e, o)| e < epoch && o < start_offset);

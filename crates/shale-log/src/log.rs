@@ -426,19 +426,23 @@ impl Log {
 
         // Epoch bookkeeping is made durable first: a disk that fails here refuses the append
         // before any byte of it is written.
-        let epochs_before;
+        let mut epochs_before = None;
         {
             let mut epochs = self.epochs.write();
-            epochs_before = epochs.entries().to_vec();
-            let mut epoch_changed = false;
-            for h in &headers {
-                epoch_changed |= epochs.assign(h.partition_leader_epoch, h.base_offset);
-            }
-            if epoch_changed {
+            // The common case (same epoch as before) neither copies nor writes anything.
+            if headers
+                .iter()
+                .any(|h| epochs.would_change(h.partition_leader_epoch, h.base_offset))
+            {
+                let before = epochs.entries().to_vec();
+                for h in &headers {
+                    epochs.assign(h.partition_leader_epoch, h.base_offset);
+                }
                 if let Err(e) = epochs.flush() {
-                    epochs.restore(epochs_before);
+                    epochs.restore(before);
                     return Err(self.mark_offline_on_storage(e));
                 }
+                epochs_before = Some(before);
             }
         }
         let written = self
@@ -455,7 +459,9 @@ impl Log {
         if let Err(e) = written {
             // The epochs recorded above point past the data; put the old ones back (the file
             // follows at the next successful flush, or is truncated to the data at reopen).
-            self.epochs.write().restore(epochs_before);
+            if let Some(before) = epochs_before {
+                self.epochs.write().restore(before);
+            }
             return Err(self.mark_offline_on_storage(e));
         }
         self.log_end_offset
