@@ -51,6 +51,18 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::DescribeProducers, 0, 0),
+    // The classic group coordinator.
+    api(ApiKey::FindCoordinator, 0, 6),
+    api(ApiKey::JoinGroup, 0, 9),
+    api(ApiKey::SyncGroup, 0, 5),
+    api(ApiKey::Heartbeat, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 5),
+    api(ApiKey::OffsetCommit, 2, 9),
+    api(ApiKey::OffsetFetch, 1, 9),
+    api(ApiKey::DescribeGroups, 0, 6),
+    api(ApiKey::ListGroups, 0, 5),
+    api(ApiKey::DeleteGroups, 0, 2),
+    api(ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// Finds the entry for a raw API key.

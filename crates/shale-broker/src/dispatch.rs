@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use shale_protocol::RequestHeader;
 
+use crate::groups;
 use crate::handlers;
 use crate::Broker;
 
@@ -87,6 +88,39 @@ pub async fn handle(
         R::DescribeProducers(r) => ResponseKind::DescribeProducers(
             handlers::producer_ids::describe_producers(broker, ctx, r),
         ),
+        R::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(groups::find_coordinator::handle(broker, ctx, r).await)
+        }
+        R::JoinGroup(r) => {
+            ResponseKind::JoinGroup(groups::membership::join_group(broker, ctx, r).await)
+        }
+        R::SyncGroup(r) => {
+            ResponseKind::SyncGroup(groups::membership::sync_group(broker, ctx, r).await)
+        }
+        R::Heartbeat(r) => {
+            ResponseKind::Heartbeat(groups::membership::heartbeat(broker, ctx, r).await)
+        }
+        R::LeaveGroup(r) => {
+            ResponseKind::LeaveGroup(groups::membership::leave_group(broker, ctx, r).await)
+        }
+        R::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(groups::offsets::offset_commit(broker, ctx, r).await)
+        }
+        R::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(groups::offsets::offset_fetch(broker, ctx, r).await)
+        }
+        R::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(groups::offsets::offset_delete(broker, ctx, r).await)
+        }
+        R::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(groups::admin::describe_groups(broker, ctx, r).await)
+        }
+        R::ListGroups(r) => {
+            ResponseKind::ListGroups(groups::admin::list_groups(broker, ctx, r).await)
+        }
+        R::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(groups::admin::delete_groups(broker, ctx, r).await)
+        }
         _ => return Err(HandlerError::NotServed("not in the API table")),
     };
     Ok(Some(response))

@@ -1,6 +1,7 @@
 //! The one place where domain errors of the lower layers become Kafka error codes.
 
 use kafka_protocol::ResponseError as E;
+use shale_group::GroupError;
 use shale_log::LogError;
 use shale_metadata::MetadataError;
 use shale_txn::ProducerStateError;
@@ -87,6 +88,34 @@ pub fn metadata_error_code(e: &MetadataError) -> (i16, String) {
     (code.code(), e.to_string())
 }
 
+/// Kafka error code and message for a group-coordinator error.
+pub fn group_error_code(e: &GroupError) -> (i16, String) {
+    use GroupError as G;
+    let code = match e {
+        G::UnknownMemberId => E::UnknownMemberId,
+        G::IllegalGeneration => E::IllegalGeneration,
+        G::RebalanceInProgress => E::RebalanceInProgress,
+        G::MemberIdRequired { .. } => E::MemberIdRequired,
+        G::FencedInstanceId => E::FencedInstanceId,
+        G::InconsistentGroupProtocol => E::InconsistentGroupProtocol,
+        G::GroupMaxSizeReached => E::GroupMaxSizeReached,
+        G::InvalidSessionTimeout => E::InvalidSessionTimeout,
+        G::GroupIdNotFound => E::GroupIdNotFound,
+        G::NonEmptyGroup => E::NonEmptyGroup,
+        G::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress,
+        G::NotCoordinator => E::NotCoordinator,
+        G::CoordinatorNotAvailable => E::CoordinatorNotAvailable,
+        G::UnknownTopicOrPartition => E::UnknownTopicOrPartition,
+        G::OffsetMetadataTooLarge => E::OffsetMetadataTooLarge,
+        G::UnstableOffsetCommit => E::UnstableOffsetCommit,
+        G::GroupSubscribedToTopic => E::GroupSubscribedToTopic,
+        G::InvalidGroupId => E::InvalidGroupId,
+        G::InvalidCommitOffsetSize => E::InvalidCommitOffsetSize,
+        G::UnknownServerError(_) => E::UnknownServerError,
+    };
+    (code.code(), e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +155,18 @@ mod tests {
         assert_eq!(
             metadata_error_code(&MetadataError::InvalidConfig("c".into())).0,
             40
+        );
+        assert_eq!(group_error_code(&GroupError::NonEmptyGroup).0, 68);
+        assert_eq!(
+            group_error_code(&GroupError::MemberIdRequired {
+                member_id: "m".into()
+            })
+            .0,
+            79
+        );
+        assert_eq!(
+            group_error_code(&GroupError::CoordinatorLoadInProgress).0,
+            14
         );
         assert_eq!(
             producer_error_code(&ProducerStateError::OutOfOrderSequence {

@@ -9,6 +9,7 @@ pub mod config;
 mod connection;
 mod dispatch;
 pub mod errors;
+mod groups;
 mod handlers;
 mod log_config;
 mod partitions;

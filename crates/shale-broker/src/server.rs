@@ -44,6 +44,8 @@ pub struct Broker {
     pub metadata: MetadataNode,
     pub replicas: ReplicaManager,
     pub producer_ids: crate::handlers::producer_ids::ProducerIdSource,
+    /// The group coordinator over `__consumer_offsets`.
+    pub(crate) groups: crate::groups::GroupService,
     shutdown: watch::Sender<bool>,
     /// The metadata offset up to which hosted partitions match the image.
     reconciled: watch::Sender<i64>,
@@ -139,13 +141,17 @@ impl Broker {
 
         let metadata = MetadataNode::start(metadata_node_config(&config)).await?;
         let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
-        let broker = Arc::new(Broker {
-            replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
-            config,
-            metadata,
-            producer_ids,
-            shutdown: watch::channel(false).0,
-            reconciled: watch::channel(-1).0,
+        let broker = Arc::new_cyclic(|weak| {
+            let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());
+            Broker {
+                replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
+                config,
+                metadata,
+                producer_ids,
+                groups,
+                shutdown: watch::channel(false).0,
+                reconciled: watch::channel(-1).0,
+            }
         });
 
         // Host what the image says before accepting clients.
@@ -206,6 +212,7 @@ impl Broker {
         }
         match self.replicas.reconcile(wanted) {
             Ok(()) => {
+                self.groups.reconcile(self, image);
                 self.reconciled.send_replace(image.offset);
             }
             Err(e) => warn!("cannot apply metadata to local partitions: {e}"),

@@ -1,0 +1,124 @@
+//! FindCoordinator v0-v6: the leader of the group's `__consumer_offsets` partition.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::OFFSETS_TOPIC;
+use crate::dispatch::RequestContext;
+use crate::Broker;
+
+/// Key type of a consumer group; 1 is a transactional id (not served yet).
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let version = ctx.version();
+    let keys: Vec<String> = if version >= 4 {
+        request
+            .coordinator_keys
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
+    } else {
+        vec![request.key.to_string()]
+    };
+    let mut coordinators = Vec::with_capacity(keys.len());
+    for key in keys {
+        coordinators.push(find(broker, ctx, request.key_type, key).await);
+    }
+    if version >= 4 {
+        return FindCoordinatorResponse::default().with_coordinators(coordinators);
+    }
+    let Some(c) = coordinators.pop() else {
+        return FindCoordinatorResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code())
+            .with_node_id(BrokerId(-1))
+            .with_port(-1);
+    };
+    FindCoordinatorResponse::default()
+        .with_error_code(c.error_code)
+        .with_error_message(if version >= 1 { c.error_message } else { None })
+        .with_node_id(c.node_id)
+        .with_host(c.host)
+        .with_port(c.port)
+}
+
+async fn find(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    key_type: i8,
+    key: String,
+) -> Coordinator {
+    let failed = |error: ResponseError, message: &str| {
+        Coordinator::default()
+            .with_key(StrBytes::from_string(key.clone()))
+            .with_node_id(BrokerId(-1))
+            .with_host(StrBytes::from_static_str(""))
+            .with_port(-1)
+            .with_error_code(error.code())
+            .with_error_message(Some(StrBytes::from_string(message.to_owned())))
+    };
+    match key_type {
+        KEY_TYPE_GROUP => {}
+        KEY_TYPE_TRANSACTION => {
+            return failed(
+                ResponseError::CoordinatorNotAvailable,
+                "transaction coordinators are not served",
+            )
+        }
+        _ => {
+            return failed(
+                ResponseError::InvalidRequest,
+                "unknown coordinator key type",
+            )
+        }
+    }
+    if key.is_empty() {
+        return failed(ResponseError::InvalidRequest, "the group id is empty");
+    }
+    broker.groups.ensure_offsets_topic(broker).await;
+    let image = broker.image();
+    let partition = broker.groups.coordinator.partition_for(&key);
+    let leader = image
+        .topic(OFFSETS_TOPIC)
+        .and_then(|t| t.partition(partition))
+        .map(|p| p.leader)
+        .unwrap_or(-1);
+    if leader < 0 {
+        return failed(
+            ResponseError::CoordinatorNotAvailable,
+            "the coordinator is not available",
+        );
+    }
+    let endpoint = if leader == broker.node_id() {
+        broker
+            .advertised(&ctx.listener_name)
+            .map(|l| (l.host.clone(), l.port))
+    } else {
+        image.broker(leader).and_then(|b| {
+            b.listener(&ctx.listener_name)
+                .map(|e| (e.host.clone(), e.port))
+        })
+    };
+    let Some((host, port)) = endpoint else {
+        return failed(
+            ResponseError::CoordinatorNotAvailable,
+            "the coordinator has no endpoint on this listener",
+        );
+    };
+    Coordinator::default()
+        .with_key(StrBytes::from_string(key))
+        .with_node_id(BrokerId(leader))
+        .with_host(StrBytes::from_string(host))
+        .with_port(i32::from(port))
+        .with_error_code(0)
+        .with_error_message(None)
+}

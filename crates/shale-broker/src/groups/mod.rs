@@ -1,0 +1,214 @@
+//! The classic group coordinator wired into the broker: `__consumer_offsets` as its log, loading
+//! and unloading its partitions as leadership moves, and the handlers of the group APIs.
+//!
+//! The coordinator library (`shale-group`) holds the state machine; this module only converts
+//! wire versions to its domain types and back, and gives it a log to write to.
+
+pub mod admin;
+pub mod find_coordinator;
+mod load;
+mod log;
+pub mod membership;
+pub mod offsets;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use shale_group::runtime::GroupCoordinator;
+use shale_group::{GroupConfig, GroupError};
+use shale_metadata::{
+    ControllerRequest, ControllerResponse, CreatableTopic, MetadataError, MetadataImage,
+};
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use crate::config::BrokerConfig;
+use crate::handlers::topics::submit_and_apply;
+use crate::Broker;
+
+/// The internal topic holding group metadata and committed offsets.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// `offsets.load.buffer.size` default.
+const LOAD_BUFFER_BYTES_DEFAULT: usize = 5 * 1024 * 1024;
+
+/// The coordinator and what this broker currently serves of `__consumer_offsets`.
+pub struct GroupService {
+    pub coordinator: GroupCoordinator,
+    /// The partition count placement uses (see [`GroupService::new`]).
+    num_partitions: i32,
+    /// Partitions loaded or loading here, with the topic id and leader epoch they were
+    /// loaded for (a new id or epoch means reloading).
+    served: Mutex<HashMap<i32, (Uuid, i32)>>,
+    /// Serializes creation of the offsets topic among concurrent requests.
+    creating: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for GroupService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupService")
+            .field("coordinator", &self.coordinator)
+            .finish()
+    }
+}
+
+/// The coordinator settings named by the broker's `group.*` and `offset*` configs.
+pub fn group_config(config: &BrokerConfig) -> GroupConfig {
+    let to_i32 = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
+    GroupConfig {
+        session_timeout_ms_min: to_i32(config.group_min_session_timeout_ms),
+        session_timeout_ms_max: to_i32(config.group_max_session_timeout_ms),
+        initial_rebalance_delay_ms: to_i32(config.group_initial_rebalance_delay_ms),
+        group_size_max: usize::try_from(config.group_max_size).unwrap_or(usize::MAX),
+        offset_metadata_bytes_max: config.offset_metadata_max_bytes,
+        offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
+        offsets_retention_check_interval_ms: config.offsets_retention_check_interval_ms,
+        ..GroupConfig::default()
+    }
+}
+
+impl GroupService {
+    /// The partition count is the existing topic's, else `offsets.topic.num.partitions`: group
+    /// placement must never change under a running cluster.
+    pub fn new(config: &BrokerConfig, image: &MetadataImage, broker: Weak<Broker>) -> Self {
+        let num_partitions = image
+            .topic(OFFSETS_TOPIC)
+            .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
+            .filter(|n| *n > 0)
+            .unwrap_or(config.offsets_topic_num_partitions);
+        let log = Arc::new(log::OffsetsLog::new(broker));
+        GroupService {
+            coordinator: GroupCoordinator::new(group_config(config), num_partitions, log),
+            num_partitions,
+            served: Mutex::new(HashMap::new()),
+            creating: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Follows leadership of `__consumer_offsets`: loads partitions this broker now leads,
+    /// unloads those it lost (or that were deleted). Called after the hosted partitions match
+    /// `image`.
+    pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
+        let node_id = broker.node_id();
+        let mut wanted: HashMap<i32, (Uuid, i32)> = HashMap::new();
+        if let Some(topic) = image.topic(OFFSETS_TOPIC) {
+            for (&partition, p) in &topic.partitions {
+                if p.leader == node_id {
+                    wanted.insert(partition, (topic.topic_id, p.leader_epoch));
+                }
+            }
+        }
+        let mut served = self.served.lock();
+        let lost: Vec<i32> = served
+            .iter()
+            .filter(|(p, key)| wanted.get(p) != Some(key))
+            .map(|(p, _)| *p)
+            .collect();
+        for partition in lost {
+            served.remove(&partition);
+            self.coordinator.unload_partition(partition);
+            info!(partition, "unloaded {OFFSETS_TOPIC} partition");
+        }
+        for (partition, key) in wanted {
+            if served.contains_key(&partition) {
+                continue;
+            }
+            let tp = shale_log::TopicPartition {
+                topic: OFFSETS_TOPIC.to_owned(),
+                partition,
+            };
+            let Some(hosted) = broker.replicas.get(&tp) else {
+                warn!(
+                    partition,
+                    "leader of {OFFSETS_TOPIC} partition without its log"
+                );
+                continue;
+            };
+            served.insert(partition, key);
+            // Register the slot now so requests see COORDINATOR_LOAD_IN_PROGRESS at once.
+            let loader = self.coordinator.start_loading(partition);
+            let buffer_bytes = broker
+                .config
+                .properties
+                .get("offsets.load.buffer.size")
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(LOAD_BUFFER_BYTES_DEFAULT)
+                .max(1024);
+            load::spawn(hosted, loader, buffer_bytes);
+        }
+    }
+
+    /// Creates `__consumer_offsets` if it does not exist yet (first use of a group).
+    pub async fn ensure_offsets_topic(&self, broker: &Arc<Broker>) {
+        if broker.image().topic(OFFSETS_TOPIC).is_some() {
+            return;
+        }
+        let _creating = self.creating.lock().await;
+        if broker.image().topic(OFFSETS_TOPIC).is_some() {
+            return;
+        }
+        let config = &broker.config;
+        let live_brokers = broker
+            .image()
+            .brokers()
+            .filter(|b| b.is_active())
+            .count()
+            .max(1);
+        let live_brokers = i16::try_from(live_brokers).unwrap_or(i16::MAX);
+        let replication_factor = config.offsets_topic_replication_factor.min(live_brokers);
+        if replication_factor < config.offsets_topic_replication_factor {
+            warn!(
+                configured = config.offsets_topic_replication_factor,
+                live_brokers,
+                "creating {OFFSETS_TOPIC} with replication factor {replication_factor}: \
+                 fewer live brokers than offsets.topic.replication.factor"
+            );
+        }
+        let topic = CreatableTopic {
+            name: OFFSETS_TOPIC.to_owned(),
+            num_partitions: self.num_partitions,
+            replication_factor,
+            assignments: Vec::new(),
+            configs: vec![
+                ("cleanup.policy".into(), Some("compact".into())),
+                (
+                    "segment.bytes".into(),
+                    Some(config.offsets_topic_segment_bytes.to_string()),
+                ),
+                ("compression.type".into(), Some("producer".into())),
+            ],
+        };
+        let outcome = submit_and_apply(
+            broker,
+            ControllerRequest::CreateTopics {
+                topics: vec![topic],
+                validate_only: false,
+            },
+        )
+        .await;
+        match outcome {
+            Ok(ControllerResponse::CreateTopics(results)) => {
+                for (name, result) in results {
+                    match result {
+                        Ok(_) => info!(topic = %name, "created the offsets topic"),
+                        Err(MetadataError::TopicAlreadyExists(_)) => {}
+                        Err(e) => warn!(topic = %name, "cannot create the offsets topic: {e}"),
+                    }
+                }
+            }
+            Ok(other) => warn!("unexpected controller answer creating {OFFSETS_TOPIC}: {other:?}"),
+            Err(e) => warn!("cannot create {OFFSETS_TOPIC}: {e}"),
+        }
+    }
+}
+
+/// Turns a coordinator error into the error code and message of a response.
+pub(crate) fn code(error: &GroupError) -> i16 {
+    crate::errors::group_error_code(error).0
+}
+
+/// Error code of an optional error (0 when none).
+pub(crate) fn code_of(error: &Option<GroupError>) -> i16 {
+    error.as_ref().map(code).unwrap_or(0)
+}

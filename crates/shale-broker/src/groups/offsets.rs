@@ -1,0 +1,371 @@
+//! OffsetCommit v2-v9, OffsetFetch v1-v9 (several groups from v8), OffsetDelete v0.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
+    OffsetFetchRequest, OffsetFetchResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use shale_group::types as domain;
+use shale_group::GroupError;
+
+use super::{code, code_of};
+use crate::dispatch::RequestContext;
+use crate::Broker;
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+pub async fn offset_commit(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let version = ctx.version();
+    broker.groups.ensure_offsets_topic(broker).await;
+    let image = broker.image();
+    // Topic existence is the broker's check; known topics go to the coordinator.
+    let mut unknown: Vec<OffsetCommitResponseTopic> = Vec::new();
+    let mut known: Vec<domain::OffsetCommitTopic> = Vec::new();
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        if image.topic(&name).is_none() {
+            unknown.push(
+                OffsetCommitResponseTopic::default()
+                    .with_name(topic_name(&name))
+                    .with_partitions(
+                        topic
+                            .partitions
+                            .iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(code(&GroupError::UnknownTopicOrPartition))
+                            })
+                            .collect(),
+                    ),
+            );
+            continue;
+        }
+        known.push(domain::OffsetCommitTopic {
+            name,
+            partitions: topic
+                .partitions
+                .into_iter()
+                .map(|p| domain::OffsetCommitPartition {
+                    partition_index: p.partition_index,
+                    committed_offset: p.committed_offset,
+                    committed_leader_epoch: if version >= 6 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    committed_metadata: p.committed_metadata.map(|m| m.to_string()),
+                })
+                .collect(),
+        });
+    }
+    let mut topics = Vec::new();
+    if !known.is_empty() {
+        let requested: Vec<(String, Vec<i32>)> = known
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    t.partitions.iter().map(|p| p.partition_index).collect(),
+                )
+            })
+            .collect();
+        let domain_request = domain::OffsetCommitRequest {
+            group_id: request.group_id.0.to_string(),
+            generation_id: request.generation_id_or_member_epoch,
+            member_id: request.member_id.to_string(),
+            group_instance_id: if version >= 7 {
+                request.group_instance_id.as_ref().map(|v| v.to_string())
+            } else {
+                None
+            },
+            retention_time_ms: if (2..=4).contains(&version) {
+                request.retention_time_ms
+            } else {
+                -1
+            },
+            reports_missing_group: version >= 9,
+            topics: known,
+        };
+        match broker
+            .groups
+            .coordinator
+            .commit_offsets(domain_request)
+            .await
+        {
+            Ok(committed) => {
+                for t in committed.topics {
+                    topics.push(
+                        OffsetCommitResponseTopic::default()
+                            .with_name(topic_name(&t.name))
+                            .with_partitions(
+                                t.partitions
+                                    .into_iter()
+                                    .map(|p| {
+                                        OffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(code_of(&p.error))
+                                    })
+                                    .collect(),
+                            ),
+                    );
+                }
+            }
+            Err(error) => {
+                for (name, partitions) in requested {
+                    topics.push(
+                        OffsetCommitResponseTopic::default()
+                            .with_name(topic_name(&name))
+                            .with_partitions(
+                                partitions
+                                    .into_iter()
+                                    .map(|p| {
+                                        OffsetCommitResponsePartition::default()
+                                            .with_partition_index(p)
+                                            .with_error_code(code(&error))
+                                    })
+                                    .collect(),
+                            ),
+                    );
+                }
+            }
+        }
+    }
+    topics.extend(unknown);
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// One group's committed offsets, or the group-level error.
+async fn fetch_group(
+    broker: &Arc<Broker>,
+    group_id: String,
+    topics: Option<Vec<domain::OffsetFetchTopic>>,
+    require_stable: bool,
+) -> Result<domain::OffsetFetchResponse, GroupError> {
+    broker.groups.ensure_offsets_topic(broker).await;
+    broker
+        .groups
+        .coordinator
+        .fetch_offsets(domain::OffsetFetchRequest {
+            group_id,
+            topics,
+            require_stable,
+        })
+        .await
+}
+
+pub async fn offset_fetch(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    let version = ctx.version();
+    let require_stable = version >= 7 && request.require_stable;
+    if version >= 8 {
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for group in request.groups {
+            let group_id = group.group_id.0.to_string();
+            let topics = group.topics.map(|topics| {
+                topics
+                    .into_iter()
+                    .map(|t| domain::OffsetFetchTopic {
+                        name: t.name.0.to_string(),
+                        partition_indexes: t.partition_indexes,
+                    })
+                    .collect()
+            });
+            let entry = OffsetFetchResponseGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(group_id.clone())));
+            groups.push(
+                match fetch_group(broker, group_id, topics, require_stable).await {
+                    Ok(fetched) => entry.with_topics(
+                        fetched
+                            .topics
+                            .into_iter()
+                            .map(|t| {
+                                OffsetFetchResponseTopics::default()
+                                    .with_name(topic_name(&t.name))
+                                    .with_partitions(
+                                        t.partitions
+                                            .into_iter()
+                                            .map(|p| {
+                                                OffsetFetchResponsePartitions::default()
+                                                    .with_partition_index(p.partition_index)
+                                                    .with_committed_offset(p.committed_offset)
+                                                    .with_committed_leader_epoch(
+                                                        p.committed_leader_epoch,
+                                                    )
+                                                    .with_metadata(Some(StrBytes::from_string(
+                                                        p.metadata,
+                                                    )))
+                                                    .with_error_code(code_of(&p.error))
+                                            })
+                                            .collect(),
+                                    )
+                            })
+                            .collect(),
+                    ),
+                    Err(error) => entry.with_error_code(code(&error)),
+                },
+            );
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let topics = if version < 2 {
+        // v0-v1 have no "all topics" null.
+        Some(request.topics.unwrap_or_default())
+    } else {
+        request.topics
+    };
+    let requested: Option<Vec<domain::OffsetFetchTopic>> = topics.map(|topics| {
+        topics
+            .into_iter()
+            .map(|t| domain::OffsetFetchTopic {
+                name: t.name.0.to_string(),
+                partition_indexes: t.partition_indexes,
+            })
+            .collect()
+    });
+    let group_id = request.group_id.0.to_string();
+    match fetch_group(broker, group_id, requested.clone(), require_stable).await {
+        Ok(fetched) => OffsetFetchResponse::default().with_topics(
+            fetched
+                .topics
+                .into_iter()
+                .map(|t| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(&t.name))
+                        .with_partitions(
+                            t.partitions
+                                .into_iter()
+                                .map(|p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_committed_offset(p.committed_offset)
+                                        .with_committed_leader_epoch(if version >= 5 {
+                                            p.committed_leader_epoch
+                                        } else {
+                                            -1
+                                        })
+                                        .with_metadata(Some(StrBytes::from_string(p.metadata)))
+                                        .with_error_code(code_of(&p.error))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+        Err(error) if version >= 2 => OffsetFetchResponse::default().with_error_code(code(&error)),
+        // v1 has no top-level error: every requested partition carries it.
+        Err(error) => OffsetFetchResponse::default().with_topics(
+            requested
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(&t.name))
+                        .with_partitions(
+                            t.partition_indexes
+                                .into_iter()
+                                .map(|p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(-1)
+                                        .with_metadata(Some(StrBytes::from_static_str("")))
+                                        .with_error_code(code(&error))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+    }
+}
+
+pub async fn offset_delete(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    let image = broker.image();
+    let mut unknown = Vec::new();
+    let mut known = Vec::new();
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let partition_indexes: Vec<i32> =
+            topic.partitions.iter().map(|p| p.partition_index).collect();
+        if image.topic(&name).is_none() {
+            unknown.push(
+                OffsetDeleteResponseTopic::default()
+                    .with_name(topic_name(&name))
+                    .with_partitions(
+                        partition_indexes
+                            .into_iter()
+                            .map(|p| {
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(code(&GroupError::UnknownTopicOrPartition))
+                            })
+                            .collect(),
+                    ),
+            );
+        } else {
+            known.push(domain::OffsetDeleteTopic {
+                name,
+                partition_indexes,
+            });
+        }
+    }
+    let domain_request = domain::OffsetDeleteRequest {
+        group_id: request.group_id.0.to_string(),
+        topics: known,
+    };
+    match broker
+        .groups
+        .coordinator
+        .delete_offsets(domain_request)
+        .await
+    {
+        Ok(deleted) => {
+            let mut topics: Vec<OffsetDeleteResponseTopic> = deleted
+                .topics
+                .into_iter()
+                .map(|t| {
+                    OffsetDeleteResponseTopic::default()
+                        .with_name(topic_name(&t.name))
+                        .with_partitions(
+                            t.partitions
+                                .into_iter()
+                                .map(|p| {
+                                    OffsetDeleteResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code_of(&p.error))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            topics.extend(unknown);
+            OffsetDeleteResponse::default().with_topics(topics)
+        }
+        Err(error) => OffsetDeleteResponse::default().with_error_code(code(&error)),
+    }
+}
