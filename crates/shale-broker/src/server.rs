@@ -263,10 +263,7 @@ fn metadata_node_config(config: &BrokerConfig) -> MetadataNodeConfig {
     controller.broker_heartbeat_interval_ms = config.broker_heartbeat_interval_ms;
     controller.unclean_leader_election_enable = config.unclean_leader_election_enable;
     controller.min_insync_replicas = config.min_insync_replicas;
-    let mut node = MetadataNodeConfig::new(
-        config.node_id,
-        config.metadata_log_dir.join("__cluster_metadata-0"),
-    );
+    let mut node = MetadataNodeConfig::new(config.node_id, config.metadata_log_dir.clone());
     node.log_dirs = config.log_dirs.clone();
     node.controller = controller;
     node.broker_listeners = config

@@ -19,6 +19,8 @@ pub(crate) const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub(crate) const LOG_START_FILE: &str = "log-start-offset-checkpoint";
 const DELETE_DIR_SUFFIX: &str = "-delete";
+/// Directory of the metadata log when `metadata.log.dir` is one of `log.dirs`.
+pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
 
 /// What one retention pass removed over all logs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -93,6 +95,10 @@ impl LogManager {
                 let Some(name) = name.to_str() else { continue };
                 if name.ends_with(DELETE_DIR_SUFFIX) {
                     std::fs::remove_dir_all(entry.path())?;
+                    continue;
+                }
+                // The metadata quorum keeps its own log here, as in Kafka; it is not a partition.
+                if name == METADATA_LOG_DIR_NAME {
                     continue;
                 }
                 let Some(tp) = TopicPartition::from_dir_name(name) else {
