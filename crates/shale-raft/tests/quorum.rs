@@ -198,3 +198,21 @@ async fn start_rejects_a_node_that_is_not_a_voter() {
     assert!(matches!(result, Err(RaftError::Config(_))));
     let _ = WAIT;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voter_starting_with_an_empty_directory_joins_and_catches_up() {
+    let mut cluster = Cluster::start(3, no_tweak).await;
+    cluster.kill(3).await;
+    std::fs::remove_dir_all(cluster.root.path().join("node-3")).unwrap();
+    cluster.wait_leader(&[1, 2]).await;
+    let mut expected = Vec::new();
+    let mut last = 0;
+    for i in 0..10 {
+        last = cluster.propose(vec![&payload(i)]).await;
+        expected.push(payload(i));
+    }
+    // Its first start initialises with the same membership entry the others hold at index 0.
+    cluster.restart(3).await;
+    cluster.wait_applied(&[3], last).await;
+    cluster.assert_payloads(&[1, 2, 3], &expected);
+}
