@@ -399,6 +399,27 @@ fn committed_offsets_survive_restart_and_kill() {
 }
 
 #[test]
+fn offsets_of_a_deleted_topic_are_removed() {
+    let shale = Shale::start();
+    create_topic(&shale, "gone", 1);
+    let c = member(&shale, "g-gone", "gone", &[]);
+    commit(&c, "gone", 0, 4);
+    assert_eq!(committed(&c, "gone", 0), Some(4));
+    let deleted = block_on(admin(&shale).delete_topics(&["gone"], &AdminOptions::new())).unwrap();
+    assert!(deleted[0].is_ok());
+    create_topic(&shale, "gone", 1);
+    // The removal follows the metadata change asynchronously.
+    let deadline = Instant::now() + TIMEOUT;
+    while committed(&c, "gone", 0).is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "offsets of the deleted topic remain"
+        );
+        let _ = c.poll(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn a_static_member_restarting_within_its_timeout_causes_no_rebalance() {
     let shale = Shale::start();
     create_topic(&shale, "static", 4);

@@ -38,9 +38,12 @@ pub struct GroupService {
     pub coordinator: GroupCoordinator,
     /// The partition count placement uses (see [`GroupService::new`]).
     num_partitions: i32,
-    /// Partitions loaded or loading here, with the topic id and leader epoch they were
-    /// loaded for (a new id or epoch means reloading).
-    served: Mutex<HashMap<i32, (Uuid, i32)>>,
+    /// Partitions loaded or loading here, with the topic id they were loaded for (a new id
+    /// means the topic was recreated: reload). A new leader epoch with this broker still the
+    /// leader keeps the loaded state, as Kafka does.
+    served: Mutex<HashMap<i32, Uuid>>,
+    /// Topic ids of the last reconciled image, to notice deleted topics.
+    topics_seen: Mutex<HashMap<String, Uuid>>,
     /// Serializes creation of the offsets topic among concurrent requests.
     creating: tokio::sync::Mutex<()>,
 }
@@ -82,6 +85,7 @@ impl GroupService {
             coordinator: GroupCoordinator::new(group_config(config), num_partitions, log),
             num_partitions,
             served: Mutex::new(HashMap::new()),
+            topics_seen: Mutex::new(HashMap::new()),
             creating: tokio::sync::Mutex::new(()),
         }
     }
@@ -90,12 +94,13 @@ impl GroupService {
     /// unloads those it lost (or that were deleted). Called after the hosted partitions match
     /// `image`.
     pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
+        self.forget_deleted_topics(image);
         let node_id = broker.node_id();
-        let mut wanted: HashMap<i32, (Uuid, i32)> = HashMap::new();
+        let mut wanted: HashMap<i32, Uuid> = HashMap::new();
         if let Some(topic) = image.topic(OFFSETS_TOPIC) {
             for (&partition, p) in &topic.partitions {
                 if p.leader == node_id {
-                    wanted.insert(partition, (topic.topic_id, p.leader_epoch));
+                    wanted.insert(partition, topic.topic_id);
                 }
             }
         }
@@ -137,6 +142,29 @@ impl GroupService {
                 .max(1024);
             load::spawn(hosted, loader, buffer_bytes);
         }
+    }
+
+    /// Committed offsets of topics deleted since the last image go away, as in Kafka.
+    fn forget_deleted_topics(&self, image: &MetadataImage) {
+        let current: HashMap<String, Uuid> = image
+            .topics()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect();
+        let previous = std::mem::replace(&mut *self.topics_seen.lock(), current.clone());
+        let deleted: Vec<String> = previous
+            .into_iter()
+            .filter(|(name, id)| name != OFFSETS_TOPIC && current.get(name) != Some(id))
+            .map(|(name, _)| name)
+            .collect();
+        if deleted.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let coordinator = self.coordinator.clone();
+        info!(topics = ?deleted, "removing committed offsets of deleted topics");
+        runtime.spawn(async move { coordinator.on_topics_deleted(deleted).await });
     }
 
     /// Creates `__consumer_offsets` if it does not exist yet (first use of a group).

@@ -239,6 +239,26 @@ impl CoordinatorShard {
         Ok(OffsetDeleteResponse { topics })
     }
 
+    /// Topics were deleted: their committed offsets, in every group, are tombstoned (Kafka's
+    /// `onPartitionsDeleted`), so a recreated topic of the same name starts without them.
+    pub fn delete_topic_offsets(&mut self, topics: &[String], now_ms: i64) -> Effects {
+        self.observe(now_ms);
+        let mut effects = Effects::default();
+        for group in self.groups.values() {
+            for (topic, partition) in group.offsets.keys() {
+                if topics.iter().any(|deleted| deleted == topic) {
+                    effects.records.push(GroupRecord::OffsetCommit {
+                        group_id: group.group_id.clone(),
+                        topic: topic.clone(),
+                        partition: *partition,
+                        value: None,
+                    });
+                }
+            }
+        }
+        effects
+    }
+
     /// Writes tombstones for expired offsets, and for groups left empty with no offsets.
     pub(crate) fn on_offset_expiration(&mut self, now_ms: i64, effects: &mut Effects) {
         let retention_ms = self.config().offsets_retention_ms;

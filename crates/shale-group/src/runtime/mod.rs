@@ -508,6 +508,27 @@ impl GroupCoordinator {
         receiver.await.map_err(|_| GroupError::NotCoordinator)
     }
 
+    /// Topics were deleted from the cluster: every partition served here removes the groups'
+    /// committed offsets of those topics. Completes once the tombstones are written.
+    pub async fn on_topics_deleted(&self, topics: Vec<String>) {
+        let senders: Vec<mpsc::Sender<Command>> = lock(&self.inner.slots)
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::Active { commands, .. } => Some(commands.clone()),
+                Slot::Loading { .. } => None,
+            })
+            .collect();
+        for commands in senders {
+            let (reply, receiver) = oneshot::channel();
+            if send(&commands, Command::TopicsDeleted(topics.clone(), reply))
+                .await
+                .is_ok()
+            {
+                let _ = receiver.await;
+            }
+        }
+    }
+
     fn by_partition(&self, group_ids: &[String]) -> BTreeMap<i32, Vec<usize>> {
         let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         for (index, group_id) in group_ids.iter().enumerate() {

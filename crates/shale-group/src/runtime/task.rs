@@ -42,6 +42,7 @@ pub(crate) enum Command {
     ),
     TransactionalOffsets(i64, Vec<GroupRecord>, oneshot::Sender<()>),
     TransactionMarker(i64, bool, oneshot::Sender<()>),
+    TopicsDeleted(Vec<String>, oneshot::Sender<()>),
 }
 
 pub(crate) struct PartitionTask {
@@ -145,6 +146,11 @@ impl PartitionTask {
             }
             Command::TransactionMarker(producer_id, committed, reply) => {
                 self.shard.replay_transaction_marker(producer_id, committed);
+                let _ = reply.send(());
+            }
+            Command::TopicsDeleted(topics, reply) => {
+                let effects = self.shard.delete_topic_offsets(&topics, now_ms);
+                self.process(effects).await;
                 let _ = reply.send(());
             }
         }

@@ -537,3 +537,26 @@ async fn zero_initial_delay_completes_the_first_join_at_once() {
     // Only the log appends took time.
     assert!(started.elapsed() < Duration::from_millis(100));
 }
+
+#[tokio::test(start_paused = true)]
+async fn deleted_topics_lose_their_committed_offsets_everywhere() {
+    let (coordinator, log) = setup();
+    coordinator
+        .commit_offsets(commit_request("simple-a", -1, "", 5))
+        .await
+        .unwrap();
+    coordinator
+        .commit_offsets(commit_request("simple-b", -1, "", 6))
+        .await
+        .unwrap();
+    coordinator.on_topics_deleted(vec!["other".into()]).await;
+    assert_eq!(fetched_offset(&coordinator, "simple-a").await, 5);
+    coordinator.on_topics_deleted(vec!["topic".into()]).await;
+    assert_eq!(fetched_offset(&coordinator, "simple-a").await, -1);
+    assert_eq!(fetched_offset(&coordinator, "simple-b").await, -1);
+    // The tombstones are in the log: a reload does not bring the offsets back.
+    let partition = coordinator.partition_for("simple-a");
+    let successor = GroupCoordinator::new(config(), PARTITIONS, log.clone());
+    successor.load_partition(partition, log.records_of(partition));
+    assert_eq!(fetched_offset(&successor, "simple-a").await, -1);
+}
