@@ -67,8 +67,10 @@ def verifiable_produce(ctx, topic, count, config="", *extra):
 
 
 def console_consume(ctx, topic, count, *extra):
+    # An assigned partition, not a (random) group: record scenarios do not depend on the coordinator.
     _, out, _ = tool("consumer.ConsoleConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
-                     "--from-beginning", "--max-messages", str(count), "--timeout-ms", "20000", *extra, timeout=60)
+                     "--partition", "0", "--offset", "earliest", "--max-messages", str(count),
+                     "--timeout-ms", "20000", *extra, timeout=60)
     return out.splitlines()
 
 
