@@ -81,9 +81,13 @@ pub fn metadata_error_code(e: &MetadataError) -> (i16, String) {
         M::PreferredLeaderNotAvailable(_) => E::PreferredLeaderNotAvailable,
         M::EligibleLeadersNotAvailable(_) => E::EligibleLeadersNotAvailable,
         M::NoReassignmentInProgress(_) => E::NoReassignmentInProgress,
+        M::UnsupportedSaslMechanism(_) => E::UnsupportedSaslMechanism,
+        M::UnacceptableCredential(_) => E::UnacceptableCredential,
+        M::ResourceNotFound(_) => E::ResourceNotFound,
+        M::DuplicateResource(_) => E::DuplicateResource,
         M::NotController => E::NotController,
         M::ShutDown => E::NotController,
-        _ => E::UnknownServerError,
+        M::Io(_) | M::Corrupt(_) | M::InconsistentStorage(_) => E::KafkaStorageError,
     };
     (code.code(), e.to_string())
 }

@@ -265,7 +265,11 @@ pub async fn delete_topics(
                 responses.push(match r {
                     Ok(id) => base.with_topic_id(id),
                     Err(e) => {
-                        let (code, message) = metadata_error_code(&e);
+                        let (mut code, message) = metadata_error_code(&e);
+                        // Clients before v3 do not know TOPIC_DELETION_DISABLED.
+                        if version < 3 && matches!(e, MetadataError::TopicDeletionDisabled) {
+                            code = ResponseError::InvalidRequest.code();
+                        }
                         base.with_error_code(code)
                             .with_error_message(Some(str_bytes(message)))
                     }

@@ -1,0 +1,358 @@
+//! Wire-level tests: hostile frames, version negotiation, pipelining and the idempotent
+//! producer's duplicate and sequence handling, spoken directly in Kafka's protocol.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use common::Shale;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, InitProducerIdRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use shale_protocol::RequestHeader;
+
+struct Conn {
+    stream: TcpStream,
+    next_correlation: i32,
+}
+
+impl Conn {
+    fn open(shale: &Shale) -> Conn {
+        let stream = TcpStream::connect(shale.bootstrap()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Conn {
+            stream,
+            next_correlation: 1,
+        }
+    }
+
+    fn send(&mut self, key: ApiKey, version: i16, request: RequestKind) -> i32 {
+        let correlation_id = self.next_correlation;
+        self.next_correlation += 1;
+        let header = RequestHeader {
+            api_key: key as i16,
+            api_version: version,
+            correlation_id,
+            client_id: Some("raw-test".into()),
+            header_version: key.request_header_version(version),
+        };
+        let frame = shale_protocol::encode_request(&header, &request).unwrap();
+        self.stream.write_all(&frame).unwrap();
+        correlation_id
+    }
+
+    /// Reads one response frame (without its length prefix); None when the broker closed.
+    fn read_frame(&mut self) -> Option<Bytes> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).ok()?;
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut buf).ok()?;
+        Some(Bytes::from(buf))
+    }
+
+    fn call(&mut self, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
+        let id = self.send(key, version, request);
+        let frame = self.read_frame().expect("response");
+        let (correlation, response) =
+            shale_protocol::decode_response(key as i16, version, frame).unwrap();
+        assert_eq!(correlation, id);
+        response
+    }
+
+    fn is_closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.stream.read(&mut b), Ok(0) | Err(_))
+    }
+}
+
+fn create_topic(conn: &mut Conn, name: &str) {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    let req = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_string(name.into())))
+            .with_num_partitions(1)
+            .with_replication_factor(1)])
+        .with_timeout_ms(10_000);
+    match conn.call(ApiKey::CreateTopics, 7, RequestKind::CreateTopics(req)) {
+        ResponseKind::CreateTopics(r) => assert_eq!(r.topics[0].error_code, 0),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A RecordBatch v2 holding `count` small records.
+fn batch(producer_id: i64, epoch: i16, base_sequence: i32, count: i32) -> BytesMut {
+    let mut records = BytesMut::new();
+    for i in 0..count {
+        let mut r = BytesMut::new();
+        r.put_i8(0); // attributes
+        put_varint(&mut r, 0); // timestamp delta
+        put_varint(&mut r, i as i64); // offset delta
+        put_varint(&mut r, -1); // null key
+        let value = format!("v{i}");
+        put_varint(&mut r, value.len() as i64);
+        r.put_slice(value.as_bytes());
+        put_varint(&mut r, 0); // headers
+        put_varint(&mut records, r.len() as i64);
+        records.put_slice(&r);
+    }
+    let mut body = BytesMut::new(); // from attributes to the end: the CRC's coverage
+    body.put_i16(0);
+    body.put_i32(count - 1);
+    body.put_i64(1_700_000_000_000);
+    body.put_i64(1_700_000_000_000);
+    body.put_i64(producer_id);
+    body.put_i16(epoch);
+    body.put_i32(base_sequence);
+    body.put_i32(count);
+    body.put_slice(&records);
+    let mut out = BytesMut::new();
+    out.put_i64(0);
+    out.put_i32((4 + 1 + 4 + body.len()) as i32);
+    out.put_i32(-1);
+    out.put_i8(2);
+    out.put_u32(crc32c::crc32c(&body));
+    out.put_slice(&body);
+    out
+}
+
+fn put_varint(buf: &mut BytesMut, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        buf.put_u8((z as u8) | 0x80);
+        z >>= 7;
+    }
+    buf.put_u8(z as u8);
+}
+
+fn produce(conn: &mut Conn, topic: &str, records: Bytes) -> (i16, i64) {
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])]);
+    match conn.call(ApiKey::Produce, 9, RequestKind::Produce(req)) {
+        ResponseKind::Produce(r) => {
+            let p = &r.responses[0].partition_responses[0];
+            (p.error_code, p.base_offset)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hostile_frames_close_only_their_connection() {
+    let shale = Shale::start();
+    let mut healthy = Conn::open(&shale);
+    healthy.call(
+        ApiKey::ApiVersions,
+        3,
+        RequestKind::ApiVersions(
+            ApiVersionsRequest::default()
+                .with_client_software_name(StrBytes::from_static_str("raw"))
+                .with_client_software_version(StrBytes::from_static_str("1")),
+        ),
+    );
+
+    let hostile: Vec<Vec<u8>> = vec![
+        // Metadata v1 whose topic array claims 2^31-1 entries.
+        {
+            let mut f = BytesMut::new();
+            f.put_i16(3);
+            f.put_i16(1);
+            f.put_i32(7);
+            f.put_i16(-1);
+            f.put_slice(&[0x7f, 0xff, 0xff, 0xff]);
+            let mut out = BytesMut::new();
+            out.put_i32(f.len() as i32);
+            out.put_slice(&f);
+            out.to_vec()
+        },
+        // A frame shorter than a request header.
+        vec![0, 0, 0, 2, 0, 3],
+        // A negative length.
+        vec![0xff, 0xff, 0xff, 0xf0],
+        // A length far above socket.request.max.bytes.
+        vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3],
+        // An unknown API key.
+        vec![0, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 1, 0xff, 0xff],
+    ];
+    for bytes in hostile {
+        let mut c = Conn::open(&shale);
+        c.stream.write_all(&bytes).unwrap();
+        assert!(
+            c.is_closed(),
+            "connection should be closed for {bytes:02x?}"
+        );
+    }
+    // A frame that announces 100 MB but sends 10 bytes must not cost 100 MB: the broker keeps
+    // serving, and this connection stays open waiting for the rest.
+    let mut slow = Conn::open(&shale);
+    let mut f = BytesMut::new();
+    f.put_i32(100_000_000);
+    f.put_slice(&[0u8; 10]);
+    slow.stream.write_all(&f).unwrap();
+
+    // Everyone else is still served.
+    match healthy.call(
+        ApiKey::Metadata,
+        12,
+        RequestKind::Metadata(MetadataRequest::default()),
+    ) {
+        ResponseKind::Metadata(m) => assert_eq!(m.brokers.len(), 1),
+        other => panic!("{other:?}"),
+    }
+    let mut fresh = Conn::open(&shale);
+    fresh.call(
+        ApiKey::Metadata,
+        1,
+        RequestKind::Metadata(MetadataRequest::default()),
+    );
+}
+
+#[test]
+fn api_versions_newer_than_known_gets_a_v0_answer() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    // ApiVersions v127 with a v2 header: the broker cannot parse the body, answers v0.
+    let mut f = BytesMut::new();
+    f.put_i16(18);
+    f.put_i16(127);
+    f.put_i32(42);
+    f.put_i16(3);
+    f.put_slice(b"raw");
+    f.put_u8(0);
+    let mut out = BytesMut::new();
+    out.put_i32(f.len() as i32);
+    out.put_slice(&f);
+    c.stream.write_all(&out).unwrap();
+    let frame = c.read_frame().unwrap();
+    let (correlation, response) = shale_protocol::decode_response(18, 0, frame).unwrap();
+    assert_eq!(correlation, 42);
+    match response {
+        ResponseKind::ApiVersions(r) => {
+            assert_eq!(r.error_code, 35);
+            assert!(r
+                .api_keys
+                .iter()
+                .any(|k| k.api_key == 0 && k.min_version == 0));
+            assert!(r
+                .api_keys
+                .iter()
+                .any(|k| k.api_key == 18 && k.max_version == 4));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn api_versions_v3_uses_a_v0_response_header() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    let req = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("raw"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"));
+    let id = c.send(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(req));
+    let frame = c.read_frame().unwrap();
+    // Header v0 is the correlation id alone; the body starts with error_code 0 right after.
+    assert_eq!(i32::from_be_bytes(frame[0..4].try_into().unwrap()), id);
+    assert_eq!(i16::from_be_bytes(frame[4..6].try_into().unwrap()), 0);
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        let request = if i % 2 == 0 {
+            RequestKind::Metadata(MetadataRequest::default())
+        } else {
+            RequestKind::ApiVersions(ApiVersionsRequest::default())
+        };
+        let key = if i % 2 == 0 {
+            ApiKey::Metadata
+        } else {
+            ApiKey::ApiVersions
+        };
+        ids.push((c.send(key, if i % 2 == 0 { 9 } else { 2 }, request), key));
+    }
+    for (id, key) in ids {
+        let frame = c.read_frame().unwrap();
+        let version = if key == ApiKey::Metadata { 9 } else { 2 };
+        let (correlation, _) = shale_protocol::decode_response(key as i16, version, frame).unwrap();
+        assert_eq!(correlation, id);
+    }
+}
+
+#[test]
+fn idempotent_retries_get_their_original_offsets() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-idem");
+    let (pid, epoch) = match c.call(
+        ApiKey::InitProducerId,
+        4,
+        RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+                .with_producer_epoch(-1),
+        ),
+    ) {
+        ResponseKind::InitProducerId(r) => {
+            assert_eq!(r.error_code, 0);
+            (r.producer_id.0, r.producer_epoch)
+        }
+        other => panic!("{other:?}"),
+    };
+    assert!(pid >= 0);
+    let first = batch(pid, epoch, 0, 3).freeze();
+    assert_eq!(produce(&mut c, "raw-idem", first.clone()), (0, 0));
+    let second = batch(pid, epoch, 3, 2).freeze();
+    assert_eq!(produce(&mut c, "raw-idem", second.clone()), (0, 3));
+    // Retries of both batches: the original offsets, nothing appended.
+    assert_eq!(produce(&mut c, "raw-idem", first), (0, 0));
+    assert_eq!(produce(&mut c, "raw-idem", second), (0, 3));
+    // A gap in the sequence.
+    let (code, _) = produce(&mut c, "raw-idem", batch(pid, epoch, 9, 1).freeze());
+    assert_eq!(code, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    // The next batch in order lands at offset 5: nothing was written by the retries.
+    assert_eq!(
+        produce(&mut c, "raw-idem", batch(pid, epoch, 5, 1).freeze()),
+        (0, 5)
+    );
+}
+
+#[test]
+fn corrupt_batches_are_refused_and_not_written() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-crc");
+    let mut bad = batch(-1, -1, -1, 2);
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    let (code, _) = produce(&mut c, "raw-crc", bad.freeze());
+    assert_eq!(code, 2, "CORRUPT_MESSAGE");
+    // Truncated batch.
+    let good = batch(-1, -1, -1, 2);
+    let (code, _) = produce(
+        &mut c,
+        "raw-crc",
+        good.clone().freeze().slice(..good.len() - 3),
+    );
+    assert_eq!(code, 2, "CORRUPT_MESSAGE");
+    assert_eq!(produce(&mut c, "raw-crc", good.freeze()), (0, 0));
+}
