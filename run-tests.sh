@@ -15,5 +15,6 @@ cargo test --workspace --no-fail-fast
 
 if [ -x compat-tests/run.sh ]; then
     echo "== compat-tests (fast slice)"
-    compat-tests/run.sh --fast
+    # Reuse the binary cargo test just built instead of a second, release build.
+    SHALE_BIN="${CARGO_TARGET_DIR:-target}/debug/shale" compat-tests/run.sh --fast --no-build
 fi
