@@ -558,3 +558,261 @@ fn ten_members_reach_stable_from_a_cold_start() {
         (commits as f64 / started.elapsed().as_secs_f64()) as u64
     );
 }
+
+/// Per-version conversions that librdkafka does not exercise: the oldest and newest versions
+/// of each group API, spoken directly.
+#[test]
+fn group_apis_across_versions() {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+    };
+    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use kafka_protocol::messages::*;
+
+    let shale = Shale::start();
+    create_topic(&shale, "raw", 1);
+    let mut client = RawClient::connect(&shale.bootstrap());
+    let group = |name: &str| GroupId(StrBytes::from_string(name.into()));
+    let text = |value: &str| StrBytes::from_string(value.into());
+
+    let found: FindCoordinatorResponse = client.call(
+        ApiKey::FindCoordinator,
+        0,
+        &FindCoordinatorRequest::default().with_key(text("g-raw")),
+    );
+    assert_eq!(found.error_code, 0);
+    assert_eq!(found.port, i32::from(shale.port));
+    let found: FindCoordinatorResponse = client.call(
+        ApiKey::FindCoordinator,
+        4,
+        &FindCoordinatorRequest::default()
+            .with_key_type(1)
+            .with_coordinator_keys(vec![text("a-transaction")]),
+    );
+    assert_eq!(
+        found.coordinators[0].error_code, 15,
+        "transactions are not served yet"
+    );
+
+    // JoinGroup v0: no member id round trip, no rebalance timeout. Retry while the freshly
+    // created offsets partition loads.
+    let deadline = Instant::now() + TIMEOUT;
+    let joined: JoinGroupResponse = loop {
+        let joined: JoinGroupResponse = client.call(
+            ApiKey::JoinGroup,
+            0,
+            &JoinGroupRequest::default()
+                .with_group_id(group("g-raw"))
+                .with_session_timeout_ms(10_000)
+                .with_protocol_type(text("consumer"))
+                .with_protocols(vec![JoinGroupRequestProtocol::default()
+                    .with_name(text("range"))
+                    .with_metadata(subscription("raw"))]),
+        );
+        if !matches!(joined.error_code, 14 | 16) {
+            break joined;
+        }
+        assert!(Instant::now() < deadline, "coordinator never loaded");
+    };
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.generation_id, 1);
+    assert_eq!(joined.leader, joined.member_id);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    let member_id = joined.member_id.clone();
+    let synced: SyncGroupResponse = client.call(
+        ApiKey::SyncGroup,
+        0,
+        &SyncGroupRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_generation_id(1)
+            .with_member_id(member_id.clone())
+            .with_assignments(vec![SyncGroupRequestAssignment::default()
+                .with_member_id(member_id.clone())
+                .with_assignment(Bytes::from_static(b"assigned"))]),
+    );
+    assert_eq!(synced.error_code, 0);
+    assert_eq!(synced.assignment.as_ref(), b"assigned");
+    let beat: HeartbeatResponse = client.call(
+        ApiKey::Heartbeat,
+        0,
+        &HeartbeatRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_generation_id(1)
+            .with_member_id(member_id.clone()),
+    );
+    assert_eq!(beat.error_code, 0);
+    let stale: HeartbeatResponse = client.call(
+        ApiKey::Heartbeat,
+        4,
+        &HeartbeatRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_generation_id(7)
+            .with_member_id(member_id.clone()),
+    );
+    assert_eq!(stale.error_code, 22, "ILLEGAL_GENERATION");
+
+    // OffsetCommit v2 (with retention) and the unknown-topic check of the broker.
+    let committed: OffsetCommitResponse = client.call(
+        ApiKey::OffsetCommit,
+        2,
+        &OffsetCommitRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_generation_id_or_member_epoch(1)
+            .with_member_id(member_id.clone())
+            .with_retention_time_ms(-1)
+            .with_topics(vec![
+                OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(text("raw")))
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(11)
+                        .with_committed_metadata(Some(text("meta")))]),
+                OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(text("no-such-topic")))
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1)]),
+            ]),
+    );
+    let code_of = |name: &str| {
+        committed
+            .topics
+            .iter()
+            .find(|t| t.name.0.as_str() == name)
+            .unwrap()
+            .partitions[0]
+            .error_code
+    };
+    assert_eq!(code_of("raw"), 0);
+    assert_eq!(code_of("no-such-topic"), 3);
+
+    let fetched: OffsetFetchResponse = client.call(
+        ApiKey::OffsetFetch,
+        1,
+        &OffsetFetchRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(TopicName(text("raw")))
+                .with_partition_indexes(vec![0])])),
+    );
+    assert_eq!(fetched.topics[0].partitions[0].committed_offset, 11);
+    assert_eq!(
+        fetched.topics[0].partitions[0].metadata.as_deref(),
+        Some("meta")
+    );
+    // v8: several groups at once, one of them unknown; null topics means "all".
+    let fetched: OffsetFetchResponse = client.call(
+        ApiKey::OffsetFetch,
+        8,
+        &OffsetFetchRequest::default()
+            .with_require_stable(true)
+            .with_groups(vec![
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(group("g-raw"))
+                    .with_topics(None),
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(group("g-unknown"))
+                    .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                        .with_name(TopicName(text("raw")))
+                        .with_partition_indexes(vec![0])])),
+            ]),
+    );
+    assert_eq!(fetched.groups.len(), 2);
+    assert_eq!(fetched.groups[0].error_code, 0);
+    assert_eq!(
+        fetched.groups[0].topics[0].partitions[0].committed_offset,
+        11
+    );
+    assert_eq!(
+        fetched.groups[1].topics[0].partitions[0].committed_offset,
+        -1
+    );
+
+    // DescribeGroups: an unknown group is "Dead" without error before v6, GROUP_ID_NOT_FOUND
+    // from v6.
+    let described: DescribeGroupsResponse = client.call(
+        ApiKey::DescribeGroups,
+        0,
+        &DescribeGroupsRequest::default().with_groups(vec![group("g-raw"), group("nope")]),
+    );
+    assert_eq!(described.groups[0].group_state.as_str(), "Stable");
+    assert_eq!(
+        described.groups[0].members[0].client_host.as_str(),
+        "/127.0.0.1"
+    );
+    assert_eq!(described.groups[1].error_code, 0);
+    assert_eq!(described.groups[1].group_state.as_str(), "Dead");
+    let described: DescribeGroupsResponse = client.call(
+        ApiKey::DescribeGroups,
+        6,
+        &DescribeGroupsRequest::default().with_groups(vec![group("nope")]),
+    );
+    assert_eq!(described.groups[0].error_code, 69);
+
+    // ListGroups v4+ filters by state, v5 by type.
+    let listed = |client: &mut RawClient, version: i16, states: &[&str], types: &[&str]| {
+        let response: ListGroupsResponse = client.call(
+            ApiKey::ListGroups,
+            version,
+            &ListGroupsRequest::default()
+                .with_states_filter(states.iter().map(|s| text(s)).collect())
+                .with_types_filter(types.iter().map(|s| text(s)).collect()),
+        );
+        assert_eq!(response.error_code, 0);
+        response
+            .groups
+            .iter()
+            .map(|g| g.group_id.0.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(listed(&mut client, 0, &[], &[]).contains(&"g-raw".to_string()));
+    assert!(listed(&mut client, 4, &["stable"], &[]).contains(&"g-raw".to_string()));
+    assert!(!listed(&mut client, 4, &["Empty"], &[]).contains(&"g-raw".to_string()));
+    assert!(listed(&mut client, 5, &[], &["classic"]).contains(&"g-raw".to_string()));
+    assert!(listed(&mut client, 5, &[], &["consumer"]).is_empty());
+
+    // LeaveGroup v0 answers the member's outcome at the top level.
+    let left: LeaveGroupResponse = client.call(
+        ApiKey::LeaveGroup,
+        0,
+        &LeaveGroupRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_member_id(member_id.clone()),
+    );
+    assert_eq!(left.error_code, 0);
+    let left: LeaveGroupResponse = client.call(
+        ApiKey::LeaveGroup,
+        0,
+        &LeaveGroupRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_member_id(member_id),
+    );
+    assert_eq!(left.error_code, 25, "UNKNOWN_MEMBER_ID");
+
+    let deleted: OffsetDeleteResponse = client.call(
+        ApiKey::OffsetDelete,
+        0,
+        &OffsetDeleteRequest::default()
+            .with_group_id(group("g-raw"))
+            .with_topics(vec![
+                offset_delete_request::OffsetDeleteRequestTopic::default()
+                    .with_name(TopicName(text("raw")))
+                    .with_partitions(vec![
+                        offset_delete_request::OffsetDeleteRequestPartition::default()
+                            .with_partition_index(0),
+                    ]),
+            ]),
+    );
+    assert_eq!(deleted.error_code, 0);
+    assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
+    let removed: DeleteGroupsResponse = client.call(
+        ApiKey::DeleteGroups,
+        0,
+        &DeleteGroupsRequest::default().with_groups_names(vec![group("g-raw"), group("nope")]),
+    );
+    assert_eq!(removed.results[0].error_code, 0);
+    assert_eq!(removed.results[1].error_code, 69);
+}
