@@ -765,7 +765,8 @@ def main():
     for name, out in result["brokers"].items():
         for run, entry in (out.get("runs") or {}).items():
             if not entry.get("ok"):
-                failures.append(f"{name} {run}: {entry.get('error') or 'errors'}; {entry.get('errors')}")
+                first = [line[:400] for line in (entry.get("errors") or [])[:2]]
+                failures.append(f"{name} {run}: {entry.get('error') or 'client errors'}; first lines: {first}")
     result["machine"]["loadavg_at_end"] = load_average()
     result["failures"] = failures
     result["markdown"] = table(result)
