@@ -181,7 +181,7 @@ class ShaleBroker(Broker):
 
     def __init__(self, log_path: Path, binary: Path):
         super().__init__(log_path)
-        self.binary = binary
+        self.binary = binary.absolute()
 
     def start(self, extra_properties=None):
         if not self.binary.exists():

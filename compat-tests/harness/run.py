@@ -130,9 +130,12 @@ def build_shale():
 
 
 def shale_binary() -> Path:
+    # Absolute paths: the broker process runs in its own temporary directory.
     if os.environ.get("SHALE_BIN"):
-        return Path(os.environ["SHALE_BIN"])
-    target_dir = Path(os.environ.get("CARGO_TARGET_DIR", REPO_DIR / "target"))
+        return Path(os.environ["SHALE_BIN"]).absolute()
+    target_dir = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
+    if not target_dir.is_absolute():
+        target_dir = REPO_DIR / target_dir  # cargo resolves it from where it runs: the repository
     return target_dir / "release" / "shale"
 
 
