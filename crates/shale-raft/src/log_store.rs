@@ -6,7 +6,8 @@
 //!   vote twice in one term);
 //! - `purged`: the id of the last purged entry, written atomically and fsynced before any segment
 //!   is deleted;
-//! - `committed`: the last known committed id, written atomically but not fsynced: it only lets a
+//! - `committed`: the last known committed id, overwritten in place with a checksum and not
+//!   fsynced (a torn write is detected and ignored): it only lets a
 //!   restarted node re-apply entries before it hears from a leader, and an older value is safe.
 //!
 //! All non-purged entries are also held in memory: the metadata log is small and snapshots bound
@@ -60,6 +61,8 @@ struct LogInner {
     last_purged: Option<LogId>,
     vote: Option<Vote>,
     committed: Option<LogId>,
+    /// Open handle of the committed marker, overwritten in place on every commit.
+    committed_file: Option<File>,
     segment_bytes_max: u64,
 }
 
@@ -154,6 +157,7 @@ impl LogStore {
             last_purged,
             vote,
             committed,
+            committed_file: None,
             segment_bytes_max,
         };
         let purged_index = last_purged.map(|id| id.index);
@@ -298,6 +302,28 @@ impl LogInner {
             },
         );
         Ok(())
+    }
+
+    /// Overwrites the committed marker in place: cheaper than a rename on every commit. The
+    /// encoding has a fixed size, so a new value always covers the old one completely.
+    fn write_committed_marker(&mut self, committed: &LogId) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let payload = codec::encode(committed).map_err(io_err)?;
+        let mut record = crc32c::crc32c(&payload).to_le_bytes().to_vec();
+        record.extend_from_slice(&payload);
+        if self.committed_file.is_none() {
+            let file = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(self.dir.join("committed"))?;
+            file.set_len(record.len() as u64)?;
+            self.committed_file = Some(file);
+        }
+        match &self.committed_file {
+            Some(file) => file.write_all_at(&record, 0),
+            None => Err(io_err("committed marker not open")),
+        }
     }
 
     fn last_log_id(&self) -> Option<LogId> {
@@ -506,7 +532,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
         let mut inner = self.lock();
         if let Some(committed) = committed {
-            write_value(&inner.dir.join("committed"), &committed, false)
+            inner
+                .write_committed_marker(&committed)
                 .map_err(|e| StorageIOError::write(&e))?;
         }
         inner.committed = committed;
@@ -640,6 +667,32 @@ mod tests {
             reopened.lock().append_synced(vec![entry(2, 14)]).is_err(),
             "gaps are refused"
         );
+    }
+
+    #[test]
+    fn the_committed_marker_survives_reopening_and_a_torn_one_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        for index in 0..3 {
+            store.lock().append_synced(vec![entry(1, index)]).unwrap();
+        }
+        let committed = LogId::new(CommittedLeaderId::new(1, 1), 2);
+        store
+            .lock()
+            .write_committed_marker(&LogId::new(CommittedLeaderId::new(1, 1), 1))
+            .unwrap();
+        store.lock().write_committed_marker(&committed).unwrap();
+        drop(store);
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        assert_eq!(reopened.lock().committed, Some(committed));
+        drop(reopened);
+
+        let path = dir.path().join("committed");
+        let mut raw = fs::read(&path).unwrap();
+        raw[10] ^= 0xff;
+        fs::write(&path, raw).unwrap();
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 500).unwrap();
+        assert_eq!(reopened.lock().committed, None);
     }
 
     #[test]
