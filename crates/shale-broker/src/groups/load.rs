@@ -57,7 +57,10 @@ fn replay_log(
         let read = log.read(offset, read_bytes_max, end, true)?;
         let bytes = read.to_bytes().map_err(LogError::Storage)?;
         let headers = parse_batches(&bytes)?;
-        let Some(last) = headers.last() else { break };
+        let Some(last) = headers.last() else {
+            warn!(tp = %partition.tp, offset, end, "no batch found below the log end while loading");
+            break;
+        };
         let next = last.last_offset() + 1;
         let mut position = 0usize;
         for header in &headers {
