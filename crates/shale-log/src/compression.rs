@@ -36,7 +36,8 @@ pub fn decompress(codec: Compression, data: &[u8], limit: u64) -> Result<Vec<u8>
             }
             Ok(data.to_vec())
         }
-        Compression::Gzip => read_bounded(flate2::read::GzDecoder::new(data), limit),
+        // Several gzip members may follow each other; all are part of the records.
+        Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data), limit),
         Compression::Snappy => snappy_decompress(data, limit),
         Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data), limit),
         Compression::Zstd => {

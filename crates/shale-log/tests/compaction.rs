@@ -452,3 +452,42 @@ fn small_key_map_budget_cleans_over_several_passes() {
     want.sort();
     assert_eq!(got, want);
 }
+
+#[test]
+fn codecs_round_trip_and_bound_decompression() {
+    use shale_log::compression::{compress, decompress};
+    let data: Vec<u8> = (0..100_000u32)
+        .flat_map(|i| (i % 251).to_be_bytes())
+        .collect();
+    for c in [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let packed = compress(c, &data).unwrap();
+        assert_eq!(
+            decompress(c, &packed, data.len() as u64).unwrap(),
+            data,
+            "{c:?}"
+        );
+        assert!(
+            decompress(c, &packed, data.len() as u64 - 1).is_err(),
+            "{c:?} not bounded"
+        );
+    }
+    // Raw (unframed) snappy as some clients send it.
+    let raw = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+    assert_eq!(
+        decompress(Compression::Snappy, &raw, 1 << 30).unwrap(),
+        data
+    );
+    // Two concatenated gzip members.
+    let mut two = compress(Compression::Gzip, b"hello ").unwrap();
+    two.extend(compress(Compression::Gzip, b"world").unwrap());
+    assert_eq!(
+        decompress(Compression::Gzip, &two, 100).unwrap(),
+        b"hello world"
+    );
+}
