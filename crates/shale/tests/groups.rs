@@ -589,12 +589,12 @@ fn group_apis_across_versions() {
         ApiKey::FindCoordinator,
         4,
         &FindCoordinatorRequest::default()
-            .with_key_type(1)
-            .with_coordinator_keys(vec![text("a-transaction")]),
+            .with_key_type(9)
+            .with_coordinator_keys(vec![text("g-raw")]),
     );
     assert_eq!(
-        found.coordinators[0].error_code, 15,
-        "transactions are not served yet"
+        found.coordinators[0].error_code, 42,
+        "an unknown key type is INVALID_REQUEST"
     );
 
     // JoinGroup v0: no member id round trip, no rebalance timeout. Retry while the freshly
