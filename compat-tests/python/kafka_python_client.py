@@ -363,7 +363,6 @@ SCENARIOS = {
     "idempotent": scenario_idempotent,
     "group": scenario_group,
     "rebalance": scenario_rebalance,
-    "static": scenario_static,
     "offsets_for_times": scenario_offsets_for_times,
     "configs": scenario_configs,
     "delete_records": scenario_delete_records,
@@ -374,4 +373,11 @@ if __name__ == "__main__":
     def cooperative(_ctx):
         raise NotApplicable("kafka-python has no cooperative-sticky assignor")
     SCENARIOS["cooperative"] = cooperative
+
+    def static(_ctx):
+        # scenario_static stays for manual runs: against Apache Kafka 4.4 under load, kafka-python
+        # 3.0.12's static member re-joins after its first assignment and the coordinator then expires
+        # it ("has failed, removing it from the group"), so it is no reliable reference.
+        raise NotApplicable("kafka-python's static member is expired by the Kafka reference in some runs")
+    SCENARIOS["static"] = static
     main(lambda: f"kafka-python {kafka.__version__}", SCENARIOS)
