@@ -130,15 +130,21 @@ async fn committed_log_serves_pull_readers_on_voters_and_observers() {
         );
         logs.push(log);
     }
-    let leader = loop {
-        if let Some(node) = nodes.iter().find(|n| n.is_leader()) {
-            break node;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    // Proposals go to whichever voter leads at the time; early elections may move it.
     let mut last = 0;
     for i in 0..30 {
-        last = leader.propose(vec![Bytes::from(payload(i))]).await.unwrap();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        last = loop {
+            if let Some(leader) = nodes.iter().find(|n| n.is_leader()) {
+                match leader.propose(vec![Bytes::from(payload(i))]).await {
+                    Ok(index) => break index,
+                    Err(shale_raft::RaftError::NotLeader { .. }) => {}
+                    Err(e) => panic!("propose: {e}"),
+                }
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no leader");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
     }
     // The application compacts at some index; readers behind it must load its snapshot.
     for log in &logs {

@@ -216,3 +216,20 @@ async fn a_voter_starting_with_an_empty_directory_joins_and_catches_up() {
     cluster.wait_applied(&[3], last).await;
     cluster.assert_payloads(&[1, 2, 3], &expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_leader_without_shutdown_fails_over_and_it_rejoins() {
+    let mut cluster = Cluster::start(3, no_tweak).await;
+    let old_leader = cluster.wait_leader(&[1, 2, 3]).await;
+    let mut expected = vec![payload(0)];
+    cluster.propose(vec![&payload(0)]).await;
+    cluster.crash(old_leader);
+    let survivors = cluster.running();
+    let new_leader = cluster.wait_leader(&survivors).await;
+    assert_ne!(new_leader, old_leader);
+    let index = cluster.propose(vec![&payload(1)]).await;
+    expected.push(payload(1));
+    cluster.restart(old_leader).await;
+    cluster.wait_applied(&[1, 2, 3], index).await;
+    cluster.assert_payloads(&[1, 2, 3], &expected);
+}

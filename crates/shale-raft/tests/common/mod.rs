@@ -149,8 +149,24 @@ impl Cluster {
     /// (Re)starts a node from its files on its original address.
     pub async fn restart(&mut self, id: u64) {
         let addr = self.voters.iter().find(|(v, _)| *v == id).unwrap().1;
-        let listener = TcpListener::bind(addr).await.unwrap();
+        // A node dropped without shutdown() closes its listener asynchronously.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => break listener,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("rebinding {addr}: {e}"),
+            }
+        };
         self.start_node_on(id, listener).await;
+    }
+
+    /// Drops the node without shutdown(), as close to a crash as an in-process node gets.
+    pub fn crash(&mut self, id: u64) {
+        drop(self.nodes.remove(&id).unwrap());
     }
 
     pub async fn kill(&mut self, id: u64) {
