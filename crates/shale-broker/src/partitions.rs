@@ -123,6 +123,29 @@ impl Partition {
         })
     }
 
+    /// Appends a batch the broker itself built (group coordinator records): offsets assigned
+    /// here, no producer state involved, and the high watermark follows as for client writes.
+    pub fn append_coordinator(
+        &self,
+        batch: &mut [u8],
+        now_ms: i64,
+    ) -> Result<Appended, AppendError> {
+        let _producers = self.producers.lock();
+        let info = self.log.append(
+            batch,
+            self.leader_epoch(),
+            now_ms,
+            AppendOrigin::Coordinator,
+        )?;
+        self.high_watermark
+            .store(self.log.log_end_offset(), Ordering::Release);
+        Ok(Appended {
+            base_offset: info.first_offset,
+            log_append_time_ms: info.log_append_time_ms,
+            log_start_offset: info.log_start_offset,
+        })
+    }
+
     /// Snapshot of producer state for DescribeProducers.
     pub fn producer_entries(&self) -> Vec<shale_txn::ProducerSnapshotEntry> {
         self.producers.lock().producers().collect()
@@ -289,6 +312,10 @@ impl ReplicaManager {
                 continue;
             }
             let log = self.logs.get_or_create(&tp, a.config.clone())?;
+            // A log found on disk at start-up was opened with the default config.
+            if log.config() != a.config {
+                log.update_config(a.config.clone());
+            }
             if log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
                 log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
             }

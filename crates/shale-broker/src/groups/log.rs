@@ -4,7 +4,7 @@ use std::sync::Weak;
 
 use shale_group::runtime::{AppendFuture, EncodedRecord, GroupLog, GroupLogError};
 use shale_log::records::BatchBuilder;
-use shale_log::{AppendOrigin, LogError, TopicPartition};
+use shale_log::{LogError, TopicPartition};
 
 use super::OFFSETS_TOPIC;
 use crate::time::now_ms;
@@ -41,14 +41,11 @@ impl OffsetsLog {
         }
         let mut batch = builder.build().map_err(log_error)?;
         hosted
-            .log
-            .append(
-                &mut batch,
-                hosted.leader_epoch(),
-                now,
-                AppendOrigin::Coordinator,
-            )
-            .map_err(log_error)?;
+            .append_coordinator(&mut batch, now)
+            .map_err(|e| match e {
+                crate::partitions::AppendError::Log(l) => log_error(l),
+                other => GroupLogError::Other(other.to_string()),
+            })?;
         broker.replicas.notify_appended();
         Ok(())
     }

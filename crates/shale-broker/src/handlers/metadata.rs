@@ -54,6 +54,14 @@ pub async fn handle(
                 .filter_map(|(name, _)| name.clone())
                 .filter(|n| image.topic(n).is_none())
                 .collect();
+            // Internal topics are created by their coordinators, with their own settings.
+            if missing.iter().any(|n| n == crate::groups::OFFSETS_TOPIC) {
+                broker.groups.ensure_offsets_topic(broker).await;
+            }
+            let missing: Vec<String> = missing
+                .into_iter()
+                .filter(|n| !is_internal_topic(n))
+                .collect();
             if !missing.is_empty() {
                 auto_create(broker, missing).await;
             }
