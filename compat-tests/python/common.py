@@ -35,7 +35,19 @@ def check(condition, message):
 
 def check_eq(actual, expected, what):
     if actual != expected:
-        raise Failure(f"{what}: expected {expected!r}, got {actual!r}")
+        raise Failure(f"{what}: {describe_difference(actual, expected)}")
+
+
+def describe_difference(actual, expected, limit=400):
+    text = f"expected {expected!r}, got {actual!r}"
+    if len(text) <= limit:
+        return text
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        first = next((i for i, (a, e) in enumerate(zip(actual, expected)) if a != e), min(len(actual), len(expected)))
+        a = repr(actual[first])[:150] if first < len(actual) else "(missing)"
+        e = repr(expected[first])[:150] if first < len(expected) else "(missing)"
+        return f"{len(actual)} items vs {len(expected)} expected; first difference at index {first}: expected {e}, got {a}"
+    return text[:limit] + "..."
 
 
 def wait_until(predicate, timeout_s, what, interval_s=0.2):
