@@ -356,3 +356,35 @@ fn corrupt_batches_are_refused_and_not_written() {
     assert_eq!(code, 2, "CORRUPT_MESSAGE");
     assert_eq!(produce(&mut c, "raw-crc", good.freeze()), (0, 0));
 }
+
+#[test]
+fn list_offsets_answers_every_served_version() {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::ListOffsetsRequest;
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-lo");
+    assert_eq!(
+        produce(&mut c, "raw-lo", batch(-1, -1, -1, 3).freeze()),
+        (0, 0)
+    );
+    for version in 1..=10 {
+        for (timestamp, expected) in [(-1i64, 3i64), (-2, 0), (1_700_000_000_000, 0)] {
+            let req = ListOffsetsRequest::default()
+                .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+                .with_topics(vec![ListOffsetsTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("raw-lo")))
+                    .with_partitions(vec![ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_timestamp(timestamp)])]);
+            match c.call(ApiKey::ListOffsets, version, RequestKind::ListOffsets(req)) {
+                ResponseKind::ListOffsets(r) => {
+                    let p = &r.topics[0].partitions[0];
+                    assert_eq!(p.error_code, 0, "v{version} ts {timestamp}");
+                    assert_eq!(p.offset, expected, "v{version} ts {timestamp}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}

@@ -65,7 +65,8 @@ pub fn handle(
     ctx: &RequestContext,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
-    let read_committed = ctx.version() >= 2 && request.isolation_level == 1;
+    let version = ctx.version();
+    let read_committed = version >= 2 && request.isolation_level == 1;
     let topics = request
         .topics
         .into_iter()
@@ -88,7 +89,12 @@ pub fn handle(
                         Ok(partition) => partition,
                         Err(code) => return base.with_error_code(code),
                     };
-                    let epoch = partition.leader_epoch();
+                    // The leader epoch field exists from v4; older versions must leave it unset.
+                    let epoch = if version >= 4 {
+                        partition.leader_epoch()
+                    } else {
+                        -1
+                    };
                     let visible_end = if read_committed {
                         partition.last_stable_offset()
                     } else {
