@@ -612,17 +612,24 @@ def get(d, *path):
 
 
 def run_value(result, broker, run, key):
+    """The figure of a run that finished (even with client errors, which table() marks)."""
     entry = get(result, "brokers", broker, "runs", run)
-    if not entry or not entry.get("ok"):
+    if not entry or entry.get("exit_code") is None:
         return None
     return entry.get(key)
 
 
+def run_flawed(result, broker, run) -> bool:
+    entry = get(result, "brokers", broker, "runs", run)
+    return bool(entry) and not entry.get("ok")
+
+
 def table(result) -> str:
     rows = []
-    # (metric, shale, kafka, goal kind): "le" = ratio <= 1/20 wanted, "ge" = ratio >= 1.5 wanted.
-    def add(metric, shale, kafka, goal):
-        rows.append((metric, shale, kafka, goal))
+
+    # (metric, shale, kafka, goal kind, run): "le" = ratio <= 1/20 wanted, "ge" = ratio >= 1.5 wanted.
+    def add(metric, shale, kafka, goal, run=None):
+        rows.append((metric, shale, kafka, goal, run))
 
     for key, name in (("ready_line_ms", "Start-up to ready line (ms)"),
                       ("first_metadata_ms", "Start-up to first ApiVersions+Metadata answer (ms)")):
@@ -635,30 +642,43 @@ def table(result) -> str:
             run = f"produce-p{partitions}-{acks}"
             for key, unit in (("mb_per_s", "MB/s"), ("records_per_s", "records/s")):
                 add(f"Produce 1 KiB, {partitions} partition{'s' if partitions > 1 else ''}, {acks_name} ({unit})",
-                    run_value(result, "shale", run, key), run_value(result, "kafka", run, key), "ge")
+                    run_value(result, "shale", run, key), run_value(result, "kafka", run, key), "ge", run)
     for partitions in (1, 8):
         run = f"consume-p{partitions}"
         label = f"{partitions} partition{'s' if partitions > 1 else ''}"
         add(f"Consume 1 KiB, {label} (MB/s, incl. group join)",
-            run_value(result, "shale", run, "mb_per_s"), run_value(result, "kafka", run, "mb_per_s"), "ge")
+            run_value(result, "shale", run, "mb_per_s"), run_value(result, "kafka", run, "mb_per_s"), "ge", run)
         add(f"Consume 1 KiB, {label} (fetch MB/s, excl. group join)",
-            run_value(result, "shale", run, "fetch_mb_per_s"), run_value(result, "kafka", run, "fetch_mb_per_s"), "ge")
+            run_value(result, "shale", run, "fetch_mb_per_s"), run_value(result, "kafka", run, "fetch_mb_per_s"), "ge", run)
 
     lines = ["| Metric | Shale | Kafka | Shale/Kafka | Goal | Met? |", "|---|---:|---:|---:|---|---|"]
     met_count = total = 0
-    for metric, shale, kafka, goal in rows:
+    flawed_seen = False
+    for metric, shale, kafka, goal, run in rows:
         r = ratio(shale, kafka)
         goal_text = "<= 0.05 (1/20)" if goal == "le" else ">= 1.5"
+        flawed = {name: run is not None and run_flawed(result, name, run) for name in ("shale", "kafka")}
         if r is None:
             met = "n/a"
         else:
-            ok = r <= 0.05 if goal == "le" else r >= 1.5
+            ok = (r <= 0.05 if goal == "le" else r >= 1.5) and not any(flawed.values())
             met = "yes" if ok else "**no**"
             met_count += ok
             total += 1
         ratio_text = "n/a" if r is None else (f"{r:.3f}" if r < 0.1 else f"{r:.2f}")
-        lines.append(f"| {metric} | {fmt_num(shale)} | {fmt_num(kafka)} | {ratio_text} | {goal_text} | {met} |")
+        cells = {}
+        for name, value in (("shale", shale), ("kafka", kafka)):
+            text = fmt_num(value)
+            if flawed[name]:
+                text += " †" if value is not None else " (failed †)"
+                flawed_seen = True
+            cells[name] = text
+        lines.append(f"| {metric} | {cells['shale']} | {cells['kafka']} | {ratio_text} | {goal_text} | {met} |")
     lines.append("")
+    if flawed_seen:
+        lines.append("† the load tool reported errors (see Failures), or timed out; a figure shown is the tool's own"
+                     " summary of a run that finished despite them and cannot meet a goal.")
+        lines.append("")
     lines.append(f"Goals met: {met_count} of {total} measured.")
     # Information rows without a goal.
     info = ["", "| Other figures (no goal) | Shale | Kafka |", "|---|---:|---:|"]
@@ -720,6 +740,13 @@ def main():
     parser.add_argument("--only", choices=["shale", "kafka"], help="benchmark one broker only")
     parser.add_argument("--perf", action="store_true", help="profile Shale with perf during every load run")
     parser.add_argument("--records", type=int, help="records per produce run (overrides the mode's default)")
+    parser.add_argument("--render", type=Path, help="only print the table of an earlier results JSON")
+    if "--render" in sys.argv:
+        index = sys.argv.index("--render")
+        if index + 1 >= len(sys.argv):
+            parser.error("--render needs a results JSON")
+        print(table(json.loads(Path(sys.argv[index + 1]).read_text())))
+        return 0
     cfg = parser.parse_args()
 
     mode = "quick" if cfg.quick else "full"
