@@ -1,9 +1,9 @@
 //! One client connection: frames in, responses out in request order.
 //!
-//! The reader parses each frame's header and spawns its handler at once, so many requests of a
-//! connection run concurrently; the writer awaits the handlers in arrival order, which keeps
-//! Kafka's rule that responses leave in request order. The channel between them bounds the
-//! number of requests in flight per connection (`queued.max.requests`).
+//! The reader parses frames ahead (up to `queued.max.requests`), but requests of one connection
+//! are handled one after another, as Kafka does: a producer pipelining several Produce requests
+//! on a connection relies on them being appended in the order sent (idempotent sequences, and
+//! record order for everyone). Concurrency comes from connections, not from within one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +14,6 @@ use shale_protocol::{RequestHeader, FRAME_LEN_PREFIX_BYTES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::api_table;
@@ -23,6 +22,14 @@ use crate::Broker;
 
 /// First allocation for a frame; larger frames grow as their bytes arrive.
 const FRAME_INITIAL_CAPACITY_BYTES: usize = 64 * 1024;
+
+/// What the reader hands to the processing task, in arrival order.
+enum Job {
+    /// Answered without running a handler (fallbacks, refusals).
+    Ready(Outcome),
+    /// A request to handle.
+    Run(RequestContext, bytes::Bytes),
+}
 
 /// What the writer does with one request's outcome.
 enum Outcome {
@@ -44,16 +51,23 @@ pub async fn serve(
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
     let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
-    let (tx, mut rx) = mpsc::channel::<JoinHandle<Outcome>>(in_flight_max);
+    let (tx, mut rx) = mpsc::channel::<Job>(in_flight_max);
     let frame_bytes_max = broker.config.socket_request_max_bytes;
 
+    let processor = broker.clone();
     let writer_task = tokio::spawn(async move {
-        while let Some(handle) = rx.recv().await {
-            let outcome = match handle.await {
-                Ok(o) => o,
-                Err(e) => {
-                    warn!(%peer, "request handler failed: {e}");
-                    Outcome::Close
+        while let Some(job) = rx.recv().await {
+            let outcome = match job {
+                Job::Ready(o) => o,
+                // Its own task so that a panicking handler closes this connection only.
+                Job::Run(ctx, body) => {
+                    match tokio::spawn(run(processor.clone(), ctx, body)).await {
+                        Ok(o) => o,
+                        Err(e) => {
+                            warn!(%peer, "request handler failed: {e}");
+                            Outcome::Close
+                        }
+                    }
                 }
             };
             match outcome {
@@ -119,11 +133,7 @@ pub async fn serve(
                     correlation_id,
                     &api_table::advertised(),
                 );
-                if tx
-                    .send(tokio::spawn(async move { Outcome::Respond(bytes) }))
-                    .await
-                    .is_err()
-                {
+                if tx.send(Job::Ready(Outcome::Respond(bytes))).await.is_err() {
                     break;
                 }
                 continue;
@@ -133,29 +143,28 @@ pub async fn serve(
                 break;
             }
         };
-        let handle = match admit(&header) {
+        let job = match admit(&header) {
             Admission::Handle => {
                 let ctx = RequestContext {
                     header,
                     peer,
                     listener_name: listener_name.clone(),
                 };
-                let broker = broker.clone();
-                tokio::spawn(async move { run(broker, ctx, body).await })
+                Job::Run(ctx, body)
             }
             Admission::ApiVersionsFallback => {
                 let bytes = shale_protocol::encode_api_versions_fallback(
                     header.correlation_id,
                     &api_table::advertised(),
                 );
-                tokio::spawn(async move { Outcome::Respond(bytes) })
+                Job::Ready(Outcome::Respond(bytes))
             }
             Admission::Close(reason) => {
                 warn!(%peer, api_key = header.api_key, api_version = header.api_version, "closing connection: {reason}");
-                tokio::spawn(async { Outcome::Close })
+                Job::Ready(Outcome::Close)
             }
         };
-        if tx.send(handle).await.is_err() {
+        if tx.send(job).await.is_err() {
             break;
         }
     }

@@ -388,3 +388,54 @@ fn list_offsets_answers_every_served_version() {
         }
     }
 }
+
+#[test]
+fn pipelined_produces_are_appended_in_the_order_sent() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-order");
+    let pid = match c.call(
+        ApiKey::InitProducerId,
+        4,
+        RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+                .with_producer_epoch(-1),
+        ),
+    ) {
+        ResponseKind::InitProducerId(r) => r.producer_id.0,
+        other => panic!("{other:?}"),
+    };
+    // Five idempotent batches in flight at once, as the Java producer sends them, many times.
+    let mut sent = Vec::new();
+    for i in 0..200 {
+        let records = batch(pid, 0, i * 2, 2).freeze();
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("raw-order")))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(records))])]);
+        sent.push(c.send(ApiKey::Produce, 9, RequestKind::Produce(req)));
+        if sent.len() % 5 == 0 {
+            for _ in 0..5 {
+                let frame = c.read_frame().unwrap();
+                let (correlation, response) =
+                    shale_protocol::decode_response(ApiKey::Produce as i16, 9, frame).unwrap();
+                let index = sent.iter().position(|id| *id == correlation).unwrap();
+                match response {
+                    ResponseKind::Produce(r) => {
+                        let p = &r.responses[0].partition_responses[0];
+                        assert_eq!(p.error_code, 0, "request {index}");
+                        assert_eq!(p.base_offset, index as i64 * 2, "request {index}");
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+}
