@@ -63,6 +63,11 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::ListGroups, 0, 5),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
+    // The transaction coordinator, protocol version 1 (KIP-98): versions that imply
+    // transaction.version 2 (KIP-890) are not advertised.
+    api(ApiKey::AddPartitionsToTxn, 0, 3),
+    api(ApiKey::AddOffsetsToTxn, 0, 4),
+    api(ApiKey::EndTxn, 0, 4),
 ];
 
 /// Finds the entry for a raw API key.

@@ -8,6 +8,7 @@ use shale_protocol::RequestHeader;
 
 use crate::groups;
 use crate::handlers;
+use crate::txn;
 use crate::Broker;
 
 /// What a handler knows about the request besides its body.
@@ -121,6 +122,13 @@ pub async fn handle(
         R::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(groups::admin::delete_groups(broker, ctx, r).await)
         }
+        R::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
+            txn::handlers::add_partitions_to_txn(broker, ctx, r).await,
+        ),
+        R::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(txn::handlers::add_offsets_to_txn(broker, ctx, r).await)
+        }
+        R::EndTxn(r) => ResponseKind::EndTxn(txn::handlers::end_txn(broker, ctx, r).await),
         _ => return Err(HandlerError::NotServed("not in the API table")),
     };
     Ok(Some(response))

@@ -120,6 +120,32 @@ pub fn group_error_code(e: &GroupError) -> (i16, String) {
     (code.code(), e.to_string())
 }
 
+/// Kafka error code and message for a transaction-coordinator error. Requests older than
+/// KIP-588 (`fenced_code_supported == false`) get INVALID_PRODUCER_EPOCH instead of
+/// PRODUCER_FENCED, which those clients do not know.
+pub fn txn_coordinator_error_code(
+    e: &shale_txn::coordinator::TxnCoordinatorError,
+    fenced_code_supported: bool,
+) -> (i16, String) {
+    use shale_txn::coordinator::TxnCoordinatorError as T;
+    let code = match e {
+        T::InvalidRequest { .. } => E::InvalidRequest.code(),
+        T::InvalidTransactionTimeout { .. } => E::InvalidTransactionTimeout.code(),
+        T::ConcurrentTransactions => E::ConcurrentTransactions.code(),
+        T::ProducerFenced { .. } if fenced_code_supported => E::ProducerFenced.code(),
+        T::ProducerFenced { .. } => E::InvalidProducerEpoch.code(),
+        T::InvalidProducerIdMapping { .. } => E::InvalidProducerIdMapping.code(),
+        T::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+        T::NotCoordinator => E::NotCoordinator.code(),
+        T::CoordinatorNotAvailable => E::CoordinatorNotAvailable.code(),
+        T::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress.code(),
+        T::TransactionalIdNotFound => E::TransactionalIdNotFound.code(),
+        T::IllegalState { .. } => E::UnknownServerError.code(),
+        T::LogAppendFailed { code } => *code,
+    };
+    (code, e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ mod log_config;
 mod partitions;
 mod server;
 mod time;
+mod txn;
 
 use std::sync::Arc;
 

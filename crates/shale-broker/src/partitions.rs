@@ -12,10 +12,19 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use shale_log::batch::{parse_batches, BatchHeader};
 use shale_log::{AppendOrigin, Log, LogError, LogManager, TopicPartition};
-use shale_txn::{ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck};
+use shale_txn::{
+    AbortedTxn, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck, TxnIndex,
+    TxnMarker,
+};
 use tokio::sync::watch;
 use tracing::{info, warn};
 use uuid::Uuid;
+
+use crate::txn::control::{decode_control_batch, encode_control_batch, ControlMarker};
+
+/// The partition's aborted-transaction index: one file for the whole log, in Kafka's
+/// `.txnindex` entry layout.
+const ABORTED_TXN_INDEX_FILE: &str = "partition.txnindex";
 
 /// Why an append was refused.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +49,7 @@ pub struct Partition {
     pub topic_id: Uuid,
     pub log: Arc<Log>,
     producers: Mutex<ProducerStateManager>,
+    aborted_txns: Mutex<TxnIndex>,
     high_watermark: AtomicI64,
     leader_epoch: AtomicI32,
     leader_id: AtomicI32,
@@ -123,6 +133,55 @@ impl Partition {
         })
     }
 
+    /// Writes a COMMIT/ABORT marker for a producer (the transaction coordinator's
+    /// WriteTxnMarkers), completing its transaction here; an abort is recorded in the
+    /// aborted-transaction index for read_committed fetches.
+    pub fn append_marker(&self, marker: &ControlMarker, now_ms: i64) -> Result<(), AppendError> {
+        let mut producers = self.producers.lock();
+        let mut txn_marker = TxnMarker {
+            producer_id: marker.producer_id,
+            producer_epoch: marker.producer_epoch,
+            coordinator_epoch: marker.coordinator_epoch,
+            commit: marker.commit,
+            offset: -1,
+            timestamp_ms: now_ms,
+            transaction_version: shale_txn::TransactionVersion::Legacy,
+        };
+        producers.check_marker(&txn_marker)?;
+        let mut batch = encode_control_batch(marker, now_ms)?;
+        let info = self.log.append(
+            &mut batch,
+            self.leader_epoch(),
+            now_ms,
+            AppendOrigin::Coordinator,
+        )?;
+        txn_marker.offset = info.first_offset;
+        let completed = producers.complete_txn(&txn_marker)?;
+        if let Some(txn) = completed.filter(|t| t.is_aborted) {
+            let entry = AbortedTxn {
+                producer_id: txn.producer_id,
+                first_offset: txn.first_offset,
+                last_offset: txn.last_offset,
+                last_stable_offset: txn.last_stable_offset,
+            };
+            if let Err(e) = self.aborted_txns.lock().append(entry) {
+                warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
+            }
+        }
+        let hw = self.log.log_end_offset();
+        self.high_watermark.store(hw, Ordering::Release);
+        producers.on_high_watermark_updated(hw);
+        Ok(())
+    }
+
+    /// Aborted transactions overlapping `[fetch_offset, upper_bound_offset)`.
+    pub fn aborted_txns(&self, fetch_offset: i64, upper_bound_offset: i64) -> Vec<AbortedTxn> {
+        self.aborted_txns
+            .lock()
+            .collect_aborted_txns(fetch_offset, upper_bound_offset)
+            .aborted
+    }
+
     /// Appends a batch the broker itself built (group coordinator records): offsets assigned
     /// here, no producer state involved, and the high watermark follows as for client writes.
     pub fn append_coordinator(
@@ -171,8 +230,22 @@ impl Partition {
     }
 }
 
-/// Rebuilds producer state from the newest snapshot plus the batches written after it.
-fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
+/// Opens the aborted-transaction index; a corrupt one starts empty (read_committed consumers
+/// may then see records of transactions aborted before the last producer snapshot).
+fn open_aborted_txns(log: &Log) -> Result<TxnIndex, LogError> {
+    let path = log.dir().join(ABORTED_TXN_INDEX_FILE);
+    match TxnIndex::open(&path, 0) {
+        Ok(index) => Ok(index),
+        Err(e) => {
+            warn!(dir = %log.dir().display(), "aborted-transaction index unusable, recreating: {e}");
+            TxnIndex::recreate(&path, 0).map_err(|e| LogError::Storage(std::io::Error::other(e)))
+        }
+    }
+}
+
+/// Rebuilds producer state from the newest snapshot plus the batches written after it, and
+/// the aborted-transaction index from the same replay.
+fn load_producers(log: &Log, expiration_ms: i64, aborted: &mut TxnIndex) -> ProducerStateManager {
     let end = log.log_end_offset();
     let (mut producers, mut offset) = match ProducerStateManager::load_latest_snapshot(
         log.dir(),
@@ -190,6 +263,10 @@ fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
         }
     };
     offset = offset.max(log.log_start_offset());
+    // Markers at or after the replay start are appended again below.
+    if let Err(e) = aborted.truncate_to(offset) {
+        warn!(dir = %log.dir().display(), "cannot truncate the aborted-transaction index: {e}");
+    }
     while offset < end {
         let read = match log.read(offset, 1 << 20, end, true) {
             Ok(r) => r,
@@ -214,9 +291,40 @@ fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
         };
         let Some(last) = headers.last() else { break };
         let next = last.last_offset() + 1;
-        for h in headers.iter().filter(|h| h.producer_id >= 0) {
-            producers.replay(&producer_batch(h));
+        let mut position = 0usize;
+        for h in &headers {
+            let batch = bytes
+                .get(position..position + h.total_len())
+                .unwrap_or_default();
+            position += h.total_len();
+            if h.producer_id < 0 || h.last_offset() < offset {
+                continue;
+            }
+            match decode_control_batch(h, batch) {
+                Some(marker) if h.base_offset >= offset => {
+                    let completed = producers.replay_marker(&TxnMarker {
+                        producer_id: marker.producer_id,
+                        producer_epoch: marker.producer_epoch,
+                        coordinator_epoch: marker.coordinator_epoch,
+                        commit: marker.commit,
+                        offset: h.base_offset,
+                        timestamp_ms: h.max_timestamp,
+                        transaction_version: shale_txn::TransactionVersion::Legacy,
+                    });
+                    if let Some(txn) = completed.filter(|t| t.is_aborted) {
+                        // A marker already indexed before a crash is refused as not increasing.
+                        let _ = aborted.append(AbortedTxn {
+                            producer_id: txn.producer_id,
+                            first_offset: txn.first_offset,
+                            last_offset: txn.last_offset,
+                            last_stable_offset: txn.last_stable_offset,
+                        });
+                    }
+                }
+                _ => producers.replay(&producer_batch(h)),
+            }
         }
+        producers.on_high_watermark_updated(end);
         if next <= offset {
             break;
         }
@@ -319,13 +427,15 @@ impl ReplicaManager {
             if log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
                 log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
             }
-            let producers = load_producers(&log, self.producer_id_expiration_ms);
+            let mut aborted_txns = open_aborted_txns(&log)?;
+            let producers = load_producers(&log, self.producer_id_expiration_ms, &mut aborted_txns);
             let hw = log.log_end_offset();
             let partition = Arc::new(Partition {
                 tp: tp.clone(),
                 topic_id: a.topic_id,
                 log,
                 producers: Mutex::new(producers),
+                aborted_txns: Mutex::new(aborted_txns),
                 high_watermark: AtomicI64::new(hw),
                 leader_epoch: AtomicI32::new(a.leader_epoch),
                 leader_id: AtomicI32::new(a.leader_id),

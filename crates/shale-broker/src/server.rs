@@ -46,6 +46,8 @@ pub struct Broker {
     pub producer_ids: crate::handlers::producer_ids::ProducerIdSource,
     /// The group coordinator over `__consumer_offsets`.
     pub(crate) groups: crate::groups::GroupService,
+    /// The transaction coordinator over `__transaction_state`.
+    pub(crate) txn: crate::txn::TxnService,
     shutdown: watch::Sender<bool>,
     /// The metadata offset up to which hosted partitions match the image.
     reconciled: watch::Sender<i64>,
@@ -143,12 +145,14 @@ impl Broker {
         let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
         let broker = Arc::new_cyclic(|weak| {
             let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());
+            let txn = crate::txn::TxnService::new(&config, &metadata.image(), weak.clone());
             Broker {
                 replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
                 config,
                 metadata,
                 producer_ids,
                 groups,
+                txn,
                 shutdown: watch::channel(false).0,
                 reconciled: watch::channel(-1).0,
             }
@@ -159,6 +163,7 @@ impl Broker {
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(reconcile_loop(broker.clone())));
         tasks.push(tokio::spawn(housekeeping_loop(broker.clone())));
+        tasks.push(tokio::spawn(crate::txn::timeout_loop(broker.clone())));
 
         let connections = Arc::new(Semaphore::new(broker.config.max_connections.min(1 << 20)));
         let mut bound = Vec::new();
@@ -213,6 +218,7 @@ impl Broker {
         match self.replicas.reconcile(wanted) {
             Ok(()) => {
                 self.groups.reconcile(self, image);
+                self.txn.reconcile(self, image);
                 self.reconciled.send_replace(image.offset);
             }
             Err(e) => warn!("cannot apply metadata to local partitions: {e}"),

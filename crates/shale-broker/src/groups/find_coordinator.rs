@@ -1,4 +1,5 @@
-//! FindCoordinator v0-v6: the leader of the group's `__consumer_offsets` partition.
+//! FindCoordinator v0-v6: the leader of the group's `__consumer_offsets` partition, or of the
+//! transactional id's `__transaction_state` partition.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use super::OFFSETS_TOPIC;
 use crate::dispatch::RequestContext;
 use crate::Broker;
 
-/// Key type of a consumer group; 1 is a transactional id (not served yet).
+/// Key type of a consumer group; 1 is a transactional id.
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
@@ -66,13 +67,28 @@ async fn find(
             .with_error_code(error.code())
             .with_error_message(Some(StrBytes::from_string(message.to_owned())))
     };
-    match key_type {
-        KEY_TYPE_GROUP => {}
+    let leader = match key_type {
+        KEY_TYPE_GROUP => {
+            if key.is_empty() {
+                return failed(ResponseError::InvalidRequest, "the group id is empty");
+            }
+            broker.groups.ensure_offsets_topic(broker).await;
+            let image = broker.image();
+            let partition = broker.groups.coordinator.partition_for(&key);
+            image
+                .topic(OFFSETS_TOPIC)
+                .and_then(|t| t.partition(partition))
+                .map(|p| p.leader)
+                .unwrap_or(-1)
+        }
         KEY_TYPE_TRANSACTION => {
-            return failed(
-                ResponseError::CoordinatorNotAvailable,
-                "transaction coordinators are not served",
-            )
+            if key.is_empty() {
+                return failed(
+                    ResponseError::InvalidRequest,
+                    "the transactional id is empty",
+                );
+            }
+            broker.txn.coordinator_leader(broker, &key).await
         }
         _ => {
             return failed(
@@ -80,18 +96,8 @@ async fn find(
                 "unknown coordinator key type",
             )
         }
-    }
-    if key.is_empty() {
-        return failed(ResponseError::InvalidRequest, "the group id is empty");
-    }
-    broker.groups.ensure_offsets_topic(broker).await;
+    };
     let image = broker.image();
-    let partition = broker.groups.coordinator.partition_for(&key);
-    let leader = image
-        .topic(OFFSETS_TOPIC)
-        .and_then(|t| t.partition(partition))
-        .map(|p| p.leader)
-        .unwrap_or(-1);
     if leader < 0 {
         return failed(
             ResponseError::CoordinatorNotAvailable,

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_log::{LogError, TopicPartition};
@@ -187,7 +189,17 @@ fn read_all(
             .with_last_stable_offset(lso)
             .with_log_start_offset(partition.log.log_start_offset())
             .with_aborted_transactions(if read_committed {
-                Some(Vec::new())
+                Some(
+                    partition
+                        .aborted_txns(w.fetch_offset, upper)
+                        .into_iter()
+                        .map(|t| {
+                            AbortedTransaction::default()
+                                .with_producer_id(ProducerId(t.producer_id))
+                                .with_first_offset(t.first_offset)
+                        })
+                        .collect(),
+                )
             } else {
                 None
             });

@@ -66,7 +66,7 @@ impl ProducerIdSource {
 
 pub async fn init_producer_id(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let base = InitProducerIdResponse::default()
@@ -75,8 +75,7 @@ pub async fn init_producer_id(
         .with_ongoing_txn_producer_id(ProducerId(-1))
         .with_ongoing_txn_producer_epoch(-1);
     if request.transactional_id.is_some() {
-        // Transactions are not served yet: say so instead of pretending.
-        return base.with_error_code(ResponseError::UnsupportedVersion.code());
+        return crate::txn::handlers::init_producer_id(broker, ctx, request, base).await;
     }
     // Kafka hands a non-transactional producer a fresh id on every call.
     match broker.producer_ids.next(broker).await {

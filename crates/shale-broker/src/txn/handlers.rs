@@ -1,0 +1,215 @@
+//! The transaction APIs: InitProducerId with a transactional id, AddPartitionsToTxn v0-v3,
+//! AddOffsetsToTxn, EndTxn and TxnOffsetCommit.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProducerId,
+};
+use kafka_protocol::ResponseError;
+use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
+use shale_txn::ProducerIdAllocator;
+
+use crate::dispatch::RequestContext;
+use crate::errors::{metadata_error_code, txn_coordinator_error_code};
+use crate::groups::OFFSETS_TOPIC;
+use crate::Broker;
+
+/// InitProducerId for a transactional producer: bumps the epoch (fencing older instances),
+/// aborting a transaction left open first.
+pub async fn init_producer_id(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: InitProducerIdRequest,
+    base: InitProducerIdResponse,
+) -> InitProducerIdResponse {
+    let fenced_code = ctx.version() >= 4;
+    let transactional_id = request
+        .transactional_id
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    let service = &broker.txn;
+    // A fresh producer id is needed for a new transactional id or an exhausted epoch; it is
+    // fetched before the coordinator is locked because that may ask the controller.
+    let needs_producer_id = service
+        .inspect(&transactional_id, |c| {
+            c.metadata(&transactional_id)
+                .is_none_or(|m| m.is_producer_epoch_exhausted())
+        })
+        .unwrap_or(false);
+    let mut producer_ids = ProducerIdAllocator::new();
+    if needs_producer_id {
+        match broker.producer_ids.next(broker).await {
+            Ok(id) => {
+                if producer_ids.add_block(id, 1).is_err() {
+                    return base.with_error_code(ResponseError::UnknownServerError.code());
+                }
+            }
+            Err(e) => return base.with_error_code(metadata_error_code(&e).0),
+        }
+    }
+    let expected = (request.producer_id.0 >= 0).then_some(ProducerIdAndEpoch {
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+    });
+    let timeout_ms = request.transaction_timeout_ms;
+    let result = service
+        .execute(broker, &transactional_id, |c, now| {
+            c.init_producer_id(
+                Some(&transactional_id),
+                timeout_ms,
+                expected,
+                now,
+                &mut producer_ids,
+            )
+        })
+        .await;
+    match result {
+        Ok(TxnReply::ProducerIdAndEpoch(p)) => base
+            .with_producer_id(ProducerId(p.producer_id))
+            .with_producer_epoch(p.producer_epoch),
+        Ok(TxnReply::Done) => base.with_error_code(ResponseError::UnknownServerError.code()),
+        Err(e) => base.with_error_code(txn_coordinator_error_code(&e, fenced_code).0),
+    }
+}
+
+/// AddPartitionsToTxn v0-v3 (one transaction per request).
+pub async fn add_partitions_to_txn(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let fenced_code = ctx.version() >= 2;
+    let transactional_id = request.v3_and_below_transactional_id.0.to_string();
+    let image = broker.image();
+    let known = |topic: &str, partition: i32| {
+        image
+            .topic(topic)
+            .is_some_and(|t| t.partitions.contains_key(&partition))
+    };
+    let all_known = request
+        .v3_and_below_topics
+        .iter()
+        .all(|t| t.partitions.iter().all(|&p| known(t.name.0.as_str(), p)));
+    let code_for = |topic: &str, partition: i32, error: Option<i16>| -> i16 {
+        match error {
+            Some(code) => code,
+            None if all_known => 0,
+            None if known(topic, partition) => ResponseError::OperationNotAttempted.code(),
+            None => ResponseError::UnknownTopicOrPartition.code(),
+        }
+    };
+    let error = if all_known {
+        let partitions = super::partition_set(
+            request
+                .v3_and_below_topics
+                .iter()
+                .map(|t| (t.name.0.as_str(), t.partitions.as_slice())),
+        );
+        let producer_id = request.v3_and_below_producer_id.0;
+        let producer_epoch = request.v3_and_below_producer_epoch;
+        broker
+            .txn
+            .execute(broker, &transactional_id, |c, now| {
+                c.add_partitions(
+                    &transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    &partitions,
+                    now,
+                )
+            })
+            .await
+            .err()
+            .map(|e| txn_coordinator_error_code(&e, fenced_code).0)
+    } else {
+        None
+    };
+    let results = request
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(
+                    t.partitions
+                        .iter()
+                        .map(|&p| {
+                            AddPartitionsToTxnPartitionResult::default()
+                                .with_partition_index(p)
+                                .with_partition_error_code(code_for(t.name.0.as_str(), p, error))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
+}
+
+/// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction.
+pub async fn add_offsets_to_txn(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
+    let fenced_code = ctx.version() >= 2;
+    let transactional_id = request.transactional_id.0.to_string();
+    broker.groups.ensure_offsets_topic(broker).await;
+    let partition = broker
+        .groups
+        .coordinator
+        .partition_for(request.group_id.0.as_str());
+    let partitions = [TxnTopicPartition::new(OFFSETS_TOPIC, partition)]
+        .into_iter()
+        .collect();
+    let result = broker
+        .txn
+        .execute(broker, &transactional_id, |c, now| {
+            c.add_partitions(
+                &transactional_id,
+                request.producer_id.0,
+                request.producer_epoch,
+                &partitions,
+                now,
+            )
+        })
+        .await;
+    let code = result
+        .err()
+        .map_or(0, |e| txn_coordinator_error_code(&e, fenced_code).0);
+    AddOffsetsToTxnResponse::default().with_error_code(code)
+}
+
+/// EndTxn: logs PrepareCommit/PrepareAbort, writes the markers, logs the completion.
+pub async fn end_txn(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: EndTxnRequest,
+) -> EndTxnResponse {
+    let fenced_code = ctx.version() >= 2;
+    let transactional_id = request.transactional_id.0.to_string();
+    let result = broker
+        .txn
+        .execute(broker, &transactional_id, |c, now| {
+            c.end_txn(
+                &transactional_id,
+                request.producer_id.0,
+                request.producer_epoch,
+                request.committed,
+                now,
+            )
+        })
+        .await;
+    let code = result
+        .err()
+        .map_or(0, |e| txn_coordinator_error_code(&e, fenced_code).0);
+    EndTxnResponse::default()
+        .with_error_code(code)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
+}

@@ -1,0 +1,230 @@
+//! Transactions end to end (issue #7): librdkafka's transactional producer and read_committed
+//! consumers against the real `shale` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Shale;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a consumer must stay empty to show records are hidden: absence cannot be awaited.
+const QUIET: Duration = Duration::from_secs(3);
+
+fn start() -> Shale {
+    Shale::start_with(&[
+        "transaction.state.log.num.partitions=4",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+        "num.partitions=1",
+    ])
+}
+
+fn txn_producer(shale: &Shale, transactional_id: &str, extra: &[(&str, &str)]) -> BaseProducer {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", shale.bootstrap())
+        .set("transactional.id", transactional_id)
+        .set("linger.ms", "0");
+    for (k, v) in extra {
+        cfg.set(*k, *v);
+    }
+    let producer: BaseProducer = cfg.create().expect("producer");
+    producer
+        .init_transactions(TIMEOUT)
+        .expect("init_transactions");
+    producer
+}
+
+fn send(producer: &BaseProducer, topic: &str, payload: &str) {
+    producer
+        .send(
+            BaseRecord::<(), str>::to(topic)
+                .payload(payload)
+                .partition(0),
+        )
+        .map_err(|(e, _)| e)
+        .expect("enqueue");
+    producer.flush(TIMEOUT).expect("flush");
+}
+
+fn consumer(shale: &Shale, topic: &str, isolation: &str) -> BaseConsumer {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", shale.bootstrap())
+        .set("group.id", format!("reader-{topic}-{isolation}"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation)
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    consumer
+}
+
+/// Polls until `count` payloads arrived (or the timeout), returns them.
+fn read(consumer: &BaseConsumer, count: usize, within: Duration) -> Vec<String> {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    while seen.len() < count && Instant::now() < deadline {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message.expect("consume");
+            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    seen
+}
+
+/// Polls for `QUIET` and returns whatever arrived.
+fn read_quietly(consumer: &BaseConsumer) -> Vec<String> {
+    read(consumer, usize::MAX, QUIET)
+}
+
+#[test]
+fn committed_records_become_visible_to_read_committed() {
+    let shale = start();
+    let producer = txn_producer(&shale, "txn-commit", &[]);
+    producer.begin_transaction().unwrap();
+    for i in 0..3 {
+        send(&producer, "txn-commit-topic", &format!("record-{i}"));
+    }
+    producer.commit_transaction(TIMEOUT).expect("commit");
+    let reader = consumer(&shale, "txn-commit-topic", "read_committed");
+    assert_eq!(
+        read(&reader, 3, TIMEOUT),
+        vec!["record-0", "record-1", "record-2"]
+    );
+}
+
+#[test]
+fn aborted_records_are_hidden_from_read_committed_only() {
+    let shale = start();
+    let topic = "txn-abort-topic";
+    let producer = txn_producer(&shale, "txn-abort", &[]);
+    producer.begin_transaction().unwrap();
+    send(&producer, topic, "aborted-0");
+    send(&producer, topic, "aborted-1");
+    producer.abort_transaction(TIMEOUT).expect("abort");
+    producer.begin_transaction().unwrap();
+    send(&producer, topic, "committed");
+    producer.commit_transaction(TIMEOUT).expect("commit");
+
+    let committed = consumer(&shale, topic, "read_committed");
+    assert_eq!(read(&committed, 1, TIMEOUT), vec!["committed"]);
+    assert!(read_quietly(&committed).is_empty());
+
+    let uncommitted = consumer(&shale, topic, "read_uncommitted");
+    assert_eq!(
+        read(&uncommitted, 3, TIMEOUT),
+        vec!["aborted-0", "aborted-1", "committed"]
+    );
+}
+
+fn is_fenced(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::ProducerFenced
+                | RDKafkaErrorCode::InvalidProducerEpoch
+                | RDKafkaErrorCode::Fenced
+        )
+    ) || error.to_string().to_lowercase().contains("fenced")
+}
+
+#[test]
+fn a_zombie_producer_is_fenced_and_its_transaction_aborted() {
+    let shale = start();
+    let topic = "txn-zombie-topic";
+    let zombie = txn_producer(&shale, "txn-zombie", &[]);
+    zombie.begin_transaction().unwrap();
+    send(&zombie, topic, "from-zombie");
+
+    // The new instance aborts the zombie's open transaction and takes a newer epoch.
+    let successor = txn_producer(&shale, "txn-zombie", &[]);
+    successor.begin_transaction().unwrap();
+    send(&successor, topic, "from-successor");
+    successor.commit_transaction(TIMEOUT).expect("commit");
+
+    let error = zombie
+        .commit_transaction(TIMEOUT)
+        .expect_err("the zombie must not commit");
+    assert!(is_fenced(&error), "unexpected error: {error:?}");
+
+    let reader = consumer(&shale, topic, "read_committed");
+    assert_eq!(read(&reader, 1, TIMEOUT), vec!["from-successor"]);
+    assert!(read_quietly(&reader).is_empty());
+}
+
+#[test]
+fn a_transaction_left_open_is_aborted_after_its_timeout() {
+    let shale = start();
+    let topic = "txn-timeout-topic";
+    let abandoned = txn_producer(
+        &shale,
+        "txn-abandoned",
+        &[
+            ("transaction.timeout.ms", "2000"),
+            ("message.timeout.ms", "1500"),
+        ],
+    );
+    abandoned.begin_transaction().unwrap();
+    send(&abandoned, topic, "abandoned");
+
+    // A later committed transaction stays invisible while the abandoned one holds the last
+    // stable offset; the coordinator's timer aborts it and releases the partition.
+    let later = txn_producer(&shale, "txn-later", &[]);
+    later.begin_transaction().unwrap();
+    send(&later, topic, "later");
+    later.commit_transaction(TIMEOUT).expect("commit");
+
+    let reader = consumer(&shale, topic, "read_committed");
+    assert_eq!(read(&reader, 1, TIMEOUT), vec!["later"]);
+    assert!(read_quietly(&reader).is_empty());
+
+    let error = abandoned
+        .commit_transaction(TIMEOUT)
+        .expect_err("a timed-out transaction cannot commit");
+    assert!(
+        is_fenced(&error) || error.rdkafka_error_code().is_some(),
+        "unexpected error: {error:?}"
+    );
+}
+
+#[test]
+fn an_open_transaction_survives_a_restart_and_holds_the_last_stable_offset() {
+    let mut shale = start();
+    let topic = "txn-restart-topic";
+    let producer = txn_producer(&shale, "txn-restart", &[]);
+    producer.begin_transaction().unwrap();
+    send(&producer, topic, "open");
+
+    shale.restart();
+
+    // Another producer's committed record lands after the open transaction.
+    let other = txn_producer(&shale, "txn-restart-other", &[]);
+    other.begin_transaction().unwrap();
+    send(&other, topic, "after");
+    other.commit_transaction(TIMEOUT).expect("commit");
+
+    let uncommitted = consumer(&shale, topic, "read_uncommitted");
+    assert_eq!(read(&uncommitted, 2, TIMEOUT), vec!["open", "after"]);
+    let committed = consumer(&shale, topic, "read_committed");
+    assert!(
+        read_quietly(&committed).is_empty(),
+        "the open transaction must hold back the last stable offset"
+    );
+
+    producer
+        .commit_transaction(TIMEOUT)
+        .expect("commit after restart");
+    assert_eq!(read(&committed, 2, TIMEOUT), vec!["open", "after"]);
+}
