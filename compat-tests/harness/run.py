@@ -155,7 +155,8 @@ def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
     log_path = log_dir / f"{client}.{scenario}.log"
     started = time.monotonic()
     env = dict(os.environ, COMPAT_KAFKA_LIB=str(KAFKA_LIB), PYTHONUNBUFFERED="1")
-    with open(log_path, "wb") as log_file:
+    # Read the output back through the same handle: another run may clear the log folder.
+    with open(log_path, "w+b") as log_file:
         log_file.write(("$ " + " ".join(cmd) + "\n").encode())
         log_file.flush()
         proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -166,8 +167,9 @@ def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             code = None
+        log_file.seek(0)
+        output = log_file.read().decode(errors="replace")
     duration = time.monotonic() - started
-    output = log_path.read_text(errors="replace")
     if code == 0:
         status, detail = "pass", ""
     elif code == NOT_APPLICABLE_EXIT:
