@@ -68,6 +68,7 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::AddPartitionsToTxn, 0, 3),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
+    api(ApiKey::TxnOffsetCommit, 0, 4),
 ];
 
 /// Finds the entry for a raw API key.

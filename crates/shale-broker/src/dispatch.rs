@@ -129,6 +129,9 @@ pub async fn handle(
             ResponseKind::AddOffsetsToTxn(txn::handlers::add_offsets_to_txn(broker, ctx, r).await)
         }
         R::EndTxn(r) => ResponseKind::EndTxn(txn::handlers::end_txn(broker, ctx, r).await),
+        R::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn::handlers::txn_offset_commit(broker, ctx, r).await)
+        }
         _ => return Err(HandlerError::NotServed("not in the API table")),
     };
     Ok(Some(response))

@@ -174,6 +174,30 @@ impl Partition {
         Ok(())
     }
 
+    /// Appends a batch the broker built for a producer (a TxnOffsetCommit's offsets in the
+    /// producer's transaction): the producer epoch is checked and the transaction tracked, but
+    /// the batch carries no sequence.
+    pub fn append_for_producer(&self, batch: &mut [u8], now_ms: i64) -> Result<(), AppendError> {
+        let headers = parse_batches(batch)?;
+        let mut producers = self.producers.lock();
+        for h in &headers {
+            producers.check(&producer_batch(h), now_ms)?;
+        }
+        let info = self.log.append(
+            batch,
+            self.leader_epoch(),
+            now_ms,
+            AppendOrigin::Coordinator,
+        )?;
+        for h in info.batches.iter().filter(|h| h.producer_id >= 0) {
+            producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
+        }
+        drop(producers);
+        self.high_watermark
+            .store(self.log.log_end_offset(), Ordering::Release);
+        Ok(())
+    }
+
     /// Aborted transactions overlapping `[fetch_offset, upper_bound_offset)`.
     pub fn aborted_txns(&self, fetch_offset: i64, upper_bound_offset: i64) -> Vec<AbortedTxn> {
         self.aborted_txns

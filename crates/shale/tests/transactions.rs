@@ -228,3 +228,44 @@ fn an_open_transaction_survives_a_restart_and_holds_the_last_stable_offset() {
         .expect("commit after restart");
     assert_eq!(read(&committed, 2, TIMEOUT), vec!["open", "after"]);
 }
+
+fn committed_offset(consumer: &BaseConsumer, topic: &str) -> Offset {
+    let committed = consumer.committed(TIMEOUT).expect("committed offsets");
+    committed
+        .find_partition(topic, 0)
+        .map(|p| p.offset())
+        .unwrap_or(Offset::Invalid)
+}
+
+#[test]
+fn offsets_sent_to_a_transaction_commit_and_abort_with_it() {
+    let shale = start();
+    let topic = "txn-offsets-topic";
+    let producer = txn_producer(&shale, "txn-offsets", &[]);
+    producer.begin_transaction().unwrap();
+    send(&producer, topic, "input");
+    producer.commit_transaction(TIMEOUT).expect("commit");
+
+    let reader = consumer(&shale, topic, "read_committed");
+    let group = reader.group_metadata().expect("group metadata");
+    let offsets = |offset: i64| {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
+            .unwrap();
+        tpl
+    };
+
+    producer.begin_transaction().unwrap();
+    producer
+        .send_offsets_to_transaction(&offsets(1), &group, TIMEOUT)
+        .expect("send offsets");
+    producer.commit_transaction(TIMEOUT).expect("commit");
+    assert_eq!(committed_offset(&reader, topic), Offset::Offset(1));
+
+    producer.begin_transaction().unwrap();
+    producer
+        .send_offsets_to_transaction(&offsets(5), &group, TIMEOUT)
+        .expect("send offsets");
+    producer.abort_transaction(TIMEOUT).expect("abort");
+    assert_eq!(committed_offset(&reader, topic), Offset::Offset(1));
+}

@@ -1,23 +1,34 @@
 //! The transaction APIs: InitProducerId with a transactional id, AddPartitionsToTxn v0-v3,
-//! AddOffsetsToTxn, EndTxn and TxnOffsetCommit.
+//! AddOffsetsToTxn (0-4), EndTxn (0-4) and TxnOffsetCommit (0-4).
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ProducerId,
+    InitProducerIdResponse, ProducerId, TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_group::records::{encode_record, GroupRecord};
+use shale_group::types as domain;
+use shale_log::records::BatchBuilder;
 use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
 use shale_txn::ProducerIdAllocator;
 
 use crate::dispatch::RequestContext;
-use crate::errors::{metadata_error_code, txn_coordinator_error_code};
+use crate::errors::{
+    append_error_code, group_error_code, log_error_code, metadata_error_code,
+    txn_coordinator_error_code,
+};
 use crate::groups::OFFSETS_TOPIC;
+use crate::time::now_ms;
 use crate::Broker;
 
 /// InitProducerId for a transactional producer: bumps the epoch (fencing older instances),
@@ -212,4 +223,181 @@ pub async fn end_txn(
         .with_error_code(code)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1)
+}
+
+/// TxnOffsetCommit: the group coordinator validates the commit, the offsets are written to
+/// the group's partition in the producer's transaction, and become visible with its COMMIT
+/// marker.
+pub async fn txn_offset_commit(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let version = ctx.version();
+    broker.groups.ensure_offsets_topic(broker).await;
+    let image = broker.image();
+    let requested: Vec<(String, Vec<i32>)> = request
+        .topics
+        .iter()
+        .map(|t| {
+            (
+                t.name.0.to_string(),
+                t.partitions.iter().map(|p| p.partition_index).collect(),
+            )
+        })
+        .collect();
+    let all_failed = |code: i16| -> TxnOffsetCommitResponse {
+        TxnOffsetCommitResponse::default().with_topics(
+            requested
+                .iter()
+                .map(|(name, partitions)| {
+                    TxnOffsetCommitResponseTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(name.clone())))
+                        .with_partitions(
+                            partitions
+                                .iter()
+                                .map(|&p| {
+                                    TxnOffsetCommitResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_error_code(code)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    };
+    if request
+        .topics
+        .iter()
+        .any(|t| image.topic(t.name.0.as_str()).is_none())
+    {
+        return all_failed(ResponseError::UnknownTopicOrPartition.code());
+    }
+    let group_id = request.group_id.0.to_string();
+    let domain_request = domain::OffsetCommitRequest {
+        group_id: group_id.clone(),
+        generation_id: if version >= 3 {
+            request.generation_id
+        } else {
+            -1
+        },
+        member_id: if version >= 3 {
+            request.member_id.to_string()
+        } else {
+            String::new()
+        },
+        group_instance_id: if version >= 3 {
+            request.group_instance_id.as_ref().map(|v| v.to_string())
+        } else {
+            None
+        },
+        retention_time_ms: -1,
+        reports_missing_group: false,
+        topics: request
+            .topics
+            .iter()
+            .map(|t| domain::OffsetCommitTopic {
+                name: t.name.0.to_string(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| domain::OffsetCommitPartition {
+                        partition_index: p.partition_index,
+                        committed_offset: p.committed_offset,
+                        committed_leader_epoch: if version >= 2 {
+                            p.committed_leader_epoch
+                        } else {
+                            -1
+                        },
+                        committed_metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let coordinator = &broker.groups.coordinator;
+    let (response, records) = match coordinator
+        .prepare_transactional_offsets(domain_request)
+        .await
+    {
+        Ok(prepared) => prepared,
+        Err(e) => return all_failed(group_error_code(&e).0),
+    };
+    if !records.is_empty() {
+        let partition = coordinator.partition_for(&group_id);
+        let producer_id = request.producer_id.0;
+        if let Err(code) = write_offsets(
+            broker,
+            partition,
+            producer_id,
+            request.producer_epoch,
+            &records,
+        ) {
+            return all_failed(code);
+        }
+        if let Err(e) = coordinator
+            .add_transactional_offsets(partition, producer_id, records)
+            .await
+        {
+            return all_failed(group_error_code(&e).0);
+        }
+    }
+    TxnOffsetCommitResponse::default().with_topics(
+        response
+            .topics
+            .into_iter()
+            .map(|t| {
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(t.name)))
+                    .with_partitions(
+                        t.partitions
+                            .into_iter()
+                            .map(|p| {
+                                TxnOffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(
+                                        p.error.as_ref().map_or(0, |e| group_error_code(e).0),
+                                    )
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+/// Writes the offset records as one transactional batch of the producer to the group's
+/// `__consumer_offsets` partition.
+fn write_offsets(
+    broker: &Broker,
+    partition: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    records: &[GroupRecord],
+) -> Result<(), i16> {
+    let tp = shale_log::TopicPartition {
+        topic: OFFSETS_TOPIC.to_owned(),
+        partition,
+    };
+    let hosted = broker
+        .replicas
+        .get(&tp)
+        .filter(|p| p.leader_id() == broker.node_id())
+        .ok_or(ResponseError::NotCoordinator.code())?;
+    let now = now_ms();
+    let mut builder = BatchBuilder::new(now);
+    builder.transactional = true;
+    builder.producer_id = producer_id;
+    builder.producer_epoch = producer_epoch;
+    for record in records {
+        let (key, value) = encode_record(record);
+        builder.push(now, Some(&key), value.as_deref());
+    }
+    let mut batch = builder.build().map_err(|e| log_error_code(&e).0)?;
+    hosted
+        .append_for_producer(&mut batch, now)
+        .map_err(|e| append_error_code(&e).0)?;
+    broker.replicas.notify_appended();
+    Ok(())
 }
