@@ -5,12 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Shale;
+use common::{admin, block_on, Shale};
 use rdkafka::admin::{
-    AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
-    TopicReplication,
+    AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
 };
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
@@ -29,44 +27,6 @@ fn producer(shale: &Shale, extra: &[(&str, &str)]) -> BaseProducer {
         cfg.set(*k, *v);
     }
     cfg.create().expect("producer")
-}
-
-fn admin(shale: &Shale) -> AdminClient<DefaultClientContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .create()
-        .expect("admin")
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    futures_lite_block_on(f)
-}
-
-/// A tiny executor: rdkafka's admin futures complete from librdkafka's own threads.
-fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::sync::{Arc, Condvar, Mutex};
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Signal(Mutex<bool>, Condvar);
-    impl Wake for Signal {
-        fn wake(self: Arc<Self>) {
-            *self.0.lock().unwrap() = true;
-            self.1.notify_one();
-        }
-    }
-    let signal = Arc::new(Signal(Mutex::new(false), Condvar::new()));
-    let waker = Waker::from(signal.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = signal.0.lock().unwrap();
-        while !*woken {
-            woken = signal.1.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
 }
 
 fn create_topic(shale: &Shale, name: &str, partitions: i32, configs: &[(&str, &str)]) {

@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use common::Shale;
+use common::{admin, block_on, Shale};
 use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
 use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -21,8 +21,7 @@ use kafka_protocol::messages::{
     SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -68,40 +67,6 @@ fn member(shale: &Shale, group: &str, topic: &str, extra: &[(&str, &str)]) -> Me
         .expect("consumer");
     consumer.subscribe(&[topic]).expect("subscribe");
     consumer
-}
-
-fn admin(shale: &Shale) -> AdminClient<DefaultClientContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .create()
-        .expect("admin")
-}
-
-/// A tiny executor: rdkafka's admin futures complete from librdkafka's own threads.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::sync::Condvar;
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Signal(Mutex<bool>, Condvar);
-    impl Wake for Signal {
-        fn wake(self: Arc<Self>) {
-            *self.0.lock().unwrap() = true;
-            self.1.notify_one();
-        }
-    }
-    let signal = Arc::new(Signal(Mutex::new(false), Condvar::new()));
-    let waker = Waker::from(signal.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = signal.0.lock().unwrap();
-        while !*woken {
-            woken = signal.1.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
 }
 
 fn create_topic(shale: &Shale, name: &str, partitions: i32) {

@@ -150,3 +150,38 @@ impl Drop for Shale {
         self.kill();
     }
 }
+
+/// An admin client for the broker.
+pub fn admin(shale: &Shale) -> rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> {
+    rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", shale.bootstrap())
+        .create()
+        .expect("admin")
+}
+
+/// A tiny executor: rdkafka's admin futures complete from librdkafka's own threads.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Signal(Mutex<bool>, Condvar);
+    impl Wake for Signal {
+        fn wake(self: Arc<Self>) {
+            *self.0.lock().unwrap() = true;
+            self.1.notify_one();
+        }
+    }
+    let signal = Arc::new(Signal(Mutex::new(false), Condvar::new()));
+    let waker = Waker::from(signal.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        let mut woken = signal.0.lock().unwrap();
+        while !*woken {
+            woken = signal.1.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+}
