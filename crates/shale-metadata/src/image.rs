@@ -41,7 +41,7 @@ impl BrokerRegistration {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartitionImage {
     pub partition: i32,
     pub replicas: Vec<i32>,
@@ -95,7 +95,7 @@ pub fn is_internal_topic(name: &str) -> bool {
     name == "__consumer_offsets" || name == "__transaction_state"
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AclEntry {
     pub id: Uuid,
     pub resource_type: i8,

@@ -61,4 +61,16 @@ pub trait QuorumLog: Send + Sync + 'static {
 
     /// The current leader, updated on elections.
     fn leader(&self) -> watch::Receiver<QuorumLeader>;
+
+    /// Called by a newly elected leader before it acts: returns an offset such that every entry
+    /// committed by earlier leaders is at or below it. A Raft leader commits an entry of its own
+    /// term to learn that; a single voter's committed offset already is such an offset.
+    fn barrier(&self) -> BoxFuture<'_, Result<i64, MetadataError>> {
+        Box::pin(async move { Ok(*self.committed_offset().borrow()) })
+    }
+
+    /// Stops replication and releases the log's files and listeners.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

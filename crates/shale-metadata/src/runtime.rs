@@ -12,11 +12,15 @@
 //! and heartbeats every `broker.heartbeat.interval.ms`; the same loop ticks the controller so
 //! silent brokers are fenced after `broker.session.timeout.ms`.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
+use shale_raft::{LinkFaults, ObserverConfig, RaftConfig};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Duration, Instant};
@@ -24,18 +28,65 @@ use uuid::Uuid;
 
 use crate::controller::{Controller, ControllerConfig, ControllerRequest, ControllerResponse};
 use crate::error::MetadataError;
+use crate::forward::{self, CallError, ForwardRequest, ForwardResponse};
 use crate::image::MetadataImage;
 use crate::local_log::LocalQuorumLog;
 use crate::meta_properties;
-use crate::quorum::{CommittedRead, QuorumLog};
+use crate::quorum::{CommittedRead, QuorumLeader, QuorumLog};
+use crate::raft_log::RaftQuorumLog;
 use crate::records::{self, Endpoint, FeatureRange};
 
 /// Kafka's metadata.version feature level for 4.0-IV3.
 pub const METADATA_VERSION_LEVEL: i16 = 25;
 /// The subdirectory of the metadata log dir holding the log, as Kafka names it.
 pub const METADATA_LOG_SUBDIR: &str = "__cluster_metadata-0";
+/// The subdirectory of the metadata log dir holding a Raft voter's log, vote and snapshots.
+pub const RAFT_LOG_SUBDIR: &str = "__cluster_metadata-raft";
+/// Kafka's `controller.quorum.request.timeout.ms` is 2000 per RPC; a submit retries across
+/// elections for up to this long in total.
+pub const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// Pause before asking again when no controller is known or the last one refused.
+const FORWARD_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 const READ_BATCH_MAX: usize = 1024;
 const REQUEST_QUEUE_MAX: usize = 1024;
+
+/// One voter of the metadata quorum, as every node is configured with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuorumVoter {
+    pub node_id: i32,
+    /// Its Raft listener (the address in `controller.quorum.voters`).
+    pub raft_addr: SocketAddr,
+    /// Its controller RPC listener, where other nodes forward controller requests.
+    pub rpc_addr: SocketAddr,
+}
+
+/// Which metadata log a node runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum QuorumMode {
+    /// A single combined node on a [`LocalQuorumLog`].
+    #[default]
+    Single,
+    /// A combined node voting in a Raft quorum of `voters` (which must include it).
+    Voter {
+        voters: Vec<QuorumVoter>,
+        /// Where this node's Raft listener binds.
+        raft_listen_addr: SocketAddr,
+        /// Where this node's controller RPC listener binds.
+        rpc_listen_addr: SocketAddr,
+    },
+    /// A broker-only node following the quorum of `voters` without voting.
+    Observer { voters: Vec<QuorumVoter> },
+}
+
+/// Pre-bound listeners and fault switches for [`MetadataNode::start_with_quorum_io`]; the
+/// default binds the configured addresses and injects no faults.
+#[derive(Debug, Default)]
+pub struct QuorumIo {
+    pub raft_listener: Option<TcpListener>,
+    pub rpc_listener: Option<TcpListener>,
+    /// Shared by the nodes of a test cluster to cut Raft links.
+    pub faults: Option<Arc<LinkFaults>>,
+}
 
 #[derive(Debug, Clone)]
 pub struct MetadataNodeConfig {
@@ -52,6 +103,10 @@ pub struct MetadataNodeConfig {
     pub snapshot_every_records: u64,
     /// Features finalized when a new cluster is created.
     pub bootstrap_features: Vec<(String, i16)>,
+    /// The metadata log: single node (default), Raft voter or observer.
+    pub quorum: QuorumMode,
+    /// How long a submit keeps looking for the active controller (with a quorum).
+    pub quorum_request_timeout_ms: u64,
 }
 
 impl MetadataNodeConfig {
@@ -69,17 +124,30 @@ impl MetadataNodeConfig {
             cluster_id: None,
             snapshot_every_records: 10_000,
             bootstrap_features: vec![("metadata.version".to_string(), METADATA_VERSION_LEVEL)],
+            quorum: QuorumMode::Single,
+            quorum_request_timeout_ms: DEFAULT_QUORUM_REQUEST_TIMEOUT_MS,
         }
     }
 }
 
-struct Command {
-    request: ControllerRequest,
-    reply: oneshot::Sender<Result<ControllerResponse, MetadataError>>,
+pub(crate) struct Command {
+    pub(crate) request: ControllerRequest,
+    pub(crate) reply: oneshot::Sender<Result<ControllerResponse, MetadataError>>,
+}
+
+/// Where requests go when this node is not the active controller.
+struct Forwarding {
+    rpc_addrs: HashMap<i32, SocketAddr>,
+    timeout: Duration,
 }
 
 struct Inner {
     node_id: i32,
+    log: Arc<dyn QuorumLog>,
+    /// `None` on a single node: it always is the controller.
+    forwarding: Option<Forwarding>,
+    /// The controller RPC server of a voter.
+    rpc_server: Mutex<Option<JoinHandle<()>>>,
     cluster_id: String,
     image_tx: watch::Sender<Arc<MetadataImage>>,
     /// Set when the applier stops on an error: waiting for offsets is then pointless.
@@ -94,6 +162,27 @@ struct Inner {
     applier: Mutex<Option<JoinHandle<()>>>,
     broker_epoch: AtomicI64,
     heartbeat_interval: Duration,
+    /// How long a controlled shutdown waits for the controller: by then the broker's session
+    /// has expired anyway (and the last voter of a quorum has nobody to ask).
+    controlled_shutdown_timeout: Duration,
+}
+
+impl Drop for Inner {
+    /// Dropping every handle without `shutdown` stops the node abruptly, like a crash: the
+    /// tasks end, so the quorum log (and its listeners) are released.
+    fn drop(&mut self) {
+        self.shutdown_tx.send_replace(true);
+        self.stop_applier_tx.send_replace(true);
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.drain(..).for_each(|task| task.abort());
+        }
+        if let Some(applier) = self.applier.lock().ok().and_then(|mut a| a.take()) {
+            applier.abort();
+        }
+        if let Some(server) = self.rpc_server.lock().ok().and_then(|mut s| s.take()) {
+            server.abort();
+        }
+    }
 }
 
 /// A handle to the metadata layer of one node; cheap to clone.
@@ -236,7 +325,13 @@ async fn run_controller(
             // Newly active: everything committed so far must be applied first, and heartbeat
             // sessions start afresh.
             controller.reset_sessions();
-            last_written = last_written.max(*log.committed_offset().borrow());
+            match log.barrier().await {
+                Ok(offset) => last_written = last_written.max(offset),
+                Err(err) => {
+                    reply_all(group, &err);
+                    continue;
+                }
+            }
             active_epoch = Some(leader.epoch);
         }
         if let Err(err) = wait_for(images.clone(), failed.clone(), last_written).await {
@@ -374,15 +469,27 @@ async fn heartbeat_loop(inner: Weak<Inner>) {
         if let Err(err) = node.heartbeat(false).await {
             tracing::warn!(%err, "local broker heartbeat failed");
         }
-        if let Err(err) = node.submit(ControllerRequest::Tick).await {
-            tracing::warn!(%err, "controller tick failed");
+        // Only the active controller fences brokers; its own image tells it who they are.
+        if node.is_active_controller() {
+            if let Err(err) = node.submit_local(ControllerRequest::Tick).await {
+                tracing::warn!(%err, "controller tick failed");
+            }
         }
     }
 }
 
 impl MetadataNode {
-    /// Starts a node in combined mode on a [`LocalQuorumLog`] in `metadata_log_dir`.
+    /// Starts a node on the log `config.quorum` names: a [`LocalQuorumLog`] in
+    /// `metadata_log_dir` (single node), or a Raft voter or observer.
     pub async fn start(config: MetadataNodeConfig) -> Result<MetadataNode, MetadataError> {
+        Self::start_with_quorum_io(config, QuorumIo::default()).await
+    }
+
+    /// [`MetadataNode::start`] with pre-bound listeners and fault switches (tests bind port 0).
+    pub async fn start_with_quorum_io(
+        config: MetadataNodeConfig,
+        io: QuorumIo,
+    ) -> Result<MetadataNode, MetadataError> {
         let mut dirs = vec![config.metadata_log_dir.clone()];
         for dir in &config.log_dirs {
             if !dirs.contains(dir) {
@@ -395,12 +502,86 @@ impl MetadataNode {
         })
         .await
         .map_err(|e| MetadataError::Io(format!("meta.properties task failed: {e}")))??;
-        let log = LocalQuorumLog::open(
-            config.node_id,
-            config.metadata_log_dir.join(METADATA_LOG_SUBDIR),
+        let faults = io.faults.unwrap_or_default();
+        let raft_id = u64::try_from(config.node_id)
+            .map_err(|_| MetadataError::InvalidRequest("node.id must not be negative".into()));
+        let raft_voters =
+            |voters: &[QuorumVoter]| -> Result<Vec<(u64, SocketAddr)>, MetadataError> {
+                voters
+                    .iter()
+                    .map(|v| {
+                        u64::try_from(v.node_id)
+                            .map(|id| (id, v.raft_addr))
+                            .map_err(|_| {
+                                MetadataError::InvalidRequest(format!(
+                                    "voter id {} is negative",
+                                    v.node_id
+                                ))
+                            })
+                    })
+                    .collect()
+            };
+        let log: Arc<dyn QuorumLog> = match &config.quorum {
+            QuorumMode::Single => Arc::new(
+                LocalQuorumLog::open(
+                    config.node_id,
+                    config.metadata_log_dir.join(METADATA_LOG_SUBDIR),
+                )
+                .await?,
+            ),
+            QuorumMode::Voter {
+                voters,
+                raft_listen_addr,
+                ..
+            } => {
+                let raft_config = RaftConfig::new(
+                    raft_id?,
+                    raft_voters(voters)?,
+                    *raft_listen_addr,
+                    config.metadata_log_dir.join(RAFT_LOG_SUBDIR),
+                );
+                Arc::new(RaftQuorumLog::start_voter(raft_config, io.raft_listener, faults).await?)
+            }
+            QuorumMode::Observer { voters } => Arc::new(RaftQuorumLog::start_observer(
+                ObserverConfig::new(raft_id?, raft_voters(voters)?),
+                faults,
+            )?),
+        };
+        let rpc_listener = match (&config.quorum, io.rpc_listener) {
+            (QuorumMode::Voter { .. }, Some(listener)) => Some(listener),
+            (
+                QuorumMode::Voter {
+                    rpc_listen_addr, ..
+                },
+                None,
+            ) => Some(
+                TcpListener::bind(rpc_listen_addr)
+                    .await
+                    .map_err(|e| MetadataError::io(&format!("bind {rpc_listen_addr}"), e))?,
+            ),
+            _ => None,
+        };
+        let forwarding = match &config.quorum {
+            QuorumMode::Single => None,
+            QuorumMode::Voter { voters, .. } | QuorumMode::Observer { voters } => {
+                Some(Forwarding {
+                    rpc_addrs: voters.iter().map(|v| (v.node_id, v.rpc_addr)).collect(),
+                    timeout: Duration::from_millis(config.quorum_request_timeout_ms.max(1)),
+                })
+            }
+        };
+        let started = Self::start_inner(
+            config,
+            cluster_id,
+            Arc::clone(&log),
+            forwarding,
+            rpc_listener,
         )
-        .await?;
-        Self::start_with_log(config, cluster_id, Arc::new(log)).await
+        .await;
+        if started.is_err() {
+            log.shutdown().await;
+        }
+        started
     }
 
     /// Starts a node on any quorum log (the Raft quorum plugs in here). `cluster_id` must
@@ -409,6 +590,16 @@ impl MetadataNode {
         config: MetadataNodeConfig,
         cluster_id: String,
         log: Arc<dyn QuorumLog>,
+    ) -> Result<MetadataNode, MetadataError> {
+        Self::start_inner(config, cluster_id, log, None, None).await
+    }
+
+    async fn start_inner(
+        config: MetadataNodeConfig,
+        cluster_id: String,
+        log: Arc<dyn QuorumLog>,
+        forwarding: Option<Forwarding>,
+        rpc_listener: Option<TcpListener>,
     ) -> Result<MetadataNode, MetadataError> {
         let (image, replayed) = load_image(log.as_ref(), &cluster_id).await?;
         let leader_id = log.leader().borrow().leader_id;
@@ -419,6 +610,14 @@ impl MetadataNode {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_applier_tx, stop_applier_rx) = watch::channel(false);
         let (requests, commands) = mpsc::channel(REQUEST_QUEUE_MAX);
+        let rpc_server = rpc_listener.map(|listener| {
+            forward::spawn_server(
+                listener,
+                cluster_id.clone(),
+                requests.clone(),
+                image_rx.clone(),
+            )
+        });
         let start = Instant::now();
         let seed = Uuid::new_v4().as_u64_pair().0;
         let controller = Controller::new(config.controller.clone(), seed);
@@ -444,6 +643,8 @@ impl MetadataNode {
         let node = MetadataNode {
             inner: Arc::new(Inner {
                 node_id: config.node_id,
+                log: Arc::clone(&log),
+                rpc_server: Mutex::new(rpc_server),
                 cluster_id: cluster_id.clone(),
                 image_tx,
                 failed: failed_tx,
@@ -454,6 +655,10 @@ impl MetadataNode {
                 applier: Mutex::new(Some(applier)),
                 broker_epoch: AtomicI64::new(-1),
                 heartbeat_interval,
+                controlled_shutdown_timeout: Duration::from_millis(
+                    config.controller.broker_session_timeout_ms.max(1) as u64,
+                ),
+                forwarding,
             }),
         };
         if fresh && leader_id == Some(config.node_id) && !config.bootstrap_features.is_empty() {
@@ -463,6 +668,21 @@ impl MetadataNode {
             .await?;
         }
         node.register_local_broker(&config, &cluster_id).await?;
+        if node.inner.forwarding.is_some()
+            && !config.bootstrap_features.is_empty()
+            && config
+                .bootstrap_features
+                .iter()
+                .any(|(name, _)| node.image().feature_level(name).is_none())
+        {
+            // With a quorum nobody knows at start whether the cluster is new; the image is
+            // caught up to this node's registration, so missing features mean it is. Several
+            // nodes may do this at once; finalizing the same levels twice changes nothing.
+            node.submit(ControllerRequest::UpdateFeatures {
+                updates: config.bootstrap_features.clone(),
+            })
+            .await?;
+        }
         let heartbeat = tokio::spawn(heartbeat_loop(Arc::downgrade(&node.inner)));
         node.push_task(heartbeat);
         Ok(node)
@@ -532,9 +752,83 @@ impl MetadataNode {
         }
     }
 
-    /// Runs one request through the controller. Returns after its records are durable and
-    /// the resulting image is visible through [`MetadataNode::image`].
+    /// Runs one request through the active controller: here when this node is it, otherwise
+    /// forwarded to it (retrying across elections for `quorum_request_timeout_ms`). Returns
+    /// after its records are durable and the resulting image is visible through
+    /// [`MetadataNode::image`] on this node. A forwarded request whose answer was lost fails
+    /// with `NotController`: it may or may not have been applied, as with Kafka.
     pub async fn submit(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerResponse, MetadataError> {
+        let Some(forwarding) = &self.inner.forwarding else {
+            return self.submit_local(request).await;
+        };
+        let deadline = Instant::now() + forwarding.timeout;
+        let mut leader = self.inner.log.leader();
+        loop {
+            let leader_id = leader.borrow_and_update().leader_id;
+            match leader_id {
+                Some(id) if id == self.inner.node_id => {
+                    match self.submit_local(request.clone()).await {
+                        Err(MetadataError::NotController) => {}
+                        other => return other,
+                    }
+                }
+                Some(id) => {
+                    if let Some(addr) = forwarding.rpc_addrs.get(&id) {
+                        let remaining = deadline.saturating_duration_since(Instant::now());
+                        let forwarded = ForwardRequest {
+                            cluster_id: self.inner.cluster_id.clone(),
+                            request: request.clone(),
+                        };
+                        match forward::call(*addr, &forwarded, remaining).await {
+                            Ok(ForwardResponse {
+                                result: Err(MetadataError::NotController | MetadataError::ShutDown),
+                                ..
+                            })
+                            | Err(CallError::NotSent) => {}
+                            Ok(ForwardResponse { result, offset }) => {
+                                let remaining = deadline.saturating_duration_since(Instant::now());
+                                tokio::time::timeout(remaining, self.wait_for_offset(offset))
+                                    .await
+                                    .map_err(|_| MetadataError::NotController)??;
+                                return result;
+                            }
+                            Err(CallError::Lost) => return Err(MetadataError::NotController),
+                        }
+                    }
+                }
+                None => {}
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(MetadataError::NotController);
+            }
+            tokio::select! {
+                _ = leader.changed() => {}
+                _ = tokio::time::sleep(remaining.min(FORWARD_RETRY_BACKOFF)) => {}
+            }
+        }
+    }
+
+    /// Who leads the metadata quorum as this node knows it.
+    pub fn quorum_leader(&self) -> QuorumLeader {
+        *self.inner.log.leader().borrow()
+    }
+
+    /// Whether this node is the active controller (the quorum leader).
+    pub fn is_active_controller(&self) -> bool {
+        self.quorum_leader().leader_id == Some(self.inner.node_id)
+    }
+
+    /// The quorum log under this node.
+    pub fn quorum_log(&self) -> Arc<dyn QuorumLog> {
+        Arc::clone(&self.inner.log)
+    }
+
+    /// Hands a request to this node's own controller task.
+    async fn submit_local(
         &self,
         request: ControllerRequest,
     ) -> Result<ControllerResponse, MetadataError> {
@@ -584,8 +878,12 @@ impl MetadataNode {
         if *self.inner.shutdown_tx.borrow() {
             return;
         }
-        if let Err(err) = self.heartbeat(true).await {
-            tracing::warn!(%err, "controlled shutdown of the local broker failed");
+        match tokio::time::timeout(self.inner.controlled_shutdown_timeout, self.heartbeat(true))
+            .await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(%err, "controlled shutdown of the local broker failed"),
+            Err(_) => tracing::warn!("controlled shutdown of the local broker timed out"),
         }
         // The controller finishes the group it is handling (the applier still runs, so it
         // can), then stops; queued and later requests fail with ShutDown.
@@ -607,5 +905,12 @@ impl MetadataNode {
                 tracing::warn!(%err, "the metadata applier ended abnormally");
             }
         }
+        let server = self.inner.rpc_server.lock().ok().and_then(|mut s| s.take());
+        if let Some(server) = server {
+            server.abort();
+            // Awaiting the aborted task makes sure its listener is closed.
+            let _ = server.await;
+        }
+        self.inner.log.shutdown().await;
     }
 }

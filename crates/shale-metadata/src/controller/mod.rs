@@ -76,7 +76,7 @@ impl Default for ControllerConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatableTopic {
     pub name: String,
     /// -1: `num.partitions`
@@ -101,7 +101,7 @@ impl CreatableTopic {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatePartitionsTopic {
     pub name: String,
     /// The new total partition count.
@@ -110,7 +110,7 @@ pub struct CreatePartitionsTopic {
     pub assignments: Option<Vec<Vec<i32>>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AlterConfigOpType {
     Set,
     Delete,
@@ -118,20 +118,20 @@ pub enum AlterConfigOpType {
     Subtract,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterConfigOp {
     pub name: String,
     pub op: AlterConfigOpType,
     pub value: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ElectionType {
     Preferred,
     Unclean,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReassignablePartition {
     pub topic: String,
     pub partition: i32,
@@ -139,7 +139,7 @@ pub struct ReassignablePartition {
     pub replicas: Option<Vec<i32>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ControllerRequest {
     CreateTopics {
         topics: Vec<CreatableTopic>,
@@ -224,21 +224,21 @@ pub enum ControllerRequest {
     Tick,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatedTopic {
     pub topic_id: Uuid,
     pub num_partitions: i32,
     pub replication_factor: i16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeartbeatReply {
     pub is_caught_up: bool,
     pub is_fenced: bool,
     pub should_shut_down: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProducerIdBlock {
     pub first_producer_id: i64,
     pub len: i64,
@@ -251,7 +251,7 @@ pub type DeleteByIdResults = Vec<(Uuid, Result<String, MetadataError>)>;
 
 pub type TopicPartitionResults = Vec<((String, i32), Result<(), MetadataError>)>;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ControllerResponse {
     CreateTopics(Vec<(String, Result<CreatedTopic, MetadataError>)>),
     DeleteTopics {

@@ -1,0 +1,192 @@
+//! Forwarding controller requests to the active controller.
+//!
+//! A node that is not the active controller sends a request over TCP to the RPC listener of the
+//! voter that leads the quorum. Frames are `[body length u32 BE][bincode body]`, bounded to
+//! [`FRAME_BYTES_MAX`]; a connection carries any number of request/response pairs in turn. The
+//! answer carries the offset of the leader's image when it answered, which includes the
+//! request's records: the caller waits for its own image to reach it, so a forwarded submit
+//! has the same read-your-writes guarantee as a local one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::controller::{ControllerRequest, ControllerResponse};
+use crate::error::MetadataError;
+use crate::image::MetadataImage;
+use crate::runtime::Command;
+
+/// Largest forwarded request or response.
+pub const FRAME_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ForwardRequest {
+    pub cluster_id: String,
+    pub request: ControllerRequest,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ForwardResponse {
+    pub result: Result<ControllerResponse, MetadataError>,
+    /// The offset of the answering controller's image when it answered.
+    pub offset: i64,
+}
+
+/// The local controller queue the RPC server feeds.
+pub(crate) type LocalSubmit = mpsc::Sender<Command>;
+
+async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match stream.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > FRAME_BYTES_MAX {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes exceeds {FRAME_BYTES_MAX}"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await?;
+    Ok(Some(body))
+}
+
+async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|len| *len as usize <= FRAME_BYTES_MAX)
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
+    stream.write_all(&len.to_be_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.flush().await
+}
+
+/// Serves forwarded requests on `listener` until the task is aborted.
+pub(crate) fn spawn_server(
+    listener: TcpListener,
+    cluster_id: String,
+    submit: LocalSubmit,
+    images: watch::Receiver<Arc<MetadataImage>>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        connections.spawn(serve_connection(
+                            stream,
+                            cluster_id.clone(),
+                            submit.clone(),
+                            images.clone(),
+                        ));
+                    }
+                    Err(err) => {
+                        tracing::warn!(%err, "accepting a controller RPC connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    })
+}
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    cluster_id: String,
+    submit: LocalSubmit,
+    images: watch::Receiver<Arc<MetadataImage>>,
+) {
+    loop {
+        let body = match read_frame(&mut stream).await {
+            Ok(Some(body)) => body,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::debug!(%err, "closing a controller RPC connection");
+                return;
+            }
+        };
+        let request: ForwardRequest = match bincode::deserialize(&body) {
+            Ok(request) => request,
+            Err(err) => {
+                tracing::debug!(%err, "undecodable controller RPC request");
+                return;
+            }
+        };
+        let result = if request.cluster_id != cluster_id {
+            Err(MetadataError::InconsistentClusterId(format!(
+                "the request is for cluster {}, this controller serves {cluster_id}",
+                request.cluster_id
+            )))
+        } else {
+            let (reply, answer) = oneshot::channel();
+            match submit
+                .send(Command {
+                    request: request.request,
+                    reply,
+                })
+                .await
+            {
+                Ok(()) => answer.await.unwrap_or(Err(MetadataError::ShutDown)),
+                Err(_) => Err(MetadataError::ShutDown),
+            }
+        };
+        let response = ForwardResponse {
+            result,
+            offset: images.borrow().offset,
+        };
+        let Ok(body) = bincode::serialize(&response) else {
+            return;
+        };
+        if write_frame(&mut stream, &body).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Why a forwarded call failed.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// The request never reached the controller: safe to retry.
+    NotSent,
+    /// The request may have been handled; only the answer is missing.
+    Lost,
+}
+
+/// Sends one request to the controller at `addr` and waits for the answer.
+pub(crate) async fn call(
+    addr: SocketAddr,
+    request: &ForwardRequest,
+    timeout: Duration,
+) -> Result<ForwardResponse, CallError> {
+    let body = bincode::serialize(request).map_err(|_| CallError::NotSent)?;
+    if body.len() > FRAME_BYTES_MAX {
+        return Err(CallError::NotSent);
+    }
+    let mut stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(stream)) => stream,
+        _ => return Err(CallError::NotSent),
+    };
+    let _ = stream.set_nodelay(true);
+    if write_frame(&mut stream, &body).await.is_err() {
+        // Nothing can have been handled unless the whole frame arrived; a broken write means
+        // it most likely did not, but it cannot be proved, so it counts as lost.
+        return Err(CallError::Lost);
+    }
+    let answer = match tokio::time::timeout(timeout, read_frame(&mut stream)).await {
+        Ok(Ok(Some(answer))) => answer,
+        _ => return Err(CallError::Lost),
+    };
+    bincode::deserialize(&answer).map_err(|_| CallError::Lost)
+}

@@ -1,0 +1,475 @@
+//! MetadataNode on a Raft quorum: three combined voters on loopback, forwarding to the active
+//! controller, failover, partitions, an observer, full restarts.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shale_metadata::runtime::{QuorumIo, QuorumMode, QuorumVoter};
+use shale_metadata::{
+    ControllerRequest, ControllerResponse, CreatableTopic, Endpoint, MetadataError, MetadataImage,
+    MetadataNode, MetadataNodeConfig, SecurityProtocol,
+};
+use shale_raft::LinkFaults;
+use tempfile::TempDir;
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+/// Safety net for conditions that are awaited; never a pacing delay.
+const WAIT_MAX: Duration = Duration::from_secs(60);
+
+const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qk";
+
+type TopicView = BTreeMap<String, (Uuid, usize)>;
+
+fn topic_view(image: &MetadataImage) -> TopicView {
+    image
+        .topics()
+        .map(|t| (t.name.clone(), (t.topic_id, t.partitions.len())))
+        .collect()
+}
+
+struct Cluster {
+    dir: TempDir,
+    voters: Vec<QuorumVoter>,
+    faults: Arc<LinkFaults>,
+    nodes: BTreeMap<i32, MetadataNode>,
+}
+
+fn node_config(dir: &std::path::Path, node_id: i32, quorum: QuorumMode) -> MetadataNodeConfig {
+    let mut config = MetadataNodeConfig::new(node_id, dir.join(format!("node-{node_id}")));
+    config.broker_listeners = vec![Endpoint {
+        name: "PLAINTEXT".into(),
+        host: "127.0.0.1".into(),
+        port: 9000 + node_id as u16,
+        security_protocol: SecurityProtocol::Plaintext,
+    }];
+    config.controller.broker_heartbeat_interval_ms = 200;
+    config.controller.broker_session_timeout_ms = 2_000;
+    config.quorum = quorum;
+    // Every node of a cluster is formatted with the same cluster id.
+    config.cluster_id = Some(CLUSTER_ID.into());
+    config
+}
+
+async fn bind(addr: SocketAddr) -> TcpListener {
+    // A crashed node's listener closes on a task of its own; the port frees up shortly.
+    let started = Instant::now();
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(err) if started.elapsed() < WAIT_MAX => {
+                let _ = err;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("rebinding {addr}: {err}"),
+        }
+    }
+}
+
+impl Cluster {
+    async fn start(size: i32) -> Cluster {
+        let mut voters = Vec::new();
+        let mut listeners = Vec::new();
+        for node_id in 1..=size {
+            let raft = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let rpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            voters.push(QuorumVoter {
+                node_id,
+                raft_addr: raft.local_addr().unwrap(),
+                rpc_addr: rpc.local_addr().unwrap(),
+            });
+            listeners.push((node_id, raft, rpc));
+        }
+        let mut cluster = Cluster {
+            dir: tempfile::tempdir().unwrap(),
+            voters,
+            faults: LinkFaults::new(),
+            nodes: BTreeMap::new(),
+        };
+        let starts: Vec<_> = listeners
+            .into_iter()
+            .map(|(id, raft, rpc)| tokio::spawn(cluster.start_voter(id, raft, rpc)))
+            .collect();
+        for start in starts {
+            let node = start.await.unwrap().unwrap();
+            cluster.nodes.insert(node.node_id(), node);
+        }
+        cluster
+    }
+
+    fn voter_config(&self, node_id: i32) -> MetadataNodeConfig {
+        let me = self.voters.iter().find(|v| v.node_id == node_id).unwrap();
+        node_config(
+            self.dir.path(),
+            node_id,
+            QuorumMode::Voter {
+                voters: self.voters.clone(),
+                raft_listen_addr: me.raft_addr,
+                rpc_listen_addr: me.rpc_addr,
+            },
+        )
+    }
+
+    fn start_voter(
+        &self,
+        node_id: i32,
+        raft: TcpListener,
+        rpc: TcpListener,
+    ) -> impl std::future::Future<Output = Result<MetadataNode, MetadataError>> + Send + 'static
+    {
+        let config = self.voter_config(node_id);
+        let faults = Arc::clone(&self.faults);
+        MetadataNode::start_with_quorum_io(
+            config,
+            QuorumIo {
+                raft_listener: Some(raft),
+                rpc_listener: Some(rpc),
+                faults: Some(faults),
+            },
+        )
+    }
+
+    async fn restart(&mut self, node_ids: &[i32]) {
+        let mut starts = Vec::new();
+        for node_id in node_ids {
+            let me = *self.voters.iter().find(|v| v.node_id == *node_id).unwrap();
+            let raft = bind(me.raft_addr).await;
+            let rpc = bind(me.rpc_addr).await;
+            starts.push(tokio::spawn(self.start_voter(*node_id, raft, rpc)));
+        }
+        for start in starts {
+            let node = start.await.unwrap().unwrap();
+            self.nodes.insert(node.node_id(), node);
+        }
+    }
+
+    fn node(&self, node_id: i32) -> &MetadataNode {
+        &self.nodes[&node_id]
+    }
+
+    /// The active controller as the running nodes agree on it.
+    async fn controller(&self) -> i32 {
+        tokio::time::timeout(WAIT_MAX, async {
+            loop {
+                let mut receivers: Vec<_> = self
+                    .nodes
+                    .values()
+                    .map(|n| n.quorum_log().leader())
+                    .collect();
+                let seen: Vec<Option<i32>> = receivers
+                    .iter_mut()
+                    .map(|r| r.borrow_and_update().leader_id)
+                    .collect();
+                if let Some(Some(id)) = seen.first() {
+                    if self.nodes.contains_key(id) && seen.iter().all(|s| *s == Some(*id)) {
+                        return *id;
+                    }
+                }
+                let mut changes = tokio::task::JoinSet::new();
+                for mut receiver in receivers {
+                    changes.spawn(async move {
+                        let _ = receiver.changed().await;
+                    });
+                }
+                let _ = changes.join_next().await;
+            }
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Waits until every running node's image includes `offset`.
+    async fn converge(&self, offset: i64) {
+        for node in self.nodes.values() {
+            tokio::time::timeout(WAIT_MAX, node.wait_for_offset(offset))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+async fn create(node: &MetadataNode, name: &str, partitions: i32) -> Result<Uuid, MetadataError> {
+    let response = node
+        .submit(ControllerRequest::CreateTopics {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: partitions,
+                replication_factor: 1,
+                assignments: vec![],
+                configs: vec![],
+            }],
+            validate_only: false,
+        })
+        .await?;
+    let ControllerResponse::CreateTopics(mut results) = response else {
+        panic!("unexpected {response:?}")
+    };
+    results.pop().unwrap().1.map(|created| created.topic_id)
+}
+
+/// Every running node holds exactly `expected` once caught up with the newest of them.
+async fn assert_same_topics(cluster: &Cluster, expected: &TopicView) {
+    let newest = cluster
+        .nodes
+        .values()
+        .map(|n| n.image().offset)
+        .max()
+        .unwrap();
+    cluster.converge(newest).await;
+    for node in cluster.nodes.values() {
+        assert_eq!(
+            &topic_view(&node.image()),
+            expected,
+            "node {}",
+            node.node_id()
+        );
+    }
+}
+
+fn record(expected: &mut TopicView, name: &str, id: Uuid, partitions: usize) {
+    expected.insert(name.to_string(), (id, partitions));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_voters_create_through_any_node_and_agree() {
+    let cluster = Cluster::start(3).await;
+    let controller = cluster.controller().await;
+    let mut expected = TopicView::new();
+    for node_id in 1..=3 {
+        let name = format!("from-{node_id}");
+        let id = create(cluster.node(node_id), &name, node_id).await.unwrap();
+        // Read-your-writes on the node that submitted, forwarded or not.
+        assert!(cluster.node(node_id).image().topic(&name).is_some());
+        record(&mut expected, &name, id, node_id as usize);
+    }
+    assert!(matches!(
+        create(cluster.node(controller % 3 + 1), "from-1", 1).await,
+        Err(MetadataError::TopicAlreadyExists(_))
+    ));
+    assert_same_topics(&cluster, &expected).await;
+    for node in cluster.nodes.values() {
+        let image = node.image();
+        assert_eq!(image.active_controller_id(), Some(controller));
+        assert!(image.feature_level("metadata.version").is_some());
+        for broker in 1..=3 {
+            assert!(image.broker(broker).unwrap().is_active(), "broker {broker}");
+        }
+    }
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_controller_is_replaced_and_catches_up_after_restart() {
+    let mut cluster = Cluster::start(3).await;
+    let mut expected = TopicView::new();
+    for i in 0..5 {
+        let id = create(cluster.node(i % 3 + 1), &format!("before-{i}"), 1)
+            .await
+            .unwrap();
+        record(&mut expected, &format!("before-{i}"), id, 1);
+    }
+    let old = cluster.controller().await;
+    let survivor = (old % 3) + 1;
+    // A crash: no controlled shutdown, the handle is just dropped.
+    let killed_at = Instant::now();
+    drop(cluster.nodes.remove(&old));
+    let id = create(cluster.node(survivor), "after-crash", 2)
+        .await
+        .unwrap();
+    let failover = killed_at.elapsed();
+    eprintln!(
+        "failover: {} ms from crashing the controller to the next commit",
+        failover.as_millis()
+    );
+    record(&mut expected, "after-crash", id, 2);
+    let new = cluster.controller().await;
+    assert_ne!(new, old);
+    for i in 0..5 {
+        let via = if i % 2 == 0 { new } else { survivor };
+        let id = create(cluster.node(via), &format!("during-{i}"), 1)
+            .await
+            .unwrap();
+        record(&mut expected, &format!("during-{i}"), id, 1);
+    }
+    // The new controller fences the crashed broker once its session expires.
+    let mut images = cluster.node(new).subscribe();
+    tokio::time::timeout(
+        WAIT_MAX,
+        images.wait_for(|image| image.broker(old).is_some_and(|b| b.fenced)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_same_topics(&cluster, &expected).await;
+
+    cluster.restart(&[old]).await;
+    let id = create(cluster.node(old), "after-restart", 1).await.unwrap();
+    record(&mut expected, "after-restart", id, 1);
+    assert_same_topics(&cluster, &expected).await;
+    // Back from its files and unfenced by its new registration.
+    let mut images = cluster.node(new).subscribe();
+    tokio::time::timeout(
+        WAIT_MAX,
+        images.wait_for(|image| image.broker(old).is_some_and(|b| b.is_active())),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_voter_catches_up_after_healing() {
+    let cluster = Cluster::start(3).await;
+    let controller = cluster.controller().await;
+    let cut = controller % 3 + 1;
+    let others: Vec<u64> = (1..=3)
+        .filter(|id| *id != cut)
+        .map(|id| id as u64)
+        .collect();
+    cluster.faults.isolate(cut as u64, &others);
+    let mut expected = topic_view(&cluster.node(controller).image());
+    for i in 0..10 {
+        let id = create(cluster.node(controller), &format!("while-cut-{i}"), 1)
+            .await
+            .unwrap();
+        record(&mut expected, &format!("while-cut-{i}"), id, 1);
+    }
+    assert!(cluster.node(cut).image().topic("while-cut-9").is_none());
+    cluster.faults.heal_all();
+    let target = cluster.node(controller).image().offset;
+    tokio::time::timeout(WAIT_MAX, cluster.node(cut).wait_for_offset(target))
+        .await
+        .unwrap()
+        .unwrap();
+    let any = cluster.controller().await;
+    let id = create(cluster.node(cut), "after-heal", 1).await.unwrap();
+    record(&mut expected, "after-heal", id, 1);
+    let _ = any;
+    assert_same_topics(&cluster, &expected).await;
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_follows_the_committed_image() {
+    let cluster = Cluster::start(3).await;
+    let observer = MetadataNode::start_with_quorum_io(
+        node_config(
+            cluster.dir.path(),
+            4,
+            QuorumMode::Observer {
+                voters: cluster.voters.clone(),
+            },
+        ),
+        QuorumIo::default(),
+    )
+    .await
+    .unwrap();
+    assert!(!observer.is_active_controller());
+    let mut expected = TopicView::new();
+    let id = create(&observer, "from-observer", 3).await.unwrap();
+    assert!(observer.image().topic("from-observer").is_some());
+    record(&mut expected, "from-observer", id, 3);
+    let id = create(cluster.node(1), "from-voter", 1).await.unwrap();
+    record(&mut expected, "from-voter", id, 1);
+    let target = cluster.node(1).image().offset;
+    tokio::time::timeout(WAIT_MAX, observer.wait_for_offset(target))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(topic_view(&observer.image()), expected);
+    assert_same_topics(&cluster, &expected).await;
+    let controller = cluster.controller().await;
+    assert!(cluster
+        .node(controller)
+        .image()
+        .broker(4)
+        .unwrap()
+        .is_active());
+    observer.shutdown().await;
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_all_voters_at_once_keeps_every_record() {
+    let mut cluster = Cluster::start(3).await;
+    let mut expected = TopicView::new();
+    for i in 0..6 {
+        let id = create(cluster.node(i % 3 + 1), &format!("t-{i}"), 1)
+            .await
+            .unwrap();
+        record(&mut expected, &format!("t-{i}"), id, 1);
+    }
+    assert_same_topics(&cluster, &expected).await;
+    let nodes: Vec<MetadataNode> = std::mem::take(&mut cluster.nodes).into_values().collect();
+    let stops: Vec<_> = nodes
+        .into_iter()
+        .map(|node| tokio::spawn(async move { node.shutdown().await }))
+        .collect();
+    for stop in stops {
+        stop.await.unwrap();
+    }
+    cluster.restart(&[1, 2, 3]).await;
+    let id = create(cluster.node(2), "after-full-restart", 1)
+        .await
+        .unwrap();
+    record(&mut expected, "after-full-restart", id, 1);
+    assert_same_topics(&cluster, &expected).await;
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+/// Figures for the report, not assertions: commits per second through all three nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throughput_of_three_voters() {
+    let cluster = Cluster::start(3).await;
+    let _ = cluster.controller().await;
+    let per_node = 100;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for node in cluster.nodes.values() {
+        for lane in 0..8 {
+            let node = node.clone();
+            tasks.spawn(async move {
+                let mut created = 0;
+                for i in (lane..per_node).step_by(8) {
+                    create(&node, &format!("n{}-{i}", node.node_id()), 1)
+                        .await
+                        .unwrap();
+                    created += 1;
+                }
+                created
+            });
+        }
+    }
+    let mut total = 0;
+    while let Some(created) = tasks.join_next().await {
+        total += created.unwrap();
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "throughput: {total} CreateTopics committed in {} ms = {:.0} records/s",
+        elapsed.as_millis(),
+        total as f64 / elapsed.as_secs_f64()
+    );
+    assert_eq!(total, 3 * per_node);
+    let expected = topic_view(&cluster.node(1).image());
+    assert_eq!(expected.len(), 3 * per_node as usize);
+    assert_same_topics(&cluster, &expected).await;
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
