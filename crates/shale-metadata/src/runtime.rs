@@ -8,9 +8,16 @@
 //! - the applier follows the committed log, replays entries into a new image, publishes it
 //!   through a `watch` channel, and writes a snapshot every `snapshot_every_records` records.
 //!
-//! In combined mode (the only mode so far) the node also registers its own broker, unfences it
-//! and heartbeats every `broker.heartbeat.interval.ms`; the same loop ticks the controller so
-//! silent brokers are fenced after `broker.session.timeout.ms`.
+//! Every node also registers its own broker, unfences it and heartbeats every
+//! `broker.heartbeat.interval.ms`; on the active controller the same loop ticks the controller
+//! so silent brokers are fenced after `broker.session.timeout.ms`.
+//!
+//! [`QuorumMode`] picks the log: a single node on local files (the default), or a voter or an
+//! observer of a Raft quorum ([`crate::RaftQuorumLog`]). With a quorum only the leader's
+//! controller task acts; `submit` elsewhere forwards the request to the leader's controller RPC
+//! listener (see `forward`) and then waits until the local image includes the answer. A new
+//! leader first commits a barrier entry, so its controller starts from an image holding every
+//! earlier commit, and starts every broker's session afresh.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
