@@ -473,14 +473,21 @@ async fn heartbeat_loop(inner: Weak<Inner>) {
         }
         let Some(inner) = inner.upgrade() else { return };
         let node = MetadataNode { inner };
-        if let Err(err) = node.heartbeat(false).await {
-            tracing::warn!(%err, "local broker heartbeat failed");
-        }
-        // Only the active controller fences brokers; its own image tells it who they are.
-        if node.is_active_controller() {
-            if let Err(err) = node.submit_local(ControllerRequest::Tick).await {
-                tracing::warn!(%err, "controller tick failed");
+        let beat = async {
+            if let Err(err) = node.heartbeat(false).await {
+                tracing::warn!(%err, "local broker heartbeat failed");
             }
+            // Only the active controller fences brokers; its own image tells it who they are.
+            if node.is_active_controller() {
+                if let Err(err) = node.submit_local(ControllerRequest::Tick).await {
+                    tracing::warn!(%err, "controller tick failed");
+                }
+            }
+        };
+        // A forwarded heartbeat may wait long for a controller; shutdown must not.
+        tokio::select! {
+            _ = beat => {}
+            _ = shutdown.changed() => return,
         }
     }
 }

@@ -211,6 +211,23 @@ async fn create(node: &MetadataNode, name: &str, partitions: i32) -> Result<Uuid
     results.pop().unwrap().1.map(|created| created.topic_id)
 }
 
+/// What a Kafka client does: `NotController` is retriable, and a retry that finds the topic
+/// means the earlier attempt (whose answer was lost with the crashed controller) committed.
+async fn create_retrying(node: &MetadataNode, name: &str, partitions: i32) -> Uuid {
+    let mut retried = false;
+    for _ in 0..20 {
+        match create(node, name, partitions).await {
+            Ok(id) => return id,
+            Err(MetadataError::NotController) => retried = true,
+            Err(MetadataError::TopicAlreadyExists(_)) if retried => {
+                return node.image().topic(name).unwrap().topic_id
+            }
+            Err(err) => panic!("creating {name}: {err:?}"),
+        }
+    }
+    panic!("creating {name}: no controller answered")
+}
+
 /// Every running node holds exactly `expected` once caught up with the newest of them.
 async fn assert_same_topics(cluster: &Cluster, expected: &TopicView) {
     let newest = cluster
@@ -279,9 +296,7 @@ async fn a_crashed_controller_is_replaced_and_catches_up_after_restart() {
     // A crash: no controlled shutdown, the handle is just dropped.
     let killed_at = Instant::now();
     drop(cluster.nodes.remove(&old));
-    let id = create(cluster.node(survivor), "after-crash", 2)
-        .await
-        .unwrap();
+    let id = create_retrying(cluster.node(survivor), "after-crash", 2).await;
     let failover = killed_at.elapsed();
     eprintln!(
         "failover: {} ms from crashing the controller to the next commit",
@@ -292,9 +307,7 @@ async fn a_crashed_controller_is_replaced_and_catches_up_after_restart() {
     assert_ne!(new, old);
     for i in 0..5 {
         let via = if i % 2 == 0 { new } else { survivor };
-        let id = create(cluster.node(via), &format!("during-{i}"), 1)
-            .await
-            .unwrap();
+        let id = create_retrying(cluster.node(via), &format!("during-{i}"), 1).await;
         record(&mut expected, &format!("during-{i}"), id, 1);
     }
     // The new controller fences the crashed broker once its session expires.
