@@ -46,4 +46,4 @@ pub use local_log::LocalQuorumLog;
 pub use quorum::{CommittedRead, QuorumLeader, QuorumLog};
 pub use raft_log::RaftQuorumLog;
 pub use records::{ConfigResource, Endpoint, MetadataRecord, SecurityProtocol};
-pub use runtime::{MetadataNode, MetadataNodeConfig};
+pub use runtime::{MetadataNode, MetadataNodeConfig, QuorumIo, QuorumMode, QuorumVoter};
