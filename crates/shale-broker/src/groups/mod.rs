@@ -17,14 +17,12 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use shale_group::runtime::GroupCoordinator;
 use shale_group::{GroupConfig, GroupError};
-use shale_metadata::{
-    ControllerRequest, ControllerResponse, CreatableTopic, MetadataError, MetadataImage,
-};
+use shale_metadata::MetadataImage;
 use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::handlers::topics::submit_and_apply;
+use crate::handlers::topics::ensure_internal_topic;
 use crate::Broker;
 
 /// The internal topic holding group metadata and committed offsets.
@@ -177,57 +175,24 @@ impl GroupService {
             return;
         }
         let config = &broker.config;
-        let live_brokers = broker
-            .image()
-            .brokers()
-            .filter(|b| b.is_active())
-            .count()
-            .max(1);
-        let live_brokers = i16::try_from(live_brokers).unwrap_or(i16::MAX);
-        let replication_factor = config.offsets_topic_replication_factor.min(live_brokers);
-        if replication_factor < config.offsets_topic_replication_factor {
-            warn!(
-                configured = config.offsets_topic_replication_factor,
-                live_brokers,
-                "creating {OFFSETS_TOPIC} with replication factor {replication_factor}: \
-                 fewer live brokers than offsets.topic.replication.factor"
-            );
-        }
-        let topic = CreatableTopic {
-            name: OFFSETS_TOPIC.to_owned(),
-            num_partitions: self.num_partitions,
-            replication_factor,
-            assignments: Vec::new(),
-            configs: vec![
-                ("cleanup.policy".into(), Some("compact".into())),
-                (
-                    "segment.bytes".into(),
-                    Some(config.offsets_topic_segment_bytes.to_string()),
-                ),
-                ("compression.type".into(), Some("producer".into())),
-            ],
-        };
-        let outcome = submit_and_apply(
+        ensure_internal_topic(
             broker,
-            ControllerRequest::CreateTopics {
-                topics: vec![topic],
-                validate_only: false,
+            OFFSETS_TOPIC,
+            self.num_partitions,
+            "offsets.topic.replication.factor",
+            config.offsets_topic_replication_factor,
+            |_| {
+                vec![
+                    ("cleanup.policy".into(), Some("compact".into())),
+                    (
+                        "segment.bytes".into(),
+                        Some(config.offsets_topic_segment_bytes.to_string()),
+                    ),
+                    ("compression.type".into(), Some("producer".into())),
+                ]
             },
         )
         .await;
-        match outcome {
-            Ok(ControllerResponse::CreateTopics(results)) => {
-                for (name, result) in results {
-                    match result {
-                        Ok(_) => info!(topic = %name, "created the offsets topic"),
-                        Err(MetadataError::TopicAlreadyExists(_)) => {}
-                        Err(e) => warn!(topic = %name, "cannot create the offsets topic: {e}"),
-                    }
-                }
-            }
-            Ok(other) => warn!("unexpected controller answer creating {OFFSETS_TOPIC}: {other:?}"),
-            Err(e) => warn!("cannot create {OFFSETS_TOPIC}: {e}"),
-        }
     }
 }
 

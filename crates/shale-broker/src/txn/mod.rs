@@ -15,9 +15,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use shale_metadata::{
-    ControllerRequest, ControllerResponse, CreatableTopic, MetadataError, MetadataImage,
-};
+use shale_metadata::MetadataImage;
 use shale_txn::coordinator::{
     MarkerRequest, TopicPartition as TxnTopicPartition, TxnAppend, TxnCoordinator,
     TxnCoordinatorConfig, TxnCoordinatorError, TxnDecision, TxnReply, TxnResult,
@@ -27,7 +25,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::groups::OFFSETS_TOPIC;
-use crate::handlers::topics::submit_and_apply;
+use crate::handlers::topics::ensure_internal_topic;
 use crate::time::now_ms;
 use crate::Broker;
 use control::ControlMarker;
@@ -164,68 +162,32 @@ impl TxnService {
             return;
         }
         let config = &broker.config;
-        let live_brokers = broker
-            .image()
-            .brokers()
-            .filter(|b| b.is_active())
-            .count()
-            .max(1);
-        let live_brokers = i16::try_from(live_brokers).unwrap_or(i16::MAX);
-        let configured = config.transaction_state_log_replication_factor;
-        let replication_factor = configured.min(live_brokers);
-        if replication_factor < configured {
-            warn!(
-                configured,
-                live_brokers,
-                "creating {TXN_STATE_TOPIC} with replication factor {replication_factor}: \
-                 fewer live brokers than transaction.state.log.replication.factor"
-            );
-        }
-        let min_isr = config
-            .transaction_state_log_min_isr
-            .min(i32::from(replication_factor));
-        let topic = CreatableTopic {
-            name: TXN_STATE_TOPIC.to_owned(),
-            num_partitions: self.num_partitions,
-            replication_factor,
-            assignments: Vec::new(),
-            configs: vec![
-                ("cleanup.policy".into(), Some("compact".into())),
-                (
-                    "segment.bytes".into(),
-                    Some(config.transaction_state_log_segment_bytes.to_string()),
-                ),
-                ("min.insync.replicas".into(), Some(min_isr.to_string())),
-                ("compression.type".into(), Some("uncompressed".into())),
-                (
-                    "unclean.leader.election.enable".into(),
-                    Some("false".into()),
-                ),
-            ],
-        };
-        let outcome = submit_and_apply(
+        ensure_internal_topic(
             broker,
-            ControllerRequest::CreateTopics {
-                topics: vec![topic],
-                validate_only: false,
+            TXN_STATE_TOPIC,
+            self.num_partitions,
+            "transaction.state.log.replication.factor",
+            config.transaction_state_log_replication_factor,
+            |replication_factor| {
+                let min_isr = config
+                    .transaction_state_log_min_isr
+                    .min(i32::from(replication_factor));
+                vec![
+                    ("cleanup.policy".into(), Some("compact".into())),
+                    (
+                        "segment.bytes".into(),
+                        Some(config.transaction_state_log_segment_bytes.to_string()),
+                    ),
+                    ("min.insync.replicas".into(), Some(min_isr.to_string())),
+                    ("compression.type".into(), Some("uncompressed".into())),
+                    (
+                        "unclean.leader.election.enable".into(),
+                        Some("false".into()),
+                    ),
+                ]
             },
         )
         .await;
-        match outcome {
-            Ok(ControllerResponse::CreateTopics(results)) => {
-                for (name, result) in results {
-                    match result {
-                        Ok(_) => info!(topic = %name, "created the transaction state topic"),
-                        Err(MetadataError::TopicAlreadyExists(_)) => {}
-                        Err(e) => warn!(topic = %name, "cannot create {TXN_STATE_TOPIC}: {e}"),
-                    }
-                }
-            }
-            Ok(other) => {
-                warn!("unexpected controller answer creating {TXN_STATE_TOPIC}: {other:?}")
-            }
-            Err(e) => warn!("cannot create {TXN_STATE_TOPIC}: {e}"),
-        }
     }
 
     /// The broker leading the coordinator partition of `transactional_id` (-1 when none).
