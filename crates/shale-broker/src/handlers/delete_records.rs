@@ -7,8 +7,8 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
-use shale_log::TopicPartition;
 
+use super::leader_partition;
 use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
 use crate::Broker;
@@ -18,7 +18,6 @@ pub fn handle(
     _ctx: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
-    let image = broker.image();
     let topics = request
         .topics
         .into_iter()
@@ -31,23 +30,10 @@ pub fn handle(
                     let base = DeleteRecordsPartitionResult::default()
                         .with_partition_index(p.partition_index)
                         .with_low_watermark(-1);
-                    let known = image
-                        .topic(&name)
-                        .map(|ti| ti.partitions.contains_key(&p.partition_index))
-                        .unwrap_or(false);
-                    if !known {
-                        return base.with_error_code(ResponseError::UnknownTopicOrPartition.code());
-                    }
-                    let tp = TopicPartition {
-                        topic: name.clone(),
-                        partition: p.partition_index,
+                    let partition = match leader_partition(broker, &name, p.partition_index, -1) {
+                        Ok(partition) => partition,
+                        Err(code) => return base.with_error_code(code),
                     };
-                    let Some(partition) = broker.replicas.get(&tp) else {
-                        return base.with_error_code(ResponseError::NotLeaderOrFollower.code());
-                    };
-                    if partition.leader_id() != broker.node_id() {
-                        return base.with_error_code(ResponseError::NotLeaderOrFollower.code());
-                    }
                     // -1 means "up to the high watermark"; beyond it is out of range.
                     if p.offset < -1 || p.offset > partition.high_watermark() {
                         return base.with_error_code(ResponseError::OffsetOutOfRange.code());

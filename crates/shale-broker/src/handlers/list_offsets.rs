@@ -13,11 +13,10 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochResponse,
 };
 use kafka_protocol::ResponseError;
-use shale_log::TopicPartition;
 
+use super::leader_partition;
 use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
-use crate::partitions::Partition;
 use crate::Broker;
 
 const LATEST: i64 = -1;
@@ -25,40 +24,6 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
-
-/// Looks a partition up and checks the client's leader epoch, as every leader-only API does.
-fn leader_partition(
-    broker: &Arc<Broker>,
-    topic: &str,
-    partition: i32,
-    current_leader_epoch: i32,
-) -> Result<Arc<Partition>, i16> {
-    let image = broker.image();
-    let Some(t) = image.topic(topic) else {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
-    };
-    if !t.partitions.contains_key(&partition) {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
-    }
-    let tp = TopicPartition {
-        topic: topic.to_string(),
-        partition,
-    };
-    let Some(p) = broker.replicas.get(&tp) else {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    };
-    if p.leader_id() != broker.node_id() {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    }
-    let epoch = p.leader_epoch();
-    if current_leader_epoch >= 0 && current_leader_epoch < epoch {
-        return Err(ResponseError::FencedLeaderEpoch.code());
-    }
-    if current_leader_epoch > epoch {
-        return Err(ResponseError::UnknownLeaderEpoch.code());
-    }
-    Ok(p)
-}
 
 pub fn handle(
     broker: &Arc<Broker>,

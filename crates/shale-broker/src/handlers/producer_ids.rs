@@ -12,12 +12,11 @@ use kafka_protocol::messages::{
     DescribeProducersRequest, DescribeProducersResponse, InitProducerIdRequest,
     InitProducerIdResponse, ProducerId,
 };
-use kafka_protocol::ResponseError;
-use shale_log::TopicPartition;
 use shale_metadata::{ControllerRequest, ControllerResponse, MetadataError};
 use shale_txn::ProducerIdAllocator;
 use tokio::sync::Mutex;
 
+use super::leader_partition;
 use crate::dispatch::RequestContext;
 use crate::errors::metadata_error_code;
 use crate::Broker;
@@ -89,7 +88,6 @@ pub fn describe_producers(
     _ctx: &RequestContext,
     request: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
-    let image = broker.image();
     let topics = request
         .topics
         .into_iter()
@@ -100,19 +98,8 @@ pub fn describe_producers(
                 .into_iter()
                 .map(|index| {
                     let base = PartitionResponse::default().with_partition_index(index);
-                    let known = image
-                        .topic(&name)
-                        .map(|ti| ti.partitions.contains_key(&index))
-                        .unwrap_or(false);
-                    if !known {
-                        return base.with_error_code(ResponseError::UnknownTopicOrPartition.code());
-                    }
-                    let tp = TopicPartition {
-                        topic: name.clone(),
-                        partition: index,
-                    };
-                    match broker.replicas.get(&tp) {
-                        Some(p) if p.leader_id() == broker.node_id() => base.with_active_producers(
+                    match leader_partition(broker, &name, index, -1) {
+                        Ok(p) => base.with_active_producers(
                             p.producer_entries()
                                 .into_iter()
                                 .map(|e| {
@@ -128,7 +115,7 @@ pub fn describe_producers(
                                 })
                                 .collect(),
                         ),
-                        _ => base.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+                        Err(code) => base.with_error_code(code),
                     }
                 })
                 .collect();
