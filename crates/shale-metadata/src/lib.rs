@@ -36,9 +36,9 @@ pub mod runtime;
 
 pub use config_defs::{resolve_topic_config, ConfigSource, ConfigType, ResolvedConfig};
 pub use controller::{
-    AlterConfigOp, AlterConfigOpType, Controller, ControllerConfig, ControllerRequest,
-    ControllerResponse, CreatableTopic, CreatePartitionsTopic, CreatedTopic, ElectionType,
-    HeartbeatReply, ProducerIdBlock, ReassignablePartition,
+    validate_topic_name, AlterConfigOp, AlterConfigOpType, Controller, ControllerConfig,
+    ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, CreatedTopic,
+    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition,
 };
 pub use error::MetadataError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionImage, TopicImage, NO_LEADER};

@@ -439,3 +439,24 @@ fn pipelined_produces_are_appended_in_the_order_sent() {
         }
     }
 }
+
+#[test]
+fn metadata_for_unknown_and_invalid_topic_names() {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    let topic = |name: &str| {
+        MetadataRequestTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
+    };
+    let req = MetadataRequest::default()
+        .with_topics(Some(vec![topic("no-such-topic"), topic("bad name!")]))
+        .with_allow_auto_topic_creation(false);
+    match c.call(ApiKey::Metadata, 12, RequestKind::Metadata(req)) {
+        ResponseKind::Metadata(m) => {
+            assert_eq!(m.topics[0].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+            assert_eq!(m.topics[1].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -128,7 +128,10 @@ pub async fn handle(
 fn unknown_topic(name: Option<String>, id: Uuid) -> MetadataResponseTopic {
     let code = if name.is_none() {
         ResponseError::UnknownTopicId.code()
-    } else if name.as_deref().map(is_valid_topic_name).unwrap_or(false) {
+    } else if name
+        .as_deref()
+        .is_some_and(|n| shale_metadata::validate_topic_name(n).is_ok())
+    {
         ResponseError::UnknownTopicOrPartition.code()
     } else {
         ResponseError::InvalidTopicException.code()
@@ -138,16 +141,6 @@ fn unknown_topic(name: Option<String>, id: Uuid) -> MetadataResponseTopic {
         .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
         .with_topic_id(id)
         .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
-}
-
-fn is_valid_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
 fn topic_entry(image: &MetadataImage, t: &TopicImage, include_ops: bool) -> MetadataResponseTopic {

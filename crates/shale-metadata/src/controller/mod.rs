@@ -10,6 +10,8 @@ mod placement;
 mod security;
 mod topics;
 
+pub use topics::validate_topic_name;
+
 #[cfg(test)]
 mod invariants;
 #[cfg(test)]
