@@ -357,6 +357,25 @@ fn load_producers(log: &Log, expiration_ms: i64, aborted: &mut TxnIndex) -> Prod
     producers
 }
 
+/// The partitions of `topic` that `node_id` leads: partition -> (topic id, leader epoch).
+/// Coordinators use it to follow leadership of their internal topics.
+pub fn led_partitions(
+    image: &shale_metadata::MetadataImage,
+    topic: &str,
+    node_id: i32,
+) -> HashMap<i32, (Uuid, i32)> {
+    image
+        .topic(topic)
+        .map(|t| {
+            t.partitions
+                .iter()
+                .filter(|(_, p)| p.leader == node_id)
+                .map(|(&partition, p)| (partition, (t.topic_id, p.leader_epoch)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Everything the broker needs to know to host one partition.
 #[derive(Clone, Debug)]
 pub struct PartitionAssignment {

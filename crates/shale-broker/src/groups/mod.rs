@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::handlers::topics::ensure_internal_topic;
+use crate::partitions::led_partitions;
 use crate::Broker;
 
 /// The internal topic holding group metadata and committed offsets.
@@ -93,15 +94,11 @@ impl GroupService {
     /// `image`.
     pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
         self.forget_deleted_topics(image);
-        let node_id = broker.node_id();
-        let mut wanted: HashMap<i32, Uuid> = HashMap::new();
-        if let Some(topic) = image.topic(OFFSETS_TOPIC) {
-            for (&partition, p) in &topic.partitions {
-                if p.leader == node_id {
-                    wanted.insert(partition, topic.topic_id);
-                }
-            }
-        }
+        // Keyed by topic id only: a new leader epoch of the same topic keeps the loaded state.
+        let wanted: HashMap<i32, Uuid> = led_partitions(image, OFFSETS_TOPIC, broker.node_id())
+            .into_iter()
+            .map(|(partition, (topic_id, _))| (partition, topic_id))
+            .collect();
         let mut served = self.served.lock();
         let lost: Vec<i32> = served
             .iter()

@@ -26,6 +26,7 @@ use uuid::Uuid;
 use crate::config::BrokerConfig;
 use crate::groups::OFFSETS_TOPIC;
 use crate::handlers::topics::ensure_internal_topic;
+use crate::partitions::led_partitions;
 use crate::time::now_ms;
 use crate::Broker;
 use control::ControlMarker;
@@ -83,15 +84,8 @@ impl TxnService {
     /// (replaying their records and resending the markers of transactions caught between
     /// prepare and complete), drops those it lost.
     pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
-        let node_id = broker.node_id();
-        let mut wanted: HashMap<i32, (Uuid, i32)> = HashMap::new();
-        if let Some(topic) = image.topic(TXN_STATE_TOPIC) {
-            for (&partition, p) in &topic.partitions {
-                if p.leader == node_id {
-                    wanted.insert(partition, (topic.topic_id, p.leader_epoch));
-                }
-            }
-        }
+        // A new leader epoch reloads: the log may have changed under another leader.
+        let wanted = led_partitions(image, TXN_STATE_TOPIC, broker.node_id());
         let mut served = self.served.lock();
         let lost: Vec<i32> = served
             .iter()
