@@ -460,3 +460,45 @@ fn metadata_for_unknown_and_invalid_topic_names() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn fetch_out_of_range_and_at_the_end() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::FetchRequest;
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-fetch");
+    assert_eq!(
+        produce(&mut c, "raw-fetch", batch(-1, -1, -1, 3).freeze()),
+        (0, 0)
+    );
+    let fetch = |c: &mut Conn, offset: i64| {
+        let req = FetchRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_session_epoch(-1)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("raw-fetch")))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20)])]);
+        match c.call(ApiKey::Fetch, 12, RequestKind::Fetch(req)) {
+            ResponseKind::Fetch(r) => r.responses[0].partitions[0].clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let p = fetch(&mut c, 0);
+    assert_eq!((p.error_code, p.high_watermark), (0, 3));
+    assert!(!p.records.unwrap().is_empty());
+    // At the log end: no error and an empty record set, never null (librdkafka refuses -1).
+    let p = fetch(&mut c, 3);
+    assert_eq!(p.error_code, 0);
+    assert_eq!(p.records.map(|r| r.len()), Some(0));
+    // Beyond it: OFFSET_OUT_OF_RANGE, and the broker keeps serving the connection.
+    let p = fetch(&mut c, 1000);
+    assert_eq!(p.error_code, 1, "OFFSET_OUT_OF_RANGE");
+    assert_eq!(fetch(&mut c, 2).error_code, 0);
+}
