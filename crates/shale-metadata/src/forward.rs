@@ -1,7 +1,8 @@
 //! Forwarding controller requests to the active controller.
 //!
-//! A node that is not the active controller sends a request over TCP to the RPC listener of the
-//! voter that leads the quorum. Frames are `[body length u32 BE][bincode body]`, bounded to
+//! A node that is not the active controller sends a request over TCP to the controller listener
+//! of the voter that leads the quorum, the port Raft uses: the connection preamble
+//! (`shale_raft::connect_service`) selects this service and names the cluster. Frames are `[body length u32 BE][bincode body]`, bounded to
 //! [`FRAME_BYTES_MAX`]; a connection carries any number of request/response pairs in turn. The
 //! answer carries the offset of the leader's image when it answered, which includes the
 //! request's records: the caller waits for its own image to reach it, so a forwarded submit
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -70,9 +71,13 @@ async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()>
     stream.flush().await
 }
 
-/// Serves forwarded requests on `listener` until the task is aborted.
+/// Connections the Raft listener handed over (preamble read) for this service.
+pub(crate) type Connections = mpsc::Receiver<TcpStream>;
+
+/// Serves forwarded requests on the connections handed over until the task is aborted;
+/// aborting it closes them all.
 pub(crate) fn spawn_server(
-    listener: TcpListener,
+    mut accepted: Connections,
     cluster_id: String,
     submit: LocalSubmit,
     images: watch::Receiver<Arc<MetadataImage>>,
@@ -81,9 +86,8 @@ pub(crate) fn spawn_server(
         let mut connections = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
-                        let _ = stream.set_nodelay(true);
+                stream = accepted.recv() => match stream {
+                    Some(stream) => {
                         connections.spawn(serve_connection(
                             stream,
                             cluster_id.clone(),
@@ -91,10 +95,7 @@ pub(crate) fn spawn_server(
                             images.clone(),
                         ));
                     }
-                    Err(err) => {
-                        tracing::warn!(%err, "accepting a controller RPC connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
+                    None => return,
                 },
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
@@ -174,11 +175,15 @@ pub(crate) async fn call(
     if body.len() > FRAME_BYTES_MAX {
         return Err(CallError::NotSent);
     }
-    let mut stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(stream)) => stream,
-        _ => return Err(CallError::NotSent),
+    let connect = shale_raft::connect_service(
+        addr,
+        shale_raft::SERVICE_CONTROLLER,
+        &request.cluster_id,
+        timeout,
+    );
+    let Ok(mut stream) = connect.await else {
+        return Err(CallError::NotSent);
     };
-    let _ = stream.set_nodelay(true);
     if write_frame(&mut stream, &body).await.is_err() {
         // Nothing can have been handled unless the whole frame arrived; a broken write means
         // it most likely did not, but it cannot be proved, so it counts as lost.

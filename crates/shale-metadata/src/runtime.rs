@@ -14,8 +14,8 @@
 //!
 //! [`QuorumMode`] picks the log: a single node on local files (the default), or a voter or an
 //! observer of a Raft quorum ([`crate::RaftQuorumLog`]). With a quorum only the leader's
-//! controller task acts; `submit` elsewhere forwards the request to the leader's controller RPC
-//! listener (see `forward`) and then waits until the local image includes the answer. A new
+//! controller task acts; `submit` elsewhere forwards the request to the leader's controller
+//! listener (the one port a voter has; see `forward`) and then waits until the local image includes the answer. A new
 //! leader first commits a barrier entry, so its controller starts from an image holding every
 //! earlier commit, and starts every broker's session afresh.
 
@@ -56,15 +56,16 @@ pub const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS: u64 = 30_000;
 const FORWARD_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 const READ_BATCH_MAX: usize = 1024;
 const REQUEST_QUEUE_MAX: usize = 1024;
+/// Forwarding connections accepted before the controller service starts wait here.
+const CONTROLLER_CONNECTIONS_QUEUED: usize = 64;
 
 /// One voter of the metadata quorum, as every node is configured with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuorumVoter {
     pub node_id: i32,
-    /// Its Raft listener (the address in `controller.quorum.voters`).
-    pub raft_addr: SocketAddr,
-    /// Its controller RPC listener, where other nodes forward controller requests.
-    pub rpc_addr: SocketAddr,
+    /// Its controller listener (the address in `controller.quorum.voters`): Raft, observer
+    /// fetches and forwarded controller requests share it.
+    pub addr: SocketAddr,
 }
 
 /// Which metadata log a node runs.
@@ -76,21 +77,19 @@ pub enum QuorumMode {
     /// A combined node voting in a Raft quorum of `voters` (which must include it).
     Voter {
         voters: Vec<QuorumVoter>,
-        /// Where this node's Raft listener binds.
-        raft_listen_addr: SocketAddr,
-        /// Where this node's controller RPC listener binds.
-        rpc_listen_addr: SocketAddr,
+        /// Where this node's controller listener binds.
+        listen_addr: SocketAddr,
     },
     /// A broker-only node following the quorum of `voters` without voting.
     Observer { voters: Vec<QuorumVoter> },
 }
 
-/// Pre-bound listeners and fault switches for [`MetadataNode::start_with_quorum_io`]; the
-/// default binds the configured addresses and injects no faults.
+/// A pre-bound controller listener and fault switches for
+/// [`MetadataNode::start_with_quorum_io`]; the default binds the configured address and injects
+/// no faults.
 #[derive(Debug, Default)]
 pub struct QuorumIo {
-    pub raft_listener: Option<TcpListener>,
-    pub rpc_listener: Option<TcpListener>,
+    pub listener: Option<TcpListener>,
     /// Shared by the nodes of a test cluster to cut Raft links.
     pub faults: Option<Arc<LinkFaults>>,
 }
@@ -144,7 +143,7 @@ pub(crate) struct Command {
 
 /// Where requests go when this node is not the active controller.
 struct Forwarding {
-    rpc_addrs: HashMap<i32, SocketAddr>,
+    controller_addrs: HashMap<i32, SocketAddr>,
     timeout: Duration,
 }
 
@@ -525,7 +524,7 @@ impl MetadataNode {
                     .iter()
                     .map(|v| {
                         u64::try_from(v.node_id)
-                            .map(|id| (id, v.raft_addr))
+                            .map(|id| (id, v.addr))
                             .map_err(|_| {
                                 MetadataError::InvalidRequest(format!(
                                     "voter id {} is negative",
@@ -535,6 +534,7 @@ impl MetadataNode {
                     })
                     .collect()
             };
+        let mut controller_connections = None;
         let log: Arc<dyn QuorumLog> = match &config.quorum {
             QuorumMode::Single => Arc::new(
                 LocalQuorumLog::open(
@@ -545,41 +545,38 @@ impl MetadataNode {
             ),
             QuorumMode::Voter {
                 voters,
-                raft_listen_addr,
-                ..
+                listen_addr,
             } => {
-                let raft_config = RaftConfig::new(
+                let mut raft_config = RaftConfig::new(
                     raft_id?,
                     raft_voters(voters)?,
-                    *raft_listen_addr,
+                    *listen_addr,
                     config.metadata_log_dir.join(RAFT_LOG_SUBDIR),
                 );
-                Arc::new(RaftQuorumLog::start_voter(raft_config, io.raft_listener, faults).await?)
+                raft_config.cluster_id = cluster_id.clone();
+                if config.snapshot_every_records > 0 {
+                    // Raft snapshots (which let the log be purged) follow the metadata setting.
+                    raft_config.snapshot_every_entries = config.snapshot_every_records;
+                    raft_config.log_entries_kept_after_snapshot = raft_config
+                        .log_entries_kept_after_snapshot
+                        .min(config.snapshot_every_records);
+                }
+                let (to_service, from_listener) = mpsc::channel(CONTROLLER_CONNECTIONS_QUEUED);
+                raft_config.controller_service = Some(to_service);
+                controller_connections = Some(from_listener);
+                Arc::new(RaftQuorumLog::start_voter(raft_config, io.listener, faults).await?)
             }
-            QuorumMode::Observer { voters } => Arc::new(RaftQuorumLog::start_observer(
-                ObserverConfig::new(raft_id?, raft_voters(voters)?),
-                faults,
-            )?),
-        };
-        let rpc_listener = match (&config.quorum, io.rpc_listener) {
-            (QuorumMode::Voter { .. }, Some(listener)) => Some(listener),
-            (
-                QuorumMode::Voter {
-                    rpc_listen_addr, ..
-                },
-                None,
-            ) => Some(
-                TcpListener::bind(rpc_listen_addr)
-                    .await
-                    .map_err(|e| MetadataError::io(&format!("bind {rpc_listen_addr}"), e))?,
-            ),
-            _ => None,
+            QuorumMode::Observer { voters } => {
+                let mut observer_config = ObserverConfig::new(raft_id?, raft_voters(voters)?);
+                observer_config.cluster_id = cluster_id.clone();
+                Arc::new(RaftQuorumLog::start_observer(observer_config, faults)?)
+            }
         };
         let forwarding = match &config.quorum {
             QuorumMode::Single => None,
             QuorumMode::Voter { voters, .. } | QuorumMode::Observer { voters } => {
                 Some(Forwarding {
-                    rpc_addrs: voters.iter().map(|v| (v.node_id, v.rpc_addr)).collect(),
+                    controller_addrs: voters.iter().map(|v| (v.node_id, v.addr)).collect(),
                     timeout: Duration::from_millis(config.quorum_request_timeout_ms.max(1)),
                 })
             }
@@ -589,7 +586,7 @@ impl MetadataNode {
             cluster_id,
             Arc::clone(&log),
             forwarding,
-            rpc_listener,
+            controller_connections,
         )
         .await;
         if started.is_err() {
@@ -613,7 +610,7 @@ impl MetadataNode {
         cluster_id: String,
         log: Arc<dyn QuorumLog>,
         forwarding: Option<Forwarding>,
-        rpc_listener: Option<TcpListener>,
+        controller_connections: Option<forward::Connections>,
     ) -> Result<MetadataNode, MetadataError> {
         let (image, replayed) = load_image(log.as_ref(), &cluster_id).await?;
         let leader_id = log.leader().borrow().leader_id;
@@ -624,9 +621,9 @@ impl MetadataNode {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_applier_tx, stop_applier_rx) = watch::channel(false);
         let (requests, commands) = mpsc::channel(REQUEST_QUEUE_MAX);
-        let rpc_server = rpc_listener.map(|listener| {
+        let rpc_server = controller_connections.map(|connections| {
             forward::spawn_server(
-                listener,
+                connections,
                 cluster_id.clone(),
                 requests.clone(),
                 image_rx.clone(),
@@ -790,7 +787,7 @@ impl MetadataNode {
                     }
                 }
                 Some(id) => {
-                    if let Some(addr) = forwarding.rpc_addrs.get(&id) {
+                    if let Some(addr) = forwarding.controller_addrs.get(&id) {
                         let remaining = deadline.saturating_duration_since(Instant::now());
                         let forwarded = ForwardRequest {
                             cluster_id: self.inner.cluster_id.clone(),

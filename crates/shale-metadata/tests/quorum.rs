@@ -74,14 +74,12 @@ impl Cluster {
         let mut voters = Vec::new();
         let mut listeners = Vec::new();
         for node_id in 1..=size {
-            let raft = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let rpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             voters.push(QuorumVoter {
                 node_id,
-                raft_addr: raft.local_addr().unwrap(),
-                rpc_addr: rpc.local_addr().unwrap(),
+                addr: listener.local_addr().unwrap(),
             });
-            listeners.push((node_id, raft, rpc));
+            listeners.push((node_id, listener));
         }
         let mut cluster = Cluster {
             dir: tempfile::tempdir().unwrap(),
@@ -91,7 +89,7 @@ impl Cluster {
         };
         let starts: Vec<_> = listeners
             .into_iter()
-            .map(|(id, raft, rpc)| tokio::spawn(cluster.start_voter(id, raft, rpc)))
+            .map(|(id, listener)| tokio::spawn(cluster.start_voter(id, listener)))
             .collect();
         for start in starts {
             let node = start.await.unwrap().unwrap();
@@ -107,8 +105,7 @@ impl Cluster {
             node_id,
             QuorumMode::Voter {
                 voters: self.voters.clone(),
-                raft_listen_addr: me.raft_addr,
-                rpc_listen_addr: me.rpc_addr,
+                listen_addr: me.addr,
             },
         )
     }
@@ -116,8 +113,7 @@ impl Cluster {
     fn start_voter(
         &self,
         node_id: i32,
-        raft: TcpListener,
-        rpc: TcpListener,
+        listener: TcpListener,
     ) -> impl std::future::Future<Output = Result<MetadataNode, MetadataError>> + Send + 'static
     {
         let config = self.voter_config(node_id);
@@ -125,8 +121,7 @@ impl Cluster {
         MetadataNode::start_with_quorum_io(
             config,
             QuorumIo {
-                raft_listener: Some(raft),
-                rpc_listener: Some(rpc),
+                listener: Some(listener),
                 faults: Some(faults),
             },
         )
@@ -136,9 +131,8 @@ impl Cluster {
         let mut starts = Vec::new();
         for node_id in node_ids {
             let me = *self.voters.iter().find(|v| v.node_id == *node_id).unwrap();
-            let raft = bind(me.raft_addr).await;
-            let rpc = bind(me.rpc_addr).await;
-            starts.push(tokio::spawn(self.start_voter(*node_id, raft, rpc)));
+            let listener = bind(me.addr).await;
+            starts.push(tokio::spawn(self.start_voter(*node_id, listener)));
         }
         for start in starts {
             let node = start.await.unwrap().unwrap();

@@ -3,6 +3,9 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
 use crate::error::RaftError;
 
 /// Heartbeat period of the leader; well under the election timeout so one lost heartbeat does not
@@ -46,6 +49,11 @@ pub struct RaftConfig {
     pub log_entries_kept_after_snapshot: u64,
     /// Deadline of a single RPC to another voter.
     pub rpc_timeout_ms: u64,
+    /// The cluster this quorum belongs to; connections naming another one are refused.
+    pub cluster_id: String,
+    /// Where connections to the controller listener that ask for
+    /// [`crate::SERVICE_CONTROLLER`] are handed (their preamble read); `None` refuses them.
+    pub controller_service: Option<mpsc::Sender<TcpStream>>,
 }
 
 impl RaftConfig {
@@ -67,6 +75,8 @@ impl RaftConfig {
             snapshot_every_entries: DEFAULT_SNAPSHOT_EVERY_ENTRIES,
             log_entries_kept_after_snapshot: DEFAULT_LOG_ENTRIES_KEPT_AFTER_SNAPSHOT,
             rpc_timeout_ms: DEFAULT_RPC_TIMEOUT_MS,
+            cluster_id: String::new(),
+            controller_service: None,
         }
     }
 

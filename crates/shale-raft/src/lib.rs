@@ -29,7 +29,9 @@
 //!   written to a temporary, fsynced, renamed and the directory fsynced. Snapshots are files
 //!   (`state_machine`), taken every `snapshot_every_entries` and used to purge the log.
 //! - Network (`network`, `wire`): one TCP connection per peer stream on the controller listener,
-//!   length-prefixed bincode frames bounded to 64 MiB, connect and request timeouts, reconnect on
+//!   opened by a preamble naming the service and the cluster id (one port carries Raft, observer
+//!   fetches and, handed to the metadata layer, forwarded controller requests; a peer of another
+//!   cluster is refused), then length-prefixed bincode frames bounded to 64 MiB, connect and request timeouts, reconnect on
 //!   the next RPC; malformed input closes the connection and never panics. [`LinkFaults`] cuts
 //!   links for partition tests.
 //! - Observers fetch committed entries from the leader (or any voter) rather than joining as
@@ -81,8 +83,8 @@ pub use config::{
 };
 pub use error::RaftError;
 pub use log_store::SEGMENT_BYTES_MAX;
-pub use network::LinkFaults;
+pub use network::{connect_service, LinkFaults};
 pub use node::{LeaderInfo, NodeStatus, RaftNode, MAX_PROPOSAL_BYTES};
 pub use observer::{ObserverConfig, RaftObserver};
 pub use state_machine::{ReplicatedStateMachine, StateMachineError};
-pub use wire::MAX_FRAME_BYTES;
+pub use wire::{MAX_FRAME_BYTES, SERVICE_CONTROLLER, SERVICE_RAFT};

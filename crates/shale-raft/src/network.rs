@@ -16,15 +16,16 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::BasicNode;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::log_store::LogStore;
 use crate::state_machine::SnapshotSlot;
 use crate::types::{NodeId, Raft, TypeConfig};
 use crate::wire::{
-    self, FetchBody, FetchRequest, FetchResponse, FrameError, Request, Response, MAGIC,
+    self, FetchBody, FetchRequest, FetchResponse, FrameError, Request, Response, SERVICE_RAFT,
 };
 
 /// Entries per AppendEntries request. Requests that would exceed [`wire::MAX_FRAME_BYTES`] are
@@ -36,6 +37,8 @@ const ENTRY_OVERHEAD_BYTES: usize = 128;
 pub const SNAPSHOT_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// Upper bound of entries returned to an observer per fetch.
 const FETCH_MAX_ENTRIES: usize = 1024;
+/// How long a new connection may take to send its preamble.
+const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection may sit idle on the server before it is closed.
 const IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(120);
 /// Delay before retrying a peer that refused connections.
@@ -95,6 +98,8 @@ pub struct PeerConnection {
     addr: Option<SocketAddr>,
     stream: Option<BufReader<BufWriter<TcpStream>>>,
     faults: Arc<LinkFaults>,
+    /// Sent in the preamble; the peer refuses connections from another cluster.
+    cluster_id: Arc<str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +118,7 @@ impl PeerConnection {
         target: NodeId,
         addr: Option<SocketAddr>,
         faults: Arc<LinkFaults>,
+        cluster_id: Arc<str>,
     ) -> Self {
         Self {
             self_id,
@@ -120,6 +126,7 @@ impl PeerConnection {
             addr,
             stream: None,
             faults,
+            cluster_id,
         }
     }
 
@@ -155,8 +162,9 @@ impl PeerConnection {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let magic = MAGIC.to_be_bytes();
-            let hello = stream.write_all(&magic);
+            let preamble = wire::encode_preamble(SERVICE_RAFT, &self.cluster_id)
+                .map_err(|e| CallError::Unreachable(self.target, e.to_string()))?;
+            let hello = stream.write_all(&preamble);
             match tokio::time::timeout_at(deadline, hello).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
@@ -191,6 +199,27 @@ impl PeerConnection {
     }
 }
 
+/// Opens a connection to `service` on a controller listener: connects and sends the preamble.
+/// The metadata layer uses it to reach the active controller on the port Raft uses.
+pub async fn connect_service(
+    addr: SocketAddr,
+    service: u8,
+    cluster_id: &str,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let preamble = wire::encode_preamble(service, cluster_id)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let connect = async {
+        let mut stream = TcpStream::connect(addr).await?;
+        let _ = stream.set_nodelay(true);
+        stream.write_all(&preamble).await?;
+        Ok(stream)
+    };
+    tokio::time::timeout(timeout, connect)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+}
+
 fn to_rpc_error<E: std::error::Error>(e: CallError) -> RPCError<NodeId, BasicNode, E> {
     match e {
         CallError::Unreachable(..) => RPCError::Unreachable(Unreachable::new(&e)),
@@ -208,6 +237,7 @@ fn unexpected<E: std::error::Error>(target: NodeId) -> RPCError<NodeId, BasicNod
 pub struct NetworkFactory {
     pub self_id: NodeId,
     pub faults: Arc<LinkFaults>,
+    pub cluster_id: Arc<str>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -219,6 +249,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             target,
             node.addr.parse().ok(),
             self.faults.clone(),
+            self.cluster_id.clone(),
         )
     }
 }
@@ -307,6 +338,10 @@ pub struct ServerContext {
     pub raft: Raft,
     pub log: LogStore,
     pub snapshots: Arc<SnapshotSlot>,
+    /// Connections from another cluster are refused.
+    pub cluster_id: Arc<str>,
+    /// Where connections asking for [`wire::SERVICE_CONTROLLER`] go (preamble consumed).
+    pub controller_service: Option<mpsc::Sender<TcpStream>>,
 }
 
 /// Accepts connections until the returned task is aborted; aborting it also closes every
@@ -336,18 +371,35 @@ pub fn spawn_server(listener: TcpListener, ctx: ServerContext) -> tokio::task::J
     })
 }
 
-async fn serve_connection(stream: TcpStream, ctx: ServerContext) -> Result<(), FrameError> {
+async fn serve_connection(mut stream: TcpStream, ctx: ServerContext) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
-    let mut stream = BufReader::new(BufWriter::new(stream));
-    let magic = wire::with_timeout(IDLE_CONNECTION_TIMEOUT, async {
-        Ok(stream.read_u32().await?)
-    })
-    .await?;
-    if magic != MAGIC {
-        return Err(FrameError::Decode(format!(
-            "bad connection magic {magic:#x}"
-        )));
+    // Read unbuffered: a connection handed to another service must not lose buffered bytes.
+    let (service, cluster_id) =
+        wire::with_timeout(PREAMBLE_TIMEOUT, wire::read_preamble(&mut stream)).await?;
+    if cluster_id != *ctx.cluster_id {
+        let reason = format!(
+            "this controller belongs to cluster {:?}, the peer to cluster {cluster_id:?}",
+            &*ctx.cluster_id
+        );
+        tracing::warn!(%reason, "refused a connection from another cluster");
+        let _ = wire::write_frame(&mut stream, &Response::Error(reason.clone())).await;
+        return Err(FrameError::Decode(reason));
     }
+    match service {
+        SERVICE_RAFT => {}
+        wire::SERVICE_CONTROLLER => {
+            let Some(to) = &ctx.controller_service else {
+                return Err(FrameError::Decode("no controller service here".into()));
+            };
+            // The service owns the connection from here on.
+            return match to.send(stream).await {
+                Ok(()) => Ok(()),
+                Err(_) => Err(FrameError::Decode("the controller service stopped".into())),
+            };
+        }
+        other => return Err(FrameError::Decode(format!("unknown service {other}"))),
+    }
+    let mut stream = BufReader::new(BufWriter::new(stream));
     loop {
         let request = wire::with_timeout(
             IDLE_CONNECTION_TIMEOUT,

@@ -96,9 +96,11 @@ impl RaftNode {
         std::fs::create_dir_all(&config.data_dir)?;
         let log = LogStore::open(&config.data_dir.join("log"))?;
         let (sm, snapshots) = StateMachineStore::open(&config.data_dir, state_machine)?;
+        let cluster_id: Arc<str> = Arc::from(config.cluster_id.as_str());
         let network = NetworkFactory {
             self_id: config.node_id,
             faults,
+            cluster_id: cluster_id.clone(),
         };
         let raft = Raft::new(config.node_id, openraft_config, network, log.clone(), sm)
             .await
@@ -110,6 +112,8 @@ impl RaftNode {
                 raft: raft.clone(),
                 log,
                 snapshots,
+                cluster_id,
+                controller_service: config.controller_service.clone(),
             },
         );
 

@@ -32,6 +32,8 @@ pub struct ObserverConfig {
     pub rpc_timeout_ms: u64,
     /// Pause after a fetch failed at every voter.
     pub retry_backoff_ms: u64,
+    /// The cluster the voters must belong to.
+    pub cluster_id: String,
 }
 
 impl ObserverConfig {
@@ -43,6 +45,7 @@ impl ObserverConfig {
             fetch_max_bytes: 8 * 1024 * 1024,
             rpc_timeout_ms: crate::config::DEFAULT_RPC_TIMEOUT_MS,
             retry_backoff_ms: 100,
+            cluster_id: String::new(),
         }
     }
 }
@@ -131,10 +134,19 @@ async fn follow(
     applied_tx: watch::Sender<Option<u64>>,
     leader_tx: watch::Sender<Option<u64>>,
 ) {
+    let cluster_id: Arc<str> = Arc::from(config.cluster_id.as_str());
     let mut connections: Vec<PeerConnection> = config
         .voters
         .iter()
-        .map(|(id, addr)| PeerConnection::new(config.observer_id, *id, Some(*addr), faults.clone()))
+        .map(|(id, addr)| {
+            PeerConnection::new(
+                config.observer_id,
+                *id,
+                Some(*addr),
+                faults.clone(),
+                cluster_id.clone(),
+            )
+        })
         .collect();
     let timeout = Duration::from_millis(config.rpc_timeout_ms + config.fetch_max_wait_ms);
     let mut current = 0usize;

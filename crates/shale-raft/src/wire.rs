@@ -25,6 +25,52 @@ pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 /// port) are rejected early.
 pub const MAGIC: u32 = 0x5348_5246; // "SHRF"
 
+/// The service a connection on the controller listener asks for, sent right after [`MAGIC`]:
+/// Raft between voters and observers' fetches.
+pub const SERVICE_RAFT: u8 = 0;
+/// Controller requests forwarded to the active controller (served by the metadata layer).
+pub const SERVICE_CONTROLLER: u8 = 1;
+/// Longest cluster id accepted in a preamble.
+const CLUSTER_ID_BYTES_MAX: usize = 255;
+
+/// The connection preamble: `[MAGIC u32 BE][service u8][cluster id length u8][cluster id]`.
+/// One controller port serves every service; the cluster id keeps nodes of different clusters
+/// from replicating into each other.
+pub fn encode_preamble(service: u8, cluster_id: &str) -> Result<Vec<u8>, FrameError> {
+    let id = cluster_id.as_bytes();
+    if id.len() > CLUSTER_ID_BYTES_MAX {
+        return Err(FrameError::Decode(format!(
+            "cluster id of {} bytes is too long",
+            id.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(6 + id.len());
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.push(service);
+    out.push(id.len() as u8);
+    out.extend_from_slice(id);
+    Ok(out)
+}
+
+/// Reads a preamble; returns the service and the cluster id.
+pub async fn read_preamble<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<(u8, String), FrameError> {
+    let magic = reader.read_u32().await?;
+    if magic != MAGIC {
+        return Err(FrameError::Decode(format!(
+            "bad connection magic {magic:#x}"
+        )));
+    }
+    let service = reader.read_u8().await?;
+    let len = reader.read_u8().await? as usize;
+    let mut id = vec![0u8; len];
+    reader.read_exact(&mut id).await?;
+    let id =
+        String::from_utf8(id).map_err(|_| FrameError::Decode("cluster id is not UTF-8".into()))?;
+    Ok((service, id))
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Request {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
@@ -142,6 +188,27 @@ mod tests {
             decoded,
             Response::Vote(Err(OpenRaftError::Fatal(Fatal::Stopped)))
         ));
+    }
+
+    #[tokio::test]
+    async fn preambles_round_trip_and_garbage_is_refused() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&encode_preamble(SERVICE_CONTROLLER, "MkU3OEVBNTcwNTJENDM2Qk").unwrap())
+            .await
+            .unwrap();
+        let (service, id) = read_preamble(&mut b).await.unwrap();
+        assert_eq!(service, SERVICE_CONTROLLER);
+        assert_eq!(id, "MkU3OEVBNTcwNTJENDM2Qk");
+
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(b"\x00\x00\x00\x10GET / HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        assert!(matches!(
+            read_preamble(&mut b).await,
+            Err(FrameError::Decode(_))
+        ));
+        assert!(encode_preamble(SERVICE_RAFT, &"x".repeat(300)).is_err());
     }
 
     #[tokio::test]

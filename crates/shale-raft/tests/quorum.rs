@@ -233,3 +233,50 @@ async fn dropping_the_leader_without_shutdown_fails_over_and_it_rejoins() {
     cluster.wait_applied(&[1, 2, 3], index).await;
     cluster.assert_payloads(&[1, 2, 3], &expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_port_serves_the_controller_service_and_refuses_other_clusters() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (service_tx, mut service_rx) = tokio::sync::mpsc::channel(4);
+    let mut config = RaftConfig::new(1, vec![(1, addr)], addr, dir.path());
+    config.cluster_id = "cluster-a".into();
+    config.controller_service = Some(service_tx);
+    let node = RaftNode::start_with_listener(
+        config,
+        Arc::new(RecordingMachine::default()),
+        listener,
+        shale_raft::LinkFaults::new(),
+    )
+    .await
+    .unwrap();
+
+    // The controller service gets the connection after its preamble, bytes intact.
+    let mut client =
+        shale_raft::connect_service(addr, shale_raft::SERVICE_CONTROLLER, "cluster-a", WAIT)
+            .await
+            .unwrap();
+    client.write_all(b"ping").await.unwrap();
+    let mut served = tokio::time::timeout(WAIT, service_rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut got = [0u8; 4];
+    served.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"ping");
+
+    // A node of another cluster is answered with an error and disconnected.
+    let mut stranger =
+        shale_raft::connect_service(addr, shale_raft::SERVICE_RAFT, "cluster-b", WAIT)
+            .await
+            .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT, stranger.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&answer).contains("cluster-b"));
+    node.shutdown().await.unwrap();
+}
