@@ -13,6 +13,7 @@ mod groups;
 mod handlers;
 mod log_config;
 mod partitions;
+pub mod replication;
 mod server;
 mod time;
 mod txn;

@@ -1,0 +1,98 @@
+//! One connection from this broker to another broker's inter-broker listener, carrying
+//! requests one at a time (a follower's OffsetForLeaderEpoch and Fetch).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use shale_protocol::{decode_response, encode_request, frame_len, ProtocolError, RequestHeader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest response frame accepted from a leader; Fetch answers are bounded by the
+/// follower's own `replica.fetch.response.max.bytes` well below it.
+const RESPONSE_FRAME_MAX_BYTES: usize = 256 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("i/o with broker: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("protocol: {0}")]
+    Protocol(#[from] ProtocolError),
+    #[error("request timed out")]
+    Timeout,
+    #[error("response carries correlation id {got}, expected {expected}")]
+    Correlation { got: i32, expected: i32 },
+}
+
+/// A connection to one broker.
+pub struct BrokerClient {
+    stream: TcpStream,
+    client_id: String,
+    next_correlation_id: i32,
+}
+
+impl BrokerClient {
+    pub async fn connect(
+        addr: &str,
+        client_id: String,
+        timeout: Duration,
+    ) -> Result<BrokerClient, ClientError> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ClientError::Timeout)??;
+        stream.set_nodelay(true)?;
+        Ok(BrokerClient {
+            stream,
+            client_id,
+            next_correlation_id: 0,
+        })
+    }
+
+    /// Sends one request and waits for its response (at most `timeout`).
+    pub async fn call(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: RequestKind,
+        timeout: Duration,
+    ) -> Result<ResponseKind, ClientError> {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let header = RequestHeader {
+            api_key: key as i16,
+            api_version: version,
+            correlation_id,
+            client_id: Some(self.client_id.clone()),
+            header_version: key.request_header_version(version),
+        };
+        let frame = encode_request(&header, &request)?;
+        let exchange = async {
+            self.stream.write_all(&frame).await?;
+            let mut prefix = [0u8; 4];
+            self.stream.read_exact(&mut prefix).await?;
+            let len = frame_len(prefix, RESPONSE_FRAME_MAX_BYTES)?;
+            // The buffer grows as bytes arrive: a length prefix alone reserves nothing.
+            let mut body = Vec::new();
+            (&mut self.stream)
+                .take(len as u64)
+                .read_to_end(&mut body)
+                .await?;
+            if body.len() != len {
+                return Err(ClientError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            Ok::<Bytes, ClientError>(Bytes::from(body))
+        };
+        let body = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| ClientError::Timeout)??;
+        let (got, response) = decode_response(key as i16, version, body)?;
+        if got != correlation_id {
+            return Err(ClientError::Correlation {
+                got,
+                expected: correlation_id,
+            });
+        }
+        Ok(response)
+    }
+}
