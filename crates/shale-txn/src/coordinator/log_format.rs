@@ -1,7 +1,8 @@
 //! `__transaction_state` record keys and values in Kafka's layout (TransactionLogKey v0,
 //! TransactionLogValue v0 and v1), so that the log reads like Kafka's.
 //!
-//! Values are written as v1 (flexible, with the previous producer id as tagged field 0).
+//! Values are written as v1 (flexible, with Kafka's tagged fields: 0 the previous producer id,
+//! 1 the next producer id and 2 the client's transaction version, each only when set).
 //! Kafka's value carries no "last producer epoch", so after a reload it is `-1`, as in Kafka:
 //! a retried InitProducerId that spans a coordinator change is fenced.
 
@@ -9,11 +10,15 @@ use std::collections::BTreeSet;
 
 use super::metadata::{TopicPartition, TxnLogRecord, TxnMetadata};
 use super::state::TxnState;
-use crate::producer_state::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
+use crate::producer_state::{TransactionVersion, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 const KEY_VERSION: i16 = 0;
 const VALUE_VERSION: i16 = 1;
 const TAG_PREVIOUS_PRODUCER_ID: u32 = 0;
+const TAG_NEXT_PRODUCER_ID: u32 = 1;
+const TAG_CLIENT_TRANSACTION_VERSION: u32 = 2;
+/// The `transaction.version` level written for version 2 clients.
+const TRANSACTION_VERSION_2: i16 = 2;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("malformed transaction log record: {reason}")]
@@ -66,13 +71,24 @@ pub fn encode_txn_log_value(metadata: &TxnMetadata) -> Vec<u8> {
     }
     out.extend_from_slice(&metadata.txn_last_update_timestamp_ms.to_be_bytes());
     out.extend_from_slice(&metadata.txn_start_timestamp_ms.to_be_bytes());
-    if metadata.prev_producer_id == NO_PRODUCER_ID {
-        put_uvarint(&mut out, 0);
-    } else {
-        put_uvarint(&mut out, 1);
-        put_uvarint(&mut out, u64::from(TAG_PREVIOUS_PRODUCER_ID));
-        put_uvarint(&mut out, 8);
-        out.extend_from_slice(&metadata.prev_producer_id.to_be_bytes());
+    let mut tagged: Vec<(u32, Vec<u8>)> = Vec::new();
+    if metadata.prev_producer_id != NO_PRODUCER_ID {
+        let bytes = metadata.prev_producer_id.to_be_bytes().to_vec();
+        tagged.push((TAG_PREVIOUS_PRODUCER_ID, bytes));
+    }
+    if metadata.next_producer_id != NO_PRODUCER_ID {
+        let bytes = metadata.next_producer_id.to_be_bytes().to_vec();
+        tagged.push((TAG_NEXT_PRODUCER_ID, bytes));
+    }
+    if metadata.client_transaction_version == TransactionVersion::V2 {
+        let bytes = TRANSACTION_VERSION_2.to_be_bytes().to_vec();
+        tagged.push((TAG_CLIENT_TRANSACTION_VERSION, bytes));
+    }
+    put_uvarint(&mut out, tagged.len() as u64);
+    for (tag, bytes) in tagged {
+        put_uvarint(&mut out, u64::from(tag));
+        put_uvarint(&mut out, bytes.len() as u64);
+        out.extend_from_slice(&bytes);
     }
     out
 }
@@ -155,13 +171,30 @@ fn decode_value(transactional_id: &str, bytes: &[u8]) -> Result<TxnMetadata, Txn
     let txn_last_update_timestamp_ms = reader.i64()?;
     let txn_start_timestamp_ms = reader.i64()?;
     let mut prev_producer_id = NO_PRODUCER_ID;
+    let mut next_producer_id = NO_PRODUCER_ID;
+    let mut client_transaction_version = TransactionVersion::Legacy;
     if flexible {
         reader.skip_tagged_fields(|tag, data| {
-            if tag == TAG_PREVIOUS_PRODUCER_ID {
-                let bytes: [u8; 8] = data
-                    .try_into()
-                    .map_err(|_| malformed("previous producer id is not 8 bytes"))?;
-                prev_producer_id = i64::from_be_bytes(bytes);
+            match tag {
+                TAG_PREVIOUS_PRODUCER_ID | TAG_NEXT_PRODUCER_ID => {
+                    let bytes: [u8; 8] = data
+                        .try_into()
+                        .map_err(|_| malformed("a producer id tag is not 8 bytes"))?;
+                    if tag == TAG_PREVIOUS_PRODUCER_ID {
+                        prev_producer_id = i64::from_be_bytes(bytes);
+                    } else {
+                        next_producer_id = i64::from_be_bytes(bytes);
+                    }
+                }
+                TAG_CLIENT_TRANSACTION_VERSION => {
+                    let bytes: [u8; 2] = data
+                        .try_into()
+                        .map_err(|_| malformed("the transaction version is not 2 bytes"))?;
+                    if i16::from_be_bytes(bytes) >= TRANSACTION_VERSION_2 {
+                        client_transaction_version = TransactionVersion::V2;
+                    }
+                }
+                _ => {}
             }
             Ok(())
         })?;
@@ -178,6 +211,8 @@ fn decode_value(transactional_id: &str, bytes: &[u8]) -> Result<TxnMetadata, Txn
         partitions,
         txn_start_timestamp_ms,
         txn_last_update_timestamp_ms,
+        next_producer_id,
+        client_transaction_version,
     })
 }
 
@@ -310,6 +345,8 @@ mod tests {
                 .collect(),
             txn_start_timestamp_ms: 1_700_000_000_000,
             txn_last_update_timestamp_ms: 1_700_000_000_500,
+            next_producer_id: NO_PRODUCER_ID,
+            client_transaction_version: TransactionVersion::Legacy,
         }
     }
 
@@ -343,6 +380,25 @@ mod tests {
         let (key, value) = encode_txn_log_record(&tombstone);
         assert_eq!(value, None);
         assert_eq!(decode_txn_log_record(&key, None).unwrap(), tombstone);
+    }
+
+    #[test]
+    fn version_2_fields_round_trip_as_kafkas_tags() {
+        let mut v2 = sample();
+        v2.state = TxnState::PrepareCommit;
+        v2.next_producer_id = 5000;
+        v2.client_transaction_version = TransactionVersion::V2;
+        let key = encode_txn_log_key("app-1");
+        let value = encode_txn_log_value(&v2);
+        // Tagged fields close the value: count 3, then tag 0 (8 bytes), tag 1 (8), tag 2 (2).
+        let tail = &value[value.len() - 25..];
+        assert_eq!(tail[0], 3);
+        assert_eq!(&tail[1..3], &[0, 8]);
+        assert_eq!(&tail[11..13], &[1, 8]);
+        assert_eq!(&tail[13..21], &5000i64.to_be_bytes());
+        assert_eq!(&tail[21..], &[2, 2, 0, 2]);
+        let decoded = decode_txn_log_record(&key, Some(&value)).unwrap();
+        assert_eq!(decoded.value, Some(v2));
     }
 
     #[test]

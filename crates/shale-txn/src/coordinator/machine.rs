@@ -4,8 +4,10 @@
 //! transaction markers to send. State changes only by [`TxnCoordinator::replay`] of a logged
 //! record (plus the in-memory "pending" flag that serialises operations on one id).
 //!
-//! This implements transaction protocol version 1 (KIP-98 with KIP-360 epoch recovery), the
-//! one Kafka 4 clients use unless the broker finalises `transaction.version >= 2`.
+//! Both transaction protocols are served: version 1 (KIP-98 with KIP-360 epoch recovery) and
+//! version 2 (KIP-890 part 2), which Kafka 4 clients use once the broker finalises
+//! `transaction.version >= 2`: every EndTxn bumps the producer epoch, the markers carry the
+//! bumped epoch, and the partitions of produced batches are added by their leaders.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +15,7 @@ use super::error::{TxnCoordinatorError, TxnLogAppendError};
 use super::metadata::{TopicPartition, TxnLogRecord, TxnMetadata};
 use super::state::TxnState;
 use crate::allocator::ProducerIdAllocator;
-use crate::producer_state::NO_PRODUCER_EPOCH;
+use crate::producer_state::{TransactionVersion, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// Kafka's defaults: `transaction.max.timeout.ms` = 15 minutes, `transactional.id.expiration.ms`
 /// = 7 days.
@@ -98,6 +100,8 @@ pub struct MarkerRequest {
     pub coordinator_epoch: i32,
     pub commit: bool,
     pub partitions: Vec<TopicPartition>,
+    /// Version 2 markers carry a bumped epoch, which the partitions check more strictly.
+    pub transaction_version: TransactionVersion,
 }
 
 /// The result of a transaction-log append.
@@ -208,12 +212,28 @@ impl TxnCoordinator {
         states: &'a [TxnState],
         producer_ids: &'a [i64],
     ) -> impl Iterator<Item = &'a TxnMetadata> + 'a {
+        self.list_running_longer_than(states, producer_ids, -1, 0)
+    }
+
+    /// [`Self::list`] with KIP-994's duration filter: with `duration_ms >= 0` only
+    /// transactions that started more than `duration_ms` before `now_ms` are listed (as in
+    /// Kafka, the start time of an id with no transaction running is `-1`, so it passes).
+    pub fn list_running_longer_than<'a>(
+        &'a self,
+        states: &'a [TxnState],
+        producer_ids: &'a [i64],
+        duration_ms: i64,
+        now_ms: i64,
+    ) -> impl Iterator<Item = &'a TxnMetadata> + 'a {
         self.txns
             .values()
             .map(|entry| &entry.metadata)
             .filter(|m| m.state != TxnState::Dead)
             .filter(move |m| states.is_empty() || states.contains(&m.state))
             .filter(move |m| producer_ids.is_empty() || producer_ids.contains(&m.producer_id))
+            .filter(move |m| {
+                duration_ms < 0 || now_ms.saturating_sub(m.txn_start_timestamp_ms) > duration_ms
+            })
     }
 
     fn marker_request(&self, metadata: &TxnMetadata) -> MarkerRequest {
@@ -224,6 +244,7 @@ impl TxnCoordinator {
             coordinator_epoch: self.coordinator_epoch,
             commit: metadata.state == TxnState::PrepareCommit,
             partitions: metadata.partitions.iter().cloned().collect(),
+            transaction_version: metadata.client_transaction_version,
         }
     }
 
@@ -387,13 +408,35 @@ impl TxnCoordinator {
     }
 
     /// AddPartitionsToTxn (and AddOffsetsToTxn, with the group's `__consumer_offsets`
-    /// partition).
+    /// partition) from a transaction version 1 client.
     pub fn add_partitions(
         &mut self,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
         partitions: &BTreeSet<TopicPartition>,
+        now_ms: i64,
+    ) -> TxnDecision {
+        self.add_partitions_with_version(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            TransactionVersion::Legacy,
+            now_ms,
+        )
+    }
+
+    /// AddPartitionsToTxn under either protocol. Under version 2 the partition leaders send
+    /// it (implicitly, for the first batch of a transaction on a partition) and TxnOffsetCommit
+    /// v5 for the group's partition.
+    pub fn add_partitions_with_version(
+        &mut self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TopicPartition>,
+        transaction_version: TransactionVersion,
         now_ms: i64,
     ) -> TxnDecision {
         let entry = match self.producer_entry(transactional_id, producer_id) {
@@ -418,7 +461,7 @@ impl TxnCoordinator {
         if metadata.state == TxnState::Ongoing && partitions.is_subset(&metadata.partitions) {
             return reply(Ok(TxnReply::Done));
         }
-        match metadata.prepare_add_partitions(partitions, now_ms) {
+        match metadata.prepare_add_partitions(partitions, transaction_version, now_ms) {
             Ok(next) => self.append(next, AppendPurpose::AddPartitions),
             Err(error) => fail(error),
         }
@@ -461,7 +504,7 @@ impl TxnCoordinator {
             .collect())
     }
 
-    /// EndTxn from the producer.
+    /// EndTxn from a transaction version 1 producer (EndTxn v0-v4).
     pub fn end_txn(
         &mut self,
         transactional_id: &str,
@@ -470,13 +513,58 @@ impl TxnCoordinator {
         commit: bool,
         now_ms: i64,
     ) -> TxnDecision {
-        let entry = match self.producer_entry(transactional_id, producer_id) {
-            Ok(entry) => entry,
-            Err(error) => return fail(error),
+        self.end_txn_with_version(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            commit,
+            TransactionVersion::Legacy,
+            now_ms,
+            &mut ProducerIdAllocator::new(),
+        )
+    }
+
+    /// EndTxn under either protocol. Under version 2 (EndTxn v5+) the epoch is bumped and
+    /// answered; `producer_ids` must hold one id when the bump exhausts the epochs
+    /// (see [`TxnMetadata::is_producer_epoch_exhausted`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn end_txn_with_version(
+        &mut self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        transaction_version: TransactionVersion,
+        now_ms: i64,
+        producer_ids: &mut ProducerIdAllocator,
+    ) -> TxnDecision {
+        if transactional_id.is_empty() {
+            return fail(TxnCoordinatorError::InvalidRequest {
+                reason: "empty transactional id",
+            });
+        }
+        let Some(entry) = self.txns.get(transactional_id) else {
+            return fail(TxnCoordinatorError::InvalidProducerIdMapping { producer_id });
         };
         let metadata = &entry.metadata;
+        let v2 = transaction_version == TransactionVersion::V2;
+        // Version 2 retries: the producer does not know yet about the bump its EndTxn caused
+        // (or the one a timeout abort caused), or about the producer id that followed an
+        // exhausted epoch.
+        let retry_on_bump = v2
+            && producer_id == metadata.producer_id
+            && i32::from(producer_epoch) + 1 == i32::from(metadata.producer_epoch);
+        let retry_on_overflow = v2
+            && producer_id != metadata.producer_id
+            && producer_id == metadata.prev_producer_id
+            && metadata.producer_epoch == 0
+            && super::metadata::is_epoch_exhausted(producer_epoch);
+        let is_retry = retry_on_bump || retry_on_overflow;
+        if producer_id != metadata.producer_id && !retry_on_overflow {
+            return fail(TxnCoordinatorError::InvalidProducerIdMapping { producer_id });
+        }
         // Clients never bump the epoch themselves, so theirs must match exactly.
-        if producer_epoch != metadata.producer_epoch {
+        if producer_epoch != metadata.producer_epoch && !is_retry {
             return fail(TxnCoordinatorError::ProducerFenced {
                 producer_epoch,
                 current_epoch: metadata.producer_epoch,
@@ -492,14 +580,51 @@ impl TxnCoordinator {
                 action,
             })
         };
+        let current = || {
+            reply(Ok(if v2 {
+                TxnReply::ProducerIdAndEpoch(ProducerIdAndEpoch {
+                    producer_id: metadata.producer_id,
+                    producer_epoch: metadata.producer_epoch,
+                })
+            } else {
+                TxnReply::Done
+            }))
+        };
         match (metadata.state, commit) {
-            (TxnState::Ongoing, _) => match metadata.prepare_abort_or_commit(commit, now_ms) {
-                Ok(next) => self.append(next, AppendPurpose::EndTxn { commit }),
-                Err(error) => fail(error),
-            },
-            // A retry of an EndTxn that already completed.
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
-                reply(Ok(TxnReply::Done))
+            (TxnState::Ongoing, _) if is_retry => fail(TxnCoordinatorError::ProducerFenced {
+                producer_epoch,
+                current_epoch: metadata.producer_epoch,
+            }),
+            // Version 2 aborts even when no transaction is open: the epoch bump fences any
+            // write the producer may still have in flight.
+            (TxnState::Ongoing, _)
+            | (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, false)
+                if !is_retry && (metadata.state == TxnState::Ongoing || v2) =>
+            {
+                let next_producer_id = if v2 && metadata.is_producer_epoch_exhausted() {
+                    match producer_ids.next() {
+                        Some(id) => id,
+                        None => return fail(TxnCoordinatorError::CoordinatorLoadInProgress),
+                    }
+                } else {
+                    NO_PRODUCER_ID
+                };
+                match metadata.prepare_abort_or_commit(
+                    commit,
+                    transaction_version,
+                    next_producer_id,
+                    now_ms,
+                ) {
+                    Ok(next) => self.append(next, AppendPurpose::EndTxn { commit }),
+                    Err(error) => fail(error),
+                }
+            }
+            // A retry of an EndTxn that already completed (under version 2 with the epoch it
+            // bumped from).
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false)
+                if is_retry || !v2 =>
+            {
+                current()
             }
             // A retry while the markers are still being written.
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
@@ -513,6 +638,7 @@ impl TxnCoordinator {
                 | TxnState::PrepareAbort,
                 _,
             ) => invalid(),
+            (TxnState::Ongoing, _) => invalid(),
             (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
                 fail(TxnCoordinatorError::IllegalState {
                     reason: format!("EndTxn in state {:?}", metadata.state),
@@ -649,10 +775,30 @@ impl TxnCoordinator {
                 reply: Some(Ok(TxnReply::Done)),
                 markers: None,
             },
-            AppendPurpose::EndTxn { .. } => AppendOutcome {
-                reply: Some(Ok(TxnReply::Done)),
-                markers: Some(self.marker_request(metadata)),
-            },
+            AppendPurpose::EndTxn { .. } => {
+                let reply = if metadata.client_transaction_version == TransactionVersion::V2 {
+                    // The producer continues under the bumped epoch, or under the next
+                    // producer id at epoch 0 once the epochs ran out.
+                    let continues_as = if metadata.next_producer_id == NO_PRODUCER_ID {
+                        ProducerIdAndEpoch {
+                            producer_id: metadata.producer_id,
+                            producer_epoch: metadata.producer_epoch,
+                        }
+                    } else {
+                        ProducerIdAndEpoch {
+                            producer_id: metadata.next_producer_id,
+                            producer_epoch: 0,
+                        }
+                    };
+                    TxnReply::ProducerIdAndEpoch(continues_as)
+                } else {
+                    TxnReply::Done
+                };
+                AppendOutcome {
+                    reply: Some(Ok(reply)),
+                    markers: Some(self.marker_request(metadata)),
+                }
+            }
             AppendPurpose::FenceForInitProducerId => AppendOutcome {
                 reply: Some(Err(TxnCoordinatorError::ConcurrentTransactions)),
                 markers: Some(self.marker_request(metadata)),

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use super::error::TxnCoordinatorError;
 use super::state::TxnState;
-use crate::producer_state::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
+use crate::producer_state::{TransactionVersion, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// A partition taking part in a transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,6 +39,12 @@ pub struct TxnMetadata {
     /// When the first partition was added (`-1` when no transaction is running).
     pub txn_start_timestamp_ms: i64,
     pub txn_last_update_timestamp_ms: i64,
+    /// Transaction version 2: the producer id the transaction continues under once its
+    /// markers are written, because the epoch bump of this EndTxn exhausted the epochs.
+    pub next_producer_id: i64,
+    /// The transaction protocol of the client's last AddPartitions or EndTxn: under version 2
+    /// every EndTxn bumps the epoch (KIP-890).
+    pub client_transaction_version: TransactionVersion,
 }
 
 /// One record of the transaction log: a new value for the transactional id, or a tombstone
@@ -74,6 +80,8 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             txn_start_timestamp_ms: -1,
             txn_last_update_timestamp_ms: now_ms,
+            next_producer_id: NO_PRODUCER_ID,
+            client_transaction_version: TransactionVersion::Legacy,
         }
     }
 
@@ -179,9 +187,11 @@ impl TxnMetadata {
     pub fn prepare_add_partitions(
         &self,
         partitions: &BTreeSet<TopicPartition>,
+        transaction_version: TransactionVersion,
         now_ms: i64,
     ) -> Result<Self, TxnCoordinatorError> {
         let mut next = self.transit(TxnState::Ongoing)?;
+        next.client_transaction_version = transaction_version;
         if self.state != TxnState::Ongoing {
             next.txn_start_timestamp_ms = now_ms;
         }
@@ -190,10 +200,14 @@ impl TxnMetadata {
         Ok(next)
     }
 
-    /// EndTxn: prepare to commit or abort.
+    /// EndTxn: prepare to commit or abort. Under transaction version 2 the epoch is bumped
+    /// (the markers carry the new one, fencing late writes of this transaction), and
+    /// `next_producer_id` is where the producer continues once the bump exhausted the epochs.
     pub fn prepare_abort_or_commit(
         &self,
         commit: bool,
+        transaction_version: TransactionVersion,
+        next_producer_id: i64,
         now_ms: i64,
     ) -> Result<Self, TxnCoordinatorError> {
         let target = if commit {
@@ -202,6 +216,20 @@ impl TxnMetadata {
             TxnState::PrepareAbort
         };
         let mut next = self.transit(target)?;
+        next.client_transaction_version = transaction_version;
+        if transaction_version == TransactionVersion::V2 {
+            next.producer_epoch = self.producer_epoch.checked_add(1).ok_or_else(|| {
+                TxnCoordinatorError::IllegalState {
+                    reason: format!("producer epoch {} cannot be bumped", self.producer_epoch),
+                }
+            })?;
+            next.last_producer_epoch = self.producer_epoch;
+            next.next_producer_id = next_producer_id;
+        }
+        if self.state != TxnState::Ongoing {
+            // Aborting with no transaction open (version 2): nothing to write markers to.
+            next.partitions.clear();
+        }
         next.txn_last_update_timestamp_ms = now_ms;
         Ok(next)
     }
@@ -233,6 +261,14 @@ impl TxnMetadata {
         let mut next = self.transit(target)?;
         next.partitions.clear();
         next.txn_last_update_timestamp_ms = now_ms;
+        if self.next_producer_id != NO_PRODUCER_ID {
+            // The epoch bump of a version 2 EndTxn exhausted the epochs: continue afresh.
+            next.producer_id = self.next_producer_id;
+            next.prev_producer_id = self.producer_id;
+            next.producer_epoch = 0;
+            next.last_producer_epoch = NO_PRODUCER_EPOCH;
+            next.next_producer_id = NO_PRODUCER_ID;
+        }
         Ok(next)
     }
 

@@ -6,6 +6,7 @@ mod error;
 mod log_format;
 mod machine;
 mod metadata;
+mod pattern;
 mod state;
 
 #[cfg(test)]
@@ -23,4 +24,5 @@ pub use machine::{
     TxnAppend, TxnCoordinator, TxnCoordinatorConfig, TxnDecision, TxnReply, TxnResult,
 };
 pub use metadata::{is_epoch_exhausted, TopicPartition, TxnLogRecord, TxnMetadata};
+pub use pattern::{InvalidPatternError, TransactionalIdPattern};
 pub use state::TxnState;

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::allocator::ProducerIdAllocator;
+use crate::producer_state::TransactionVersion;
 
 const TID: &str = "txn-1";
 const TIMEOUT_MS: i32 = 60_000;
@@ -215,6 +216,7 @@ fn commit_flow_through_every_state() {
             coordinator_epoch: 3,
             commit: true,
             partitions: parts(&[("a", 0), ("a", 1), ("b", 0)]).into_iter().collect(),
+            transaction_version: TransactionVersion::Legacy,
         }
     );
     // While markers are written: retried commit waits, abort is invalid, adds wait.
@@ -716,7 +718,9 @@ fn illegal_transitions_are_refused_by_the_metadata() {
     let mut metadata = TxnMetadata::new(TID, 1, TIMEOUT_MS, 0);
     metadata.producer_epoch = 0;
     // Empty cannot commit, complete, or be fenced.
-    assert!(metadata.prepare_abort_or_commit(true, 1).is_err());
+    assert!(metadata
+        .prepare_abort_or_commit(true, TransactionVersion::Legacy, -1, 1)
+        .is_err());
     assert!(metadata.prepare_complete(1).is_err());
     assert!(metadata.prepare_fence_and_abort(1).is_err());
     metadata.state = TxnState::Ongoing;
@@ -729,12 +733,12 @@ fn illegal_transitions_are_refused_by_the_metadata() {
         .is_err());
     metadata.state = TxnState::Dead;
     assert!(metadata
-        .prepare_add_partitions(&parts(&[("a", 0)]), 1)
+        .prepare_add_partitions(&parts(&[("a", 0)]), TransactionVersion::Legacy, 1)
         .is_err());
     // Every transition records the current producer id as the previous one.
     metadata.state = TxnState::Empty;
     let next = metadata
-        .prepare_add_partitions(&parts(&[("a", 0)]), 5)
+        .prepare_add_partitions(&parts(&[("a", 0)]), TransactionVersion::Legacy, 5)
         .unwrap();
     assert_eq!(next.prev_producer_id, 1);
     assert_eq!(next.txn_start_timestamp_ms, 5);
@@ -760,3 +764,6 @@ fn reload_through_kafkas_record_format() {
     assert_eq!(loaded.metadata(TID), Some(&expected));
     assert_eq!(loaded.markers_to_resend(), vec![markers.unwrap()]);
 }
+
+#[path = "tests_v2.rs"]
+mod v2;
