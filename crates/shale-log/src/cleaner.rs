@@ -3,7 +3,7 @@
 //! `delete.retention.ms` (KIP-534 delete horizon in the batch header), keeps every record's
 //! offset, rewrites changed batches with a new CRC and swaps the result in crash-safely:
 //! `<base>.log.cleaned` -> `<base>.log.swap` -> old segments renamed `.deleted` -> `<base>.log`.
-//! A `.swap` found at open is completed by `complete_swaps`.
+//! A `.swap` found at open is completed by `complete_swaps`. Transactions: `cleaner_txn.rs`.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::batch::{BatchHeader, Compression, HEADER_LEN};
 use crate::checkpoint::fsync_dir;
+use crate::cleaner_txn::{TxnCleaning, TxnOutcomes};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::log::Log;
@@ -75,24 +76,31 @@ impl CleanerReport {
 }
 
 /// Completes compactions interrupted by a crash: every `<B>.log.swap` replaces the segments
-/// whose base offsets fall inside its offset range.
+/// whose base offsets fall inside its offset range, and its `<B>.txnindex.swap` (the cleaned
+/// transaction index, written before the log swap) replaces theirs. A transaction-index swap
+/// without a log swap belongs to a compaction that never committed and is dropped.
 pub(crate) fn complete_swaps(
     dir: &Path,
     swaps: &[PathBuf],
     bases: &mut Vec<i64>,
 ) -> Result<(), LogError> {
+    let mut txn_swaps: HashMap<i64, PathBuf> = HashMap::new();
+    let mut log_swaps = Vec::new();
     for swap in swaps {
         let name = swap
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default();
-        let Some(stem) = name.strip_suffix(segment::SWAP_SUFFIX) else {
-            continue;
-        };
-        let Some(base) = segment::parse_base_offset(stem, segment::LOG_SUFFIX) else {
+        let stem = name.strip_suffix(segment::SWAP_SUFFIX).unwrap_or_default();
+        if let Some(base) = segment::parse_base_offset(stem, segment::LOG_SUFFIX) {
+            log_swaps.push((base, swap));
+        } else if let Some(base) = segment::parse_base_offset(stem, segment::TXN_INDEX_SUFFIX) {
+            txn_swaps.insert(base, swap.clone());
+        } else {
             segment::remove_if_exists(swap)?;
-            continue;
-        };
+        }
+    }
+    for (base, swap) in log_swaps {
         let file = Arc::new(File::open(swap)?);
         let size = file.metadata()?.len();
         let mut end = base;
@@ -100,6 +108,7 @@ pub(crate) fn complete_swaps(
         while let Some((_, h)) = scanner.next()? {
             end = h.last_offset() + 1;
         }
+        let txn_swap = txn_swaps.remove(&base);
         for b in bases
             .iter()
             .copied()
@@ -109,11 +118,22 @@ pub(crate) fn complete_swaps(
                 segment::LOG_SUFFIX,
                 segment::INDEX_SUFFIX,
                 segment::TIME_INDEX_SUFFIX,
+                segment::TXN_INDEX_SUFFIX,
             ] {
+                // Without a swap left, `<B>.txnindex` is already the cleaned one.
+                if b == base && suffix == segment::TXN_INDEX_SUFFIX && txn_swap.is_none() {
+                    continue;
+                }
                 segment::remove_if_exists(&dir.join(segment::file_name(b, suffix)))?;
             }
         }
         bases.retain(|b| !(*b >= base && *b < end.max(base + 1)));
+        if let Some(txn_swap) = txn_swap {
+            install_txn_index_swap(
+                &txn_swap,
+                &dir.join(segment::file_name(base, segment::TXN_INDEX_SUFFIX)),
+            )?;
+        }
         std::fs::rename(
             swap,
             dir.join(segment::file_name(base, segment::LOG_SUFFIX)),
@@ -121,8 +141,21 @@ pub(crate) fn complete_swaps(
         bases.push(base);
         tracing::info!(dir = %dir.display(), base, "completed interrupted compaction swap");
     }
+    for (_, uncommitted) in txn_swaps {
+        segment::remove_if_exists(&uncommitted)?;
+    }
     if !swaps.is_empty() {
         fsync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Moves a cleaned transaction index into place; an empty one leaves no file.
+fn install_txn_index_swap(swap: &Path, target: &Path) -> Result<(), LogError> {
+    if std::fs::metadata(swap)?.len() == 0 {
+        segment::remove_if_exists(swap)?;
+    } else {
+        std::fs::rename(swap, target)?;
     }
     Ok(())
 }
@@ -133,13 +166,26 @@ fn read_batch(file: &File, pos: u64, h: &BatchHeader) -> Result<Vec<u8>, LogErro
     Ok(buf)
 }
 
-/// Whether the records of a batch take part in key deduplication.
-fn participates(log: &Log, h: &BatchHeader, resolver: &dyn TxnResolver) -> Option<bool> {
+/// Whether the records of a batch take part in key deduplication: `Some(false)` for an
+/// aborted transaction's records, `None` for control batches and undecided transactions.
+/// The markers in the log decide first; the installed resolver answers for the rest.
+fn participates(
+    log: &Log,
+    h: &BatchHeader,
+    outcomes: &TxnOutcomes,
+    resolver: &dyn TxnResolver,
+) -> Option<bool> {
     if h.is_control() {
         return None;
     }
     if h.is_transactional() {
-        return match resolver.outcome(log.topic_partition(), h.producer_id, h.base_offset) {
+        let outcome = match outcomes.outcome(h.producer_id, h.base_offset) {
+            TxnOutcome::Unknown => {
+                resolver.outcome(log.topic_partition(), h.producer_id, h.base_offset)
+            }
+            decided => decided,
+        };
+        return match outcome {
             TxnOutcome::Committed => Some(true),
             TxnOutcome::Aborted => Some(false),
             TxnOutcome::Unknown => None,
@@ -196,7 +242,9 @@ impl Log {
         if dirty == 0 || (ratio < config.min_cleanable_dirty_ratio && !overdue) {
             return Ok(CleanerReport::default());
         }
-        let (mut report, covered) = self.compact_segments(&cleanable, &config, now_ms, resolver)?;
+        let outcomes = TxnOutcomes::scan(&segs)?;
+        let (mut report, covered) =
+            self.compact_segments(&cleanable, &config, now_ms, &outcomes, resolver)?;
         // Segments are in offset order: the next one after what was cleaned marks the end.
         let next_base = segs
             .get(covered)
@@ -211,6 +259,7 @@ impl Log {
         cleanable: &[Arc<Segment>],
         config: &LogConfig,
         now_ms: i64,
+        outcomes: &TxnOutcomes,
         resolver: &dyn TxnResolver,
     ) -> Result<(CleanerReport, usize), LogError> {
         let limit = config.decompressed_batch_bytes_max;
@@ -232,7 +281,7 @@ impl Log {
             covered += 1;
             let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
-                if participates(self, &h, resolver) != Some(true) {
+                if participates(self, &h, outcomes, resolver) != Some(true) {
                     continue;
                 }
                 let bytes = read_batch(seg.file()?.as_ref(), pos, &h)?;
@@ -255,6 +304,7 @@ impl Log {
         let cleanable = &cleanable[..covered];
         // Pass 2: rewrite groups of consecutive segments that fit one segment.
         let mut report = CleanerReport::default();
+        let mut txns = TxnCleaning::default();
         let mut group: Vec<Arc<Segment>> = Vec::new();
         let mut group_bytes = 0u64;
         for seg in cleanable {
@@ -263,7 +313,14 @@ impl Log {
                     .first()
                     .is_none_or(|f| seg.base_offset - f.base_offset < i64::from(i32::MAX));
             if !fits && !group.is_empty() {
-                report.add(&self.rewrite_group(&group, &latest, config, now_ms, resolver)?);
+                report.add(&self.rewrite_group(
+                    &group,
+                    &latest,
+                    config,
+                    now_ms,
+                    (outcomes, &mut txns),
+                    resolver,
+                )?);
                 group.clear();
                 group_bytes = 0;
             }
@@ -271,7 +328,14 @@ impl Log {
             group.push(seg.clone());
         }
         if !group.is_empty() {
-            report.add(&self.rewrite_group(&group, &latest, config, now_ms, resolver)?);
+            report.add(&self.rewrite_group(
+                &group,
+                &latest,
+                config,
+                now_ms,
+                (outcomes, &mut txns),
+                resolver,
+            )?);
         }
         Ok((report, covered))
     }
@@ -282,6 +346,7 @@ impl Log {
         latest: &HashMap<Vec<u8>, i64>,
         config: &LogConfig,
         now_ms: i64,
+        (outcomes, txns): (&TxnOutcomes, &mut TxnCleaning),
         resolver: &dyn TxnResolver,
     ) -> Result<CleanerReport, LogError> {
         let base = group[0].base_offset;
@@ -301,13 +366,30 @@ impl Log {
             ..CleanerReport::default()
         };
         let mut buf = Vec::new();
+        let mut dropped_markers = std::collections::HashSet::new();
         for seg in group {
             report.bytes_before += seg.size();
             let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
                 let bytes = read_batch(seg.file()?.as_ref(), pos, &h)?;
-                let (kept, removed) =
-                    filter_batch(self, &bytes, &h, latest, config, now_ms, resolver)?;
+                let (kept, removed) = if h.is_control() {
+                    let kept = txns.filter_marker(&bytes, &h, config, now_ms)?;
+                    if kept.is_none() {
+                        dropped_markers.insert(h.base_offset);
+                    }
+                    (kept, 0)
+                } else {
+                    let dedup = participates(self, &h, outcomes, resolver);
+                    let filtered = filter_batch(self, &bytes, &h, latest, config, now_ms, dedup)?;
+                    if h.is_transactional() {
+                        match dedup {
+                            Some(false) => txns.on_aborted_batch_removed(h.producer_id),
+                            Some(true) if filtered.0.is_none() => {}
+                            _ => txns.on_committed_batch_kept(h.producer_id),
+                        }
+                    }
+                    filtered
+                };
                 report.records_removed += removed;
                 if let Some(b) = kept {
                     buf.extend_from_slice(&b);
@@ -322,6 +404,20 @@ impl Log {
         out.sync_all()?;
         report.bytes_after = out.metadata()?.len();
         drop(out);
+        // The aborted transactions whose markers survive move to the cleaned segment's index.
+        let txn_index_name = segment::file_name(base, segment::TXN_INDEX_SUFFIX);
+        let txn_cleaned_path = dir.join(format!("{txn_index_name}{}", segment::CLEANED_SUFFIX));
+        let txn_swap_path = dir.join(format!("{txn_index_name}{}", segment::SWAP_SUFFIX));
+        let mut txn_entries = Vec::new();
+        for seg in group {
+            for txn in seg.aborted_txn_entries()? {
+                if !dropped_markers.contains(&txn.last_offset) {
+                    txn_entries.extend_from_slice(&txn.to_bytes());
+                }
+            }
+        }
+        std::fs::write(&txn_cleaned_path, &txn_entries)?;
+        File::open(&txn_cleaned_path)?.sync_all()?;
 
         let swap_path = dir.join(format!(
             "{}{}",
@@ -339,13 +435,17 @@ impl Log {
         };
         if !still_there {
             segment::remove_if_exists(&cleaned_path)?;
+            segment::remove_if_exists(&txn_cleaned_path)?;
             return Ok(CleanerReport::default());
         }
+        // The index swap comes first: the log swap is the commit point (`complete_swaps`).
+        std::fs::rename(&txn_cleaned_path, &txn_swap_path)?;
         std::fs::rename(&cleaned_path, &swap_path)?;
         fsync_dir(&dir)?;
         for s in group {
             self.schedule_delete_pub(s, now_ms)?;
         }
+        install_txn_index_swap(&txn_swap_path, &dir.join(&txn_index_name))?;
         std::fs::rename(
             &swap_path,
             dir.join(segment::file_name(base, segment::LOG_SUFFIX)),
@@ -374,9 +474,9 @@ fn filter_batch(
     latest: &HashMap<Vec<u8>, i64>,
     config: &LogConfig,
     now_ms: i64,
-    resolver: &dyn TxnResolver,
+    dedup: Option<bool>,
 ) -> Result<(Option<Vec<u8>>, u64), LogError> {
-    let Some(dedup) = participates(log, h, resolver) else {
+    let Some(dedup) = dedup else {
         return Ok((Some(bytes.to_vec()), 0));
     };
     if !dedup {

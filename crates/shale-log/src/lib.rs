@@ -4,7 +4,8 @@
 //! indexes. [`Log`] is one partition; [`LogManager`] owns the log directories, recovery,
 //! retention, the cleaner and checkpoints. No wire-protocol types appear here.
 //!
-//! On disk (Kafka's layout): `<dir>/<topic>-<partition>/<20-digit base>.log|.index|.timeindex`,
+//! On disk (Kafka's layout): `<dir>/<topic>-<partition>/<20-digit base>.log|.index|.timeindex`
+//! and `.txnindex` (aborted transactions whose ABORT marker is in that segment),
 //! `leader-epoch-checkpoint` per partition; per log directory `recovery-point-offset-checkpoint`,
 //! `log-start-offset-checkpoint` and the `.kafka_cleanshutdown` marker.
 //!
@@ -22,6 +23,7 @@
 pub mod batch;
 mod checkpoint;
 pub mod cleaner;
+mod cleaner_txn;
 pub mod compression;
 mod config;
 mod epoch;
@@ -29,9 +31,12 @@ mod error;
 mod fault;
 mod index;
 mod log;
+mod log_txn;
 mod manager;
 pub mod records;
 mod segment;
+mod segment_txn;
+pub mod txn_index;
 mod types;
 
 pub use batch::{parse_batches, BatchHeader, Compression};
@@ -41,4 +46,5 @@ pub use error::LogError;
 pub use fault::FaultInjector;
 pub use log::{Log, RetentionResult};
 pub use manager::{LogManager, RetentionReport};
+pub use txn_index::{AbortedTxn, TxnIndex, TxnIndexError};
 pub use types::{AppendInfo, AppendOrigin, FileSlice, ReadInfo, TopicPartition};

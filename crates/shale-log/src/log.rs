@@ -115,6 +115,7 @@ impl Log {
                 bases.push(base);
             } else if let Some(base) = segment::parse_base_offset(name, segment::INDEX_SUFFIX)
                 .or_else(|| segment::parse_base_offset(name, segment::TIME_INDEX_SUFFIX))
+                .or_else(|| segment::parse_base_offset(name, segment::TXN_INDEX_SUFFIX))
             {
                 index_files.push((base, entry.path()));
             }

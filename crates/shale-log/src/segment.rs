@@ -17,6 +17,7 @@ use crate::index::{OffsetIndex, TimeIndex};
 pub(crate) const LOG_SUFFIX: &str = ".log";
 pub(crate) const INDEX_SUFFIX: &str = ".index";
 pub(crate) const TIME_INDEX_SUFFIX: &str = ".timeindex";
+pub(crate) const TXN_INDEX_SUFFIX: &str = ".txnindex";
 pub(crate) const DELETED_SUFFIX: &str = ".deleted";
 pub(crate) const CLEANED_SUFFIX: &str = ".cleaned";
 pub(crate) const SWAP_SUFFIX: &str = ".swap";
@@ -49,7 +50,7 @@ pub(crate) struct RecoveredSegment {
 
 pub(crate) struct Segment {
     pub(crate) base_offset: i64,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Opened on first use: old segments of thousands of partitions stay closed.
     file: Mutex<Option<Arc<File>>>,
     size: AtomicU64,
@@ -62,6 +63,9 @@ pub(crate) struct Segment {
     pub(crate) created_ms: i64,
     bytes_since_index: AtomicU64,
     deleted: Mutex<bool>,
+    /// The aborted-transaction index (`<base>.txnindex`), opened on first use
+    /// (`segment_txn.rs`).
+    pub(crate) txn_index: Mutex<Option<crate::txn_index::TxnIndex>>,
 }
 
 fn corrupt_file(path: &Path, reason: impl Into<String>) -> LogError {
@@ -97,7 +101,7 @@ impl Segment {
             .create(true)
             .truncate(true)
             .open(&path)?;
-        for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
             remove_if_exists(&dir.join(file_name(base_offset, suffix)))?;
         }
         let seg = Segment::from_file(dir, base_offset, Some(file), 0, index_max_bytes, now_ms);
@@ -151,6 +155,7 @@ impl Segment {
             created_ms: now_ms,
             bytes_since_index: AtomicU64::new(0),
             deleted: Mutex::new(false),
+            txn_index: Mutex::new(None),
         }
     }
 
@@ -424,6 +429,7 @@ impl Segment {
             Some((pos, _)) => pos,
             None => return Ok(0),
         };
+        self.truncate_txn_index(offset)?;
         self.truncate_to_position(cut)
     }
 
@@ -600,7 +606,7 @@ impl Segment {
             idx.offset.file().flush()?;
             idx.time.file().flush()?;
         }
-        Ok(())
+        self.flush_txn_index()
     }
 
     /// Renames the files to `*.deleted`; readers holding the file keep reading it.
@@ -612,7 +618,14 @@ impl Segment {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        // The transaction index goes with its segment; appends never reach a deleted one.
+        *self.txn_index.lock() = None;
+        for suffix in [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            TXN_INDEX_SUFFIX,
+        ] {
             let from = self.dir.join(file_name(self.base_offset, suffix));
             let to = self.dir.join(format!(
                 "{}{}",
