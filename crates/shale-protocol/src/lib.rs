@@ -9,6 +9,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod error;
+mod fetch_frame;
 mod frame;
 mod header;
 mod reader;
@@ -24,6 +25,8 @@ mod validate;
 pub mod fuzzing;
 
 #[cfg(test)]
+mod fetch_frame_tests;
+#[cfg(test)]
 mod fuzz_regression_tests;
 #[cfg(test)]
 mod proptest_tests;
@@ -37,6 +40,10 @@ mod schema_testgen;
 mod validate_tests;
 
 pub use error::ProtocolError;
+pub use fetch_frame::{
+    encode_fetch_frame, FetchFrame, FrameChunk, RecordSet, FETCH_FRAME_VERSION_MAX,
+    FETCH_FRAME_VERSION_MIN,
+};
 pub use frame::{frame_len, FRAME_LEN_PREFIX_BYTES};
 pub use header::{parse_request_header, RequestHeader};
 pub use request::{
