@@ -63,12 +63,15 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::ListGroups, 0, 5),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
-    // The transaction coordinator, protocol version 1 (KIP-98): versions that imply
-    // transaction.version 2 (KIP-890) are not advertised.
-    api(ApiKey::AddPartitionsToTxn, 0, 3),
+    // The transaction coordinator: versions 5 of AddPartitionsToTxn, EndTxn and
+    // TxnOffsetCommit are transaction version 2 (KIP-890), which ApiVersions finalises.
+    api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
-    api(ApiKey::EndTxn, 0, 4),
-    api(ApiKey::TxnOffsetCommit, 0, 4),
+    api(ApiKey::EndTxn, 0, 5),
+    api(ApiKey::TxnOffsetCommit, 0, 5),
+    api(ApiKey::WriteTxnMarkers, 1, 1),
+    api(ApiKey::DescribeTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 2),
 ];
 
 /// Finds the entry for a raw API key.

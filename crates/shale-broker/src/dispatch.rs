@@ -132,6 +132,15 @@ pub async fn handle(
         R::TxnOffsetCommit(r) => {
             ResponseKind::TxnOffsetCommit(txn::handlers::txn_offset_commit(broker, ctx, r).await)
         }
+        R::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(txn::admin::write_txn_markers(broker, ctx, r).await)
+        }
+        R::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(txn::admin::describe_transactions(broker, ctx, r))
+        }
+        R::ListTransactions(r) => {
+            ResponseKind::ListTransactions(txn::admin::list_transactions(broker, ctx, r))
+        }
         _ => return Err(HandlerError::NotServed("not in the API table")),
     };
     Ok(Some(response))

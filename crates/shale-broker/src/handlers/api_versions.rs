@@ -1,9 +1,12 @@
-//! ApiVersions: derived from the API table.
+//! ApiVersions: derived from the API table, plus the features clients negotiate behaviour on.
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::api_table;
@@ -23,8 +26,69 @@ fn valid_software_field(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
 }
 
+/// KIP-890's feature: level 2 makes Kafka 4 clients use transaction version 2 (epoch bump on
+/// every EndTxn, EndTxn/TxnOffsetCommit v5, Produce v12 adding partitions implicitly).
+const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
+const TRANSACTION_VERSION_MAX: i16 = 2;
+
+/// A feature this broker supports: its range, and the level finalised unless the metadata
+/// image holds another (Kafka 4.x formats a new cluster at the latest production levels).
+struct Feature {
+    name: &'static str,
+    min_version: i16,
+    max_version: i16,
+    default_level: i16,
+}
+
+const FEATURES: &[Feature] = &[Feature {
+    name: TRANSACTION_VERSION_FEATURE,
+    min_version: 0,
+    max_version: TRANSACTION_VERSION_MAX,
+    default_level: TRANSACTION_VERSION_MAX,
+}];
+
+/// Supported and finalised features as Kafka 4.x answers them (v3+ only, tagged fields).
+/// Before v4 a feature whose minimum is 0 is left out of the supported list (KAFKA-17492):
+/// older clients cannot parse a zero minimum. A level of 0 is not finalised.
+fn with_features(
+    response: ApiVersionsResponse,
+    broker: &Broker,
+    version: i16,
+) -> ApiVersionsResponse {
+    if version < 3 {
+        return response;
+    }
+    let image = broker.image();
+    let supported = FEATURES
+        .iter()
+        .filter(|f| version >= 4 || f.min_version > 0)
+        .map(|f| {
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(f.name))
+                .with_min_version(f.min_version)
+                .with_max_version(f.max_version)
+        })
+        .collect();
+    let finalized = FEATURES
+        .iter()
+        .map(|f| (f, image.feature_level(f.name).unwrap_or(f.default_level)))
+        .filter(|(_, level)| *level > 0)
+        .map(|(f, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(f.name))
+                .with_min_version_level(level)
+                .with_max_version_level(level)
+        })
+        .collect();
+    // Clients keep the finalised features of the highest epoch they saw: never below 0.
+    response
+        .with_supported_features(supported)
+        .with_finalized_features(finalized)
+        .with_finalized_features_epoch(image.offset.max(0))
+}
+
 pub fn handle(
-    _broker: &Arc<Broker>,
+    broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
@@ -40,6 +104,7 @@ pub fn handle(
     let mut response = ApiVersionsResponse::default()
         .with_api_keys(api_keys)
         .with_finalized_features_epoch(-1);
+    response = with_features(response, broker, ctx.version());
     if ctx.version() >= 3
         && !(valid_software_field(request.client_software_name.as_str())
             && valid_software_field(request.client_software_version.as_str()))

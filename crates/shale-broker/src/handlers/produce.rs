@@ -10,7 +10,6 @@ use kafka_protocol::ResponseError;
 use shale_log::TopicPartition;
 
 use crate::dispatch::RequestContext;
-use crate::errors::append_error_code;
 use crate::time::now_ms;
 use crate::Broker;
 
@@ -22,6 +21,7 @@ pub async fn handle(
 ) -> Option<ProduceResponse> {
     let version = ctx.version();
     let acks = request.acks;
+    let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
     let image = broker.image();
     let now = now_ms();
     let mut responses = Vec::with_capacity(request.topic_data.len());
@@ -88,7 +88,17 @@ pub async fn handle(
                 }
             }
             let mut owned = BytesMut::from(records.as_ref());
-            match partition.append_client(&mut owned, now) {
+            // Transactional batches are checked with the coordinator first (KIP-890).
+            let appended = crate::txn::produce::append_client(
+                broker,
+                &partition,
+                &mut owned,
+                now,
+                transactional_id.as_deref(),
+                version,
+            )
+            .await;
+            match appended {
                 Ok(a) => {
                     appended_any = true;
                     partitions.push(
@@ -97,8 +107,7 @@ pub async fn handle(
                             .with_log_start_offset(a.log_start_offset),
                     );
                 }
-                Err(e) => {
-                    let (code, message) = append_error_code(&e);
+                Err((code, message)) => {
                     partitions.push(
                         base.with_error_code(code)
                             .with_error_message(Some(StrBytes::from_string(message))),

@@ -1,10 +1,12 @@
-//! The transaction APIs: InitProducerId with a transactional id, AddPartitionsToTxn v0-v3,
-//! AddOffsetsToTxn (0-4), EndTxn (0-4) and TxnOffsetCommit (0-4).
+//! The transaction APIs: InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3
+//! from clients, v4-v5 batched from partition leaders, with `verify_only`), AddOffsetsToTxn
+//! (0-4), EndTxn (0-5) and TxnOffsetCommit (0-5). Versions 5 of AddPartitionsToTxn, EndTxn and
+//! TxnOffsetCommit are transaction version 2 (KIP-890 part 2).
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -20,7 +22,7 @@ use shale_group::records::{encode_record, GroupRecord};
 use shale_group::types as domain;
 use shale_log::records::BatchBuilder;
 use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
-use shale_txn::ProducerIdAllocator;
+use shale_txn::{ProducerIdAllocator, TransactionVersion};
 
 use crate::dispatch::RequestContext;
 use crate::errors::{
@@ -89,12 +91,21 @@ pub async fn init_producer_id(
     }
 }
 
-/// AddPartitionsToTxn v0-v3 (one transaction per request).
+/// The first versions of the transaction version 2 protocol.
+const ADD_PARTITIONS_TV2_MIN_VERSION: i16 = 5;
+const END_TXN_TV2_MIN_VERSION: i16 = 5;
+const TXN_OFFSET_COMMIT_TV2_MIN_VERSION: i16 = 5;
+
+/// AddPartitionsToTxn: v0-v3 carry one transaction from its producer; v4+ carry several
+/// from a partition leader, each either only verified or added (KIP-890).
 pub async fn add_partitions_to_txn(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
+    if ctx.version() >= 4 {
+        return add_partitions_batched(broker, ctx, request).await;
+    }
     let fenced_code = ctx.version() >= 2;
     let transactional_id = request.v3_and_below_transactional_id.0.to_string();
     let image = broker.image();
@@ -162,6 +173,115 @@ pub async fn add_partitions_to_txn(
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
 }
 
+/// AddPartitionsToTxn v4+: one result per transaction and partition.
+async fn add_partitions_batched(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let version = if ctx.version() >= ADD_PARTITIONS_TV2_MIN_VERSION {
+        TransactionVersion::V2
+    } else {
+        TransactionVersion::Legacy
+    };
+    let image = broker.image();
+    let mut results = Vec::with_capacity(request.transactions.len());
+    for txn in request.transactions {
+        let transactional_id = txn.transactional_id.0.to_string();
+        let partitions = super::partition_set(
+            txn.topics
+                .iter()
+                .map(|t| (t.name.0.as_str(), t.partitions.as_slice())),
+        );
+        let unknown: Vec<&TxnTopicPartition> = partitions
+            .iter()
+            .filter(|tp| {
+                !image
+                    .topic(&tp.topic)
+                    .is_some_and(|t| t.partitions.contains_key(&tp.partition))
+            })
+            .collect();
+        let codes: Vec<(TxnTopicPartition, i16)> = if !unknown.is_empty() {
+            partitions
+                .iter()
+                .map(|tp| {
+                    let code = if unknown.contains(&tp) {
+                        ResponseError::UnknownTopicOrPartition.code()
+                    } else {
+                        ResponseError::OperationNotAttempted.code()
+                    };
+                    (tp.clone(), code)
+                })
+                .collect()
+        } else if txn.verify_only {
+            match broker
+                .txn
+                .verify_or_add(
+                    broker,
+                    &transactional_id,
+                    txn.producer_id.0,
+                    txn.producer_epoch,
+                    &partitions,
+                    TransactionVersion::Legacy,
+                )
+                .await
+            {
+                Ok(verified) => verified
+                    .into_iter()
+                    .map(|(tp, r)| {
+                        let code = r
+                            .err()
+                            .map_or(0, |e| txn_coordinator_error_code(&e, true).0);
+                        (tp, code)
+                    })
+                    .collect(),
+                Err(e) => {
+                    let code = txn_coordinator_error_code(&e, true).0;
+                    partitions.iter().map(|tp| (tp.clone(), code)).collect()
+                }
+            }
+        } else {
+            let (producer_id, producer_epoch) = (txn.producer_id.0, txn.producer_epoch);
+            let code = broker
+                .txn
+                .execute(broker, &transactional_id, |c, now| {
+                    c.add_partitions_with_version(
+                        &transactional_id,
+                        producer_id,
+                        producer_epoch,
+                        &partitions,
+                        version,
+                        now,
+                    )
+                })
+                .await
+                .err()
+                .map_or(0, |e| txn_coordinator_error_code(&e, true).0);
+            partitions.iter().map(|tp| (tp.clone(), code)).collect()
+        };
+        let mut topics: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+        for (tp, code) in codes {
+            let partition = AddPartitionsToTxnPartitionResult::default()
+                .with_partition_index(tp.partition)
+                .with_partition_error_code(code);
+            match topics.last_mut() {
+                Some(t) if t.name.0.as_str() == tp.topic => t.results_by_partition.push(partition),
+                _ => topics.push(
+                    AddPartitionsToTxnTopicResult::default()
+                        .with_name(TopicName(StrBytes::from_string(tp.topic)))
+                        .with_results_by_partition(vec![partition]),
+                ),
+            }
+        }
+        results.push(
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(txn.transactional_id)
+                .with_topic_results(topics),
+        );
+    }
+    AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
+}
+
 /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction.
 pub async fn add_offsets_to_txn(
     broker: &Arc<Broker>,
@@ -196,33 +316,65 @@ pub async fn add_offsets_to_txn(
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
 
-/// EndTxn: logs PrepareCommit/PrepareAbort, writes the markers, logs the completion.
+/// EndTxn: logs PrepareCommit/PrepareAbort, writes the markers, logs the completion. From
+/// v5 (transaction version 2) the epoch is bumped and answered.
 pub async fn end_txn(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: EndTxnRequest,
 ) -> EndTxnResponse {
     let fenced_code = ctx.version() >= 2;
+    let version = if ctx.version() >= END_TXN_TV2_MIN_VERSION {
+        TransactionVersion::V2
+    } else {
+        TransactionVersion::Legacy
+    };
     let transactional_id = request.transactional_id.0.to_string();
+    let response = EndTxnResponse::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    // The epoch bump of version 2 may exhaust the epochs: the producer continues under a new
+    // id, fetched before the coordinator is locked because that may ask the controller.
+    let mut producer_ids = ProducerIdAllocator::new();
+    let exhausted = version == TransactionVersion::V2
+        && broker
+            .txn
+            .inspect(&transactional_id, |c| {
+                c.metadata(&transactional_id)
+                    .is_some_and(|m| m.is_producer_epoch_exhausted())
+            })
+            .unwrap_or(false);
+    if exhausted {
+        match broker.producer_ids.next(broker).await {
+            Ok(id) => {
+                if producer_ids.add_block(id, 1).is_err() {
+                    return response.with_error_code(ResponseError::UnknownServerError.code());
+                }
+            }
+            Err(e) => return response.with_error_code(metadata_error_code(&e).0),
+        }
+    }
     let result = broker
         .txn
         .execute(broker, &transactional_id, |c, now| {
-            c.end_txn(
+            c.end_txn_with_version(
                 &transactional_id,
                 request.producer_id.0,
                 request.producer_epoch,
                 request.committed,
+                version,
                 now,
+                &mut producer_ids,
             )
         })
         .await;
-    let code = result
-        .err()
-        .map_or(0, |e| txn_coordinator_error_code(&e, fenced_code).0);
-    EndTxnResponse::default()
-        .with_error_code(code)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1)
+    match result {
+        Ok(TxnReply::ProducerIdAndEpoch(p)) => response
+            .with_producer_id(ProducerId(p.producer_id))
+            .with_producer_epoch(p.producer_epoch),
+        Ok(TxnReply::Done) => response,
+        Err(e) => response.with_error_code(txn_coordinator_error_code(&e, fenced_code).0),
+    }
 }
 
 /// TxnOffsetCommit: the group coordinator validates the commit, the offsets are written to
@@ -317,6 +469,33 @@ pub async fn txn_offset_commit(
             .collect(),
     };
     let coordinator = &broker.groups.coordinator;
+    if version >= TXN_OFFSET_COMMIT_TV2_MIN_VERSION {
+        // Transaction version 2 clients send no AddOffsetsToTxn: the group's partition joins
+        // the transaction here.
+        let transactional_id = request.transactional_id.0.to_string();
+        let partitions = [TxnTopicPartition::new(
+            OFFSETS_TOPIC,
+            coordinator.partition_for(&group_id),
+        )]
+        .into_iter()
+        .collect();
+        let added = broker
+            .txn
+            .execute(broker, &transactional_id, |c, now| {
+                c.add_partitions_with_version(
+                    &transactional_id,
+                    request.producer_id.0,
+                    request.producer_epoch,
+                    &partitions,
+                    TransactionVersion::V2,
+                    now,
+                )
+            })
+            .await;
+        if let Err(e) = added {
+            return all_failed(txn_coordinator_error_code(&e, true).0);
+        }
+    }
     let (response, records) = match coordinator
         .prepare_transactional_offsets(domain_request)
         .await

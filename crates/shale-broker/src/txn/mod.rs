@@ -3,11 +3,16 @@
 //! the partitions of a finished transaction, and the timer that aborts expired transactions.
 //!
 //! The decisions are `shale_txn::coordinator::TxnCoordinator`'s; this module gives it a clock,
-//! a log and a marker sender. Markers are written to local partitions directly: every
-//! partition leader is this broker in a single-node cluster.
+//! a log and a marker transport (`markers.rs`: the same marker-writing code serves this
+//! coordinator and the WriteTxnMarkers API). Partition leaders check transactional batches
+//! with the coordinator before appending them (`produce.rs`, `gate.rs`; KIP-890).
 
+pub mod admin;
 pub mod control;
+pub mod gate;
 pub mod handlers;
+pub mod markers;
+pub mod produce;
 mod state_log;
 
 use std::collections::{BTreeSet, HashMap};
@@ -17,19 +22,26 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use shale_metadata::MetadataImage;
 use shale_txn::coordinator::{
-    MarkerRequest, TopicPartition as TxnTopicPartition, TxnAppend, TxnCoordinator,
-    TxnCoordinatorConfig, TxnCoordinatorError, TxnDecision, TxnReply, TxnResult,
+    AppendPurpose, MarkerRequest, PartitionVerification, TopicPartition as TxnTopicPartition,
+    TxnAppend, TxnCoordinator, TxnCoordinatorConfig, TxnCoordinatorError, TxnDecision, TxnReply,
+    TxnResult,
 };
-use tracing::{info, warn};
+use shale_txn::TransactionVersion;
+use tracing::{error, info, warn};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::groups::OFFSETS_TOPIC;
 use crate::handlers::topics::ensure_internal_topic;
 use crate::partitions::led_partitions;
 use crate::time::now_ms;
 use crate::Broker;
-use control::ControlMarker;
+use gate::TxnGate;
+use markers::{LocalMarkerTransport, MarkerTransport};
+
+/// Fault injection for the crash test: when this environment variable names a transactional
+/// id, the process aborts right after that id's PrepareCommit is logged and before any marker
+/// is written, as a coordinator killed at that point would.
+const CRASH_AFTER_PREPARE_COMMIT_ENV: &str = "SHALE_TEST_CRASH_AFTER_PREPARE_COMMIT";
 
 /// The internal topic holding transaction metadata.
 pub const TXN_STATE_TOPIC: &str = "__transaction_state";
@@ -44,6 +56,10 @@ pub struct TxnService {
     /// The topic id and leader epoch each served partition was loaded for.
     served: Mutex<HashMap<i32, (Uuid, i32)>>,
     creating: tokio::sync::Mutex<()>,
+    /// Serialises transactional appends against marker writes on each partition.
+    pub gate: TxnGate,
+    transport: Arc<dyn MarkerTransport>,
+    crash_after_prepare_commit: Option<String>,
 }
 
 impl std::fmt::Debug for TxnService {
@@ -72,6 +88,11 @@ impl TxnService {
             coordinators: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
             creating: tokio::sync::Mutex::new(()),
+            gate: TxnGate::default(),
+            transport: Arc::new(LocalMarkerTransport),
+            crash_after_prepare_commit: std::env::var(CRASH_AFTER_PREPARE_COMMIT_ENV)
+                .ok()
+                .filter(|id| !id.is_empty()),
         }
     }
 
@@ -214,6 +235,7 @@ impl TxnService {
                 TxnDecision::Reply(result) => return result,
                 TxnDecision::Append(append) => {
                     let result = state_log::append(broker, partition, &append.record);
+                    self.maybe_crash_after(&append, &result);
                     coordinator.complete_append(append, result)
                 }
             }
@@ -224,6 +246,63 @@ impl TxnService {
         outcome.reply.unwrap_or(Ok(TxnReply::Done))
     }
 
+    fn maybe_crash_after<E>(&self, append: &TxnAppend, result: &Result<(), E>) {
+        let Some(crash_id) = &self.crash_after_prepare_commit else {
+            return;
+        };
+        if result.is_ok()
+            && append.purpose == (AppendPurpose::EndTxn { commit: true })
+            && &append.record.transactional_id == crash_id
+        {
+            error!(transactional_id = %crash_id, "{CRASH_AFTER_PREPARE_COMMIT_ENV}: aborting");
+            std::process::abort();
+        }
+    }
+
+    /// KIP-890 on the partition leader: whether `partitions` are part of the producer's
+    /// ongoing transaction (transaction version 1), or adds them to it (version 2). A
+    /// coordinator on another broker cannot be asked yet (no inter-broker client): version 1
+    /// batches are then appended unverified, as with Kafka's
+    /// `transaction.partition.verification.enable=false`, version 2 ones are refused as
+    /// retriable.
+    pub async fn verify_or_add(
+        &self,
+        broker: &Arc<Broker>,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TxnTopicPartition>,
+        version: TransactionVersion,
+    ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
+        let all_ok = || partitions.iter().map(|tp| (tp.clone(), Ok(()))).collect();
+        if version == TransactionVersion::V2 {
+            return self
+                .execute(broker, transactional_id, |c, now| {
+                    c.add_partitions_with_version(
+                        transactional_id,
+                        producer_id,
+                        producer_epoch,
+                        partitions,
+                        version,
+                        now,
+                    )
+                })
+                .await
+                .map(|_| all_ok());
+        }
+        let partition = self.partition_for(transactional_id);
+        let verified = self.coordinators.lock().get(&partition).map(|c| {
+            c.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        });
+        match verified {
+            Some(result) => result,
+            None => match self.not_served_error(broker, partition) {
+                TxnCoordinatorError::NotCoordinator => Ok(all_ok()),
+                other => Err(other),
+            },
+        }
+    }
+
     /// Looks at the coordinator state of `transactional_id` without changing it.
     pub fn inspect<T>(
         &self,
@@ -232,6 +311,38 @@ impl TxnService {
     ) -> Option<T> {
         let partition = self.partition_for(transactional_id);
         self.coordinators.lock().get(&partition).map(look)
+    }
+
+    /// DescribeTransactions for one id: its metadata, or why it cannot be described here.
+    pub fn describe(
+        &self,
+        broker: &Broker,
+        transactional_id: &str,
+    ) -> Result<shale_txn::coordinator::TxnMetadata, TxnCoordinatorError> {
+        let partition = self.partition_for(transactional_id);
+        let coordinators = self.coordinators.lock();
+        match coordinators.get(&partition) {
+            Some(c) => c.describe(transactional_id).cloned(),
+            None => Err(self.not_served_error(broker, partition)),
+        }
+    }
+
+    /// ListTransactions over every partition this broker coordinates.
+    pub fn list(
+        &self,
+        states: &[shale_txn::coordinator::TxnState],
+        producer_ids: &[i64],
+        duration_ms: i64,
+        pattern: Option<&shale_txn::coordinator::TransactionalIdPattern>,
+        now_ms: i64,
+    ) -> Vec<shale_txn::coordinator::TxnMetadata> {
+        let coordinators = self.coordinators.lock();
+        coordinators
+            .values()
+            .flat_map(|c| c.list_running_longer_than(states, producer_ids, duration_ms, now_ms))
+            .filter(|m| pattern.is_none_or(|p| p.matches(&m.transactional_id)))
+            .cloned()
+            .collect()
     }
 
     fn not_served_error(&self, broker: &Broker, partition: i32) -> TxnCoordinatorError {
@@ -252,7 +363,20 @@ impl TxnService {
     /// Writes the markers of a finished transaction to every partition, then logs the
     /// transaction complete.
     async fn complete_markers(&self, broker: &Arc<Broker>, partition: i32, markers: MarkerRequest) {
-        write_markers(broker, &markers).await;
+        let still_coordinator = || {
+            self.coordinators
+                .lock()
+                .get(&partition)
+                .is_some_and(|c| c.coordinator_epoch() == markers.coordinator_epoch)
+        };
+        if !markers::deliver(broker, self.transport.as_ref(), &markers, still_coordinator).await {
+            // Another coordinator (or this one after a restart) resends them from its log.
+            warn!(
+                transactional_id = %markers.transactional_id,
+                "transaction markers not delivered before the coordinator moved"
+            );
+            return;
+        }
         let appends = {
             let mut coordinators = self.coordinators.lock();
             let Some(coordinator) = coordinators.get_mut(&partition) else {
@@ -314,41 +438,6 @@ impl TxnService {
             self.complete_markers(broker, partition, m).await;
         }
     }
-}
-
-/// Writes one COMMIT/ABORT marker to each partition of the transaction. Partitions that are
-/// gone need no marker; a group's offsets partition also tells the group coordinator.
-async fn write_markers(broker: &Arc<Broker>, markers: &MarkerRequest) {
-    let marker = ControlMarker {
-        producer_id: markers.producer_id,
-        producer_epoch: markers.producer_epoch,
-        coordinator_epoch: markers.coordinator_epoch,
-        commit: markers.commit,
-    };
-    for tp in &markers.partitions {
-        let log_tp = shale_log::TopicPartition {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-        };
-        let Some(hosted) = broker.replicas.get(&log_tp) else {
-            continue;
-        };
-        if let Err(e) = hosted.append_marker(&marker, now_ms()) {
-            warn!(tp = %log_tp, "cannot write the transaction marker: {e}");
-            continue;
-        }
-        if tp.topic == OFFSETS_TOPIC {
-            if let Err(e) = broker
-                .groups
-                .coordinator
-                .complete_transaction(tp.partition, markers.producer_id, markers.commit)
-                .await
-            {
-                warn!(tp = %log_tp, "group coordinator did not take the marker: {e}");
-            }
-        }
-    }
-    broker.replicas.notify_appended();
 }
 
 /// The partitions of a request as the coordinator's set.

@@ -1,0 +1,183 @@
+//! The transaction APIs of admin tools and partition leaders: DescribeTransactions (0),
+//! ListTransactions (0-2: state and producer-id filters, KIP-994's duration filter, KIP-1152's
+//! transactional-id pattern) and WriteTxnMarkers (1).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_transactions_response::{
+    TopicData, TransactionState as DescribedTxn,
+};
+use kafka_protocol::messages::list_transactions_response::TransactionState as ListedTxn;
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{
+    DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
+    ListTransactionsResponse, ProducerId, TopicName, TransactionalId, WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use shale_txn::coordinator::{
+    TopicPartition as TxnTopicPartition, TransactionalIdPattern, TxnState,
+};
+use shale_txn::TransactionVersion;
+
+use super::control::ControlMarker;
+use super::markers::{write_entry, TxnMarkerEntry};
+use crate::dispatch::RequestContext;
+use crate::errors::txn_coordinator_error_code;
+use crate::time::now_ms;
+use crate::Broker;
+
+/// DescribeTransactions: the state of each transactional id this broker coordinates.
+pub fn describe_transactions(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: DescribeTransactionsRequest,
+) -> DescribeTransactionsResponse {
+    let states = request
+        .transactional_ids
+        .into_iter()
+        .map(|id| {
+            let base = DescribedTxn::default()
+                .with_transactional_id(id.clone())
+                .with_transaction_state(StrBytes::from_static_str(""))
+                .with_transaction_start_time_ms(-1)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            match broker.txn.describe(broker, id.0.as_str()) {
+                Ok(m) => {
+                    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+                    for tp in &m.partitions {
+                        topics.entry(&tp.topic).or_default().push(tp.partition);
+                    }
+                    base.with_transaction_state(StrBytes::from_static_str(m.state.name()))
+                        .with_transaction_timeout_ms(m.txn_timeout_ms)
+                        .with_transaction_start_time_ms(m.txn_start_timestamp_ms)
+                        .with_producer_id(ProducerId(m.producer_id))
+                        .with_producer_epoch(m.producer_epoch)
+                        .with_topics(
+                            topics
+                                .into_iter()
+                                .map(|(topic, partitions)| {
+                                    TopicData::default()
+                                        .with_topic(TopicName(StrBytes::from_string(
+                                            topic.to_owned(),
+                                        )))
+                                        .with_partitions(partitions)
+                                })
+                                .collect(),
+                        )
+                }
+                Err(e) => base.with_error_code(txn_coordinator_error_code(&e, true).0),
+            }
+        })
+        .collect();
+    DescribeTransactionsResponse::default().with_transaction_states(states)
+}
+
+/// ListTransactions: the transactional ids of every partition this broker coordinates.
+pub fn list_transactions(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ListTransactionsRequest,
+) -> ListTransactionsResponse {
+    let mut states = Vec::new();
+    let mut unknown = Vec::new();
+    for name in request.state_filters {
+        match TxnState::from_name(name.as_str()) {
+            Some(state) => states.push(state),
+            None => unknown.push(name),
+        }
+    }
+    let response = ListTransactionsResponse::default().with_unknown_state_filters(unknown);
+    let pattern = if ctx.version() >= 2 {
+        match request
+            .transactional_id_pattern
+            .as_ref()
+            .map(|p| TransactionalIdPattern::compile(p.as_str()))
+            .transpose()
+        {
+            Ok(pattern) => pattern.flatten(),
+            Err(e) => return response.with_error_code(e.kafka_error_code()),
+        }
+    } else {
+        None
+    };
+    let duration_ms = if ctx.version() >= 1 {
+        request.duration_filter
+    } else {
+        -1
+    };
+    let producer_ids: Vec<i64> = request.producer_id_filters.iter().map(|p| p.0).collect();
+    let listed = broker
+        .txn
+        .list(
+            &states,
+            &producer_ids,
+            duration_ms,
+            pattern.as_ref(),
+            now_ms(),
+        )
+        .into_iter()
+        .map(|m| {
+            ListedTxn::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_string(m.transactional_id)))
+                .with_producer_id(ProducerId(m.producer_id))
+                .with_transaction_state(StrBytes::from_static_str(m.state.name()))
+        })
+        .collect();
+    response.with_transaction_states(listed)
+}
+
+/// WriteTxnMarkers: writes each marker to the listed partitions this broker leads.
+pub async fn write_txn_markers(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let mut results = Vec::with_capacity(request.markers.len());
+    for marker in request.markers {
+        let entry = TxnMarkerEntry {
+            marker: ControlMarker {
+                producer_id: marker.producer_id.0,
+                producer_epoch: marker.producer_epoch,
+                coordinator_epoch: marker.coordinator_epoch,
+                commit: marker.transaction_result,
+            },
+            // Version 1 does not say; the partition then checks the epoch as for version 1.
+            transaction_version: TransactionVersion::Legacy,
+            partitions: marker
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partition_indexes
+                        .iter()
+                        .map(|&p| TxnTopicPartition::new(t.name.0.as_str(), p))
+                })
+                .collect(),
+        };
+        let written = write_entry(broker, &entry).await;
+        let mut topics: Vec<WritableTxnMarkerTopicResult> = Vec::new();
+        for (tp, code) in written {
+            let partition = WritableTxnMarkerPartitionResult::default()
+                .with_partition_index(tp.partition)
+                .with_error_code(code);
+            match topics.last_mut() {
+                Some(t) if t.name.0.as_str() == tp.topic => t.partitions.push(partition),
+                _ => topics.push(
+                    WritableTxnMarkerTopicResult::default()
+                        .with_name(TopicName(StrBytes::from_string(tp.topic)))
+                        .with_partitions(vec![partition]),
+                ),
+            }
+        }
+        results.push(
+            WritableTxnMarkerResult::default()
+                .with_producer_id(marker.producer_id)
+                .with_topics(topics),
+        );
+    }
+    WriteTxnMarkersResponse::default().with_markers(results)
+}

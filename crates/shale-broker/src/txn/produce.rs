@@ -1,0 +1,144 @@
+//! Produce of transactional batches (KIP-890): the first batch of a producer's transaction on
+//! a partition is verified with the transaction coordinator (transaction version 1, Produce
+//! v3-v11) or added to the transaction by the leader itself (version 2, Produce v12+), before
+//! it is appended.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+use shale_log::batch::BatchHeader;
+use shale_txn::coordinator::{TopicPartition as TxnTopicPartition, TxnCoordinatorError};
+use shale_txn::TransactionVersion;
+
+use crate::errors::append_error_code;
+use crate::partitions::{Appended, Partition};
+use crate::Broker;
+
+/// The first Produce version of transaction version 2 clients.
+const PRODUCE_TV2_MIN_VERSION: i16 = 12;
+
+/// A refused append: error code and message for the partition's response.
+pub type Refusal = (i16, String);
+
+/// Appends client batches, verifying a transactional producer's first batch on the partition.
+pub async fn append_client(
+    broker: &Arc<Broker>,
+    partition: &Partition,
+    records: &mut [u8],
+    now_ms: i64,
+    transactional_id: Option<&str>,
+    produce_version: i16,
+) -> Result<Appended, Refusal> {
+    let append = |records: &mut [u8]| {
+        partition
+            .append_client(records, now_ms)
+            .map_err(|e| append_error_code(&e))
+    };
+    let header = match BatchHeader::decode(records) {
+        Ok(h) if h.is_transactional() && h.producer_id >= 0 => h,
+        // Not transactional (or malformed, which the append reports).
+        _ => return append(records),
+    };
+    let Some(transactional_id) = transactional_id.filter(|t| !t.is_empty()) else {
+        return Err((
+            ResponseError::TransactionalIdAuthorizationFailed.code(),
+            "transactional records need the request's transactional id".to_owned(),
+        ));
+    };
+    let (producer_id, producer_epoch) = (header.producer_id, header.producer_epoch);
+    let gate = &broker.txn.gate;
+    let in_transaction = || {
+        partition.producer_entries().iter().any(|e| {
+            e.producer_id == producer_id
+                && e.producer_epoch == producer_epoch
+                && e.current_txn_start_offset.is_some()
+        })
+    };
+    if let Some(result) =
+        gate.append_in_open_transaction(&partition.tp, in_transaction, || append(records))
+    {
+        return result;
+    }
+    let version = if produce_version >= PRODUCE_TV2_MIN_VERSION {
+        TransactionVersion::V2
+    } else {
+        TransactionVersion::Legacy
+    };
+    let token = gate.begin_verification(&partition.tp, producer_id);
+    let tp = TxnTopicPartition::new(partition.tp.topic.clone(), partition.tp.partition);
+    let verified = broker
+        .txn
+        .verify_or_add(
+            broker,
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            &[tp.clone()].into_iter().collect::<BTreeSet<_>>(),
+            version,
+        )
+        .await;
+    let refusal = match verified {
+        Ok(results) => results
+            .into_iter()
+            .find(|(p, _)| *p == tp)
+            .and_then(|(_, r)| r.err())
+            .map(|e| produce_refusal(&e)),
+        Err(e) => Some(produce_refusal(&e)),
+    };
+    if let Some(refusal) = refusal {
+        gate.abandon_verification(&partition.tp, producer_id, token);
+        return Err(refusal);
+    }
+    gate.append_verified(&partition.tp, producer_id, token, || append(records))
+        .unwrap_or_else(|| {
+            Err((
+                ResponseError::InvalidTxnState.code(),
+                "the transaction ended while the batch was being verified".to_owned(),
+            ))
+        })
+}
+
+/// How a verification failure reaches the producer (Kafka's AddPartitionsToTxnManager):
+/// coordinator trouble is retriable, a newer epoch fences, anything else means the partition
+/// is not part of an ongoing transaction.
+fn produce_refusal(error: &TxnCoordinatorError) -> Refusal {
+    let code = match error {
+        TxnCoordinatorError::ConcurrentTransactions
+        | TxnCoordinatorError::NotCoordinator
+        | TxnCoordinatorError::CoordinatorNotAvailable
+        | TxnCoordinatorError::CoordinatorLoadInProgress
+        | TxnCoordinatorError::LogAppendFailed { .. } => ResponseError::NotEnoughReplicas.code(),
+        TxnCoordinatorError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
+        TxnCoordinatorError::InvalidTransactionTimeout { .. }
+        | TxnCoordinatorError::InvalidRequest { .. }
+        | TxnCoordinatorError::InvalidProducerIdMapping { .. }
+        | TxnCoordinatorError::InvalidTxnState { .. }
+        | TxnCoordinatorError::TransactionalIdNotFound
+        | TxnCoordinatorError::IllegalState { .. } => ResponseError::InvalidTxnState.code(),
+    };
+    (code, format!("transaction verification failed: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_errors_map_like_kafka() {
+        let fenced = TxnCoordinatorError::ProducerFenced {
+            producer_epoch: 1,
+            current_epoch: 2,
+        };
+        assert_eq!(produce_refusal(&fenced).0, 47);
+        assert_eq!(
+            produce_refusal(&TxnCoordinatorError::ConcurrentTransactions).0,
+            19
+        );
+        let not_added = TxnCoordinatorError::InvalidTxnState {
+            state: shale_txn::coordinator::TxnState::CompleteCommit,
+            action: "write",
+        };
+        assert_eq!(produce_refusal(&not_added).0, 48);
+    }
+}
