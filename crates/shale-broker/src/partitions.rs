@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use shale_log::batch::{parse_batches, BatchHeader};
-use shale_log::{AppendOrigin, Log, LogError, LogManager, TopicPartition};
+use shale_log::{AbortedTxn, AppendOrigin, Log, LogError, LogManager, TopicPartition};
 use shale_txn::{
-    AbortedTxn, ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck, TxnIndex,
-    TxnMarker,
+    ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck, TxnMarker,
 };
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -22,9 +21,9 @@ use uuid::Uuid;
 
 use crate::txn::control::{decode_control_batch, encode_control_batch, ControlMarker};
 
-/// The partition's aborted-transaction index: one file for the whole log, in Kafka's
-/// `.txnindex` entry layout.
-const ABORTED_TXN_INDEX_FILE: &str = "partition.txnindex";
+/// Where earlier versions kept one aborted-transaction index for the whole partition; the
+/// log now keeps one `.txnindex` per segment, rebuilt from the log when this file is found.
+const LEGACY_TXN_INDEX_FILE: &str = "partition.txnindex";
 
 /// Why an append was refused.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +48,6 @@ pub struct Partition {
     pub topic_id: Uuid,
     pub log: Arc<Log>,
     producers: Mutex<ProducerStateManager>,
-    aborted_txns: Mutex<TxnIndex>,
     high_watermark: AtomicI64,
     leader_epoch: AtomicI32,
     leader_id: AtomicI32,
@@ -164,7 +162,7 @@ impl Partition {
                 last_offset: txn.last_offset,
                 last_stable_offset: txn.last_stable_offset,
             };
-            if let Err(e) = self.aborted_txns.lock().append(entry) {
+            if let Err(e) = self.log.append_aborted_txn(entry) {
                 warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
             }
         }
@@ -198,12 +196,19 @@ impl Partition {
         Ok(())
     }
 
-    /// Aborted transactions overlapping `[fetch_offset, upper_bound_offset)`.
+    /// Aborted transactions overlapping `[fetch_offset, upper_bound_offset)`, from the
+    /// indexes of the segments from the one holding `fetch_offset` on.
     pub fn aborted_txns(&self, fetch_offset: i64, upper_bound_offset: i64) -> Vec<AbortedTxn> {
-        self.aborted_txns
-            .lock()
+        match self
+            .log
             .collect_aborted_txns(fetch_offset, upper_bound_offset)
-            .aborted
+        {
+            Ok(aborted) => aborted,
+            Err(e) => {
+                warn!(tp = %self.tp, "cannot read the aborted-transaction index: {e}");
+                Vec::new()
+            }
+        }
     }
 
     /// Appends a batch the broker itself built (group coordinator records): offsets assigned
@@ -254,41 +259,60 @@ impl Partition {
     }
 }
 
-/// Opens the aborted-transaction index; a corrupt one starts empty (read_committed consumers
-/// may then see records of transactions aborted before the last producer snapshot).
-fn open_aborted_txns(log: &Log) -> Result<TxnIndex, LogError> {
-    let path = log.dir().join(ABORTED_TXN_INDEX_FILE);
-    match TxnIndex::open(&path, 0) {
-        Ok(index) => Ok(index),
+/// Opens the segments' aborted-transaction indexes. `true` when their entries must be
+/// rebuilt from the log start: an index was torn or corrupt, or the partition still has the
+/// single index file of earlier versions.
+fn txn_indexes_need_rebuild(log: &Log) -> bool {
+    let legacy = log.dir().join(LEGACY_TXN_INDEX_FILE);
+    let legacy_found = match std::fs::remove_file(&legacy) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => {
-            warn!(dir = %log.dir().display(), "aborted-transaction index unusable, recreating: {e}");
-            TxnIndex::recreate(&path, 0).map_err(|e| LogError::Storage(std::io::Error::other(e)))
+            warn!(path = %legacy.display(), "cannot remove the old aborted-transaction index: {e}");
+            true
+        }
+    };
+    match log.load_txn_indexes() {
+        Ok(rebuilt) => rebuilt || legacy_found,
+        Err(e) => {
+            warn!(dir = %log.dir().display(), "cannot open the aborted-transaction indexes: {e}");
+            true
         }
     }
 }
 
 /// Rebuilds producer state from the newest snapshot plus the batches written after it, and
-/// the aborted-transaction index from the same replay.
-fn load_producers(log: &Log, expiration_ms: i64, aborted: &mut TxnIndex) -> ProducerStateManager {
+/// the aborted-transaction index entries of the markers in that replay. When an index needs
+/// a full rebuild the replay starts at the log start with empty producer state, so every
+/// transaction's first offset is seen again.
+fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
     let end = log.log_end_offset();
-    let (mut producers, mut offset) = match ProducerStateManager::load_latest_snapshot(
-        log.dir(),
-        end,
-        expiration_ms,
-        crate::time::now_ms(),
-    ) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            warn!(dir = %log.dir().display(), "producer snapshot unusable, rebuilding: {e}");
-            (
-                ProducerStateManager::new(expiration_ms),
-                log.log_start_offset(),
-            )
+    let snapshot = if txn_indexes_need_rebuild(log) {
+        info!(dir = %log.dir().display(), "rebuilding aborted-transaction indexes from the log");
+        None
+    } else {
+        match ProducerStateManager::load_latest_snapshot(
+            log.dir(),
+            end,
+            expiration_ms,
+            crate::time::now_ms(),
+        ) {
+            Ok(loaded) => Some(loaded),
+            Err(e) => {
+                warn!(dir = %log.dir().display(), "producer snapshot unusable, rebuilding: {e}");
+                None
+            }
         }
     };
+    let (mut producers, mut offset) = snapshot.unwrap_or_else(|| {
+        (
+            ProducerStateManager::new(expiration_ms),
+            log.log_start_offset(),
+        )
+    });
     offset = offset.max(log.log_start_offset());
-    // Markers at or after the replay start are appended again below.
-    if let Err(e) = aborted.truncate_to(offset) {
+    // Markers at or after the replay start are indexed again below.
+    if let Err(e) = log.truncate_aborted_txns_from(offset) {
         warn!(dir = %log.dir().display(), "cannot truncate the aborted-transaction index: {e}");
     }
     while offset < end {
@@ -336,13 +360,14 @@ fn load_producers(log: &Log, expiration_ms: i64, aborted: &mut TxnIndex) -> Prod
                         transaction_version: shale_txn::TransactionVersion::Legacy,
                     });
                     if let Some(txn) = completed.filter(|t| t.is_aborted) {
-                        // A marker already indexed before a crash is refused as not increasing.
-                        let _ = aborted.append(AbortedTxn {
+                        if let Err(e) = log.append_aborted_txn(AbortedTxn {
                             producer_id: txn.producer_id,
                             first_offset: txn.first_offset,
                             last_offset: txn.last_offset,
                             last_stable_offset: txn.last_stable_offset,
-                        });
+                        }) {
+                            warn!(dir = %log.dir().display(), "cannot index an aborted transaction: {e}");
+                        }
                     }
                 }
                 _ => producers.replay(&producer_batch(h)),
@@ -470,15 +495,13 @@ impl ReplicaManager {
             if log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
                 log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
             }
-            let mut aborted_txns = open_aborted_txns(&log)?;
-            let producers = load_producers(&log, self.producer_id_expiration_ms, &mut aborted_txns);
+            let producers = load_producers(&log, self.producer_id_expiration_ms);
             let hw = log.log_end_offset();
             let partition = Arc::new(Partition {
                 tp: tp.clone(),
                 topic_id: a.topic_id,
                 log,
                 producers: Mutex::new(producers),
-                aborted_txns: Mutex::new(aborted_txns),
                 high_watermark: AtomicI64::new(hw),
                 leader_epoch: AtomicI32::new(a.leader_epoch),
                 leader_id: AtomicI32::new(a.leader_id),
