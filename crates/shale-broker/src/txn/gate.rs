@@ -11,7 +11,7 @@
 //! verification guard).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
@@ -49,9 +49,7 @@ impl Default for TxnGate {
 
 impl TxnGate {
     fn stripe(&self, tp: &TopicPartition) -> &Mutex<()> {
-        let mut hasher = self.hasher.build_hasher();
-        tp.hash(&mut hasher);
-        let index = (hasher.finish() % STRIPES as u64) as usize;
+        let index = (self.hasher.hash_one(tp) % STRIPES as u64) as usize;
         &self.stripes[index]
     }
 
