@@ -6,13 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shale_log::{LogManager, TopicPartition};
-use shale_metadata::{Endpoint, MetadataImage, MetadataNode, MetadataNodeConfig, SecurityProtocol};
+use shale_metadata::{
+    Endpoint, MetadataImage, MetadataNode, MetadataNodeConfig, QuorumMode, QuorumVoter,
+    SecurityProtocol,
+};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::config::{BrokerConfig, Listener};
+use crate::config::{BrokerConfig, Listener, QuorumRole};
 use crate::connection;
 use crate::log_config::log_config_from;
 use crate::partitions::{PartitionAssignment, ReplicaManager};
@@ -36,6 +39,8 @@ pub enum StartError {
     Log(#[from] shale_log::LogError),
     #[error("metadata: {0}")]
     Metadata(#[from] shale_metadata::MetadataError),
+    #[error("invalid value for configuration controller.quorum.voters: {0}")]
+    Voters(String),
 }
 
 /// The running broker's shared state.
@@ -141,7 +146,7 @@ impl Broker {
         };
         let logs = Arc::new(logs);
 
-        let metadata = MetadataNode::start(metadata_node_config(&config)).await?;
+        let metadata = MetadataNode::start(metadata_node_config(&config).await?).await?;
         let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
         let broker = Arc::new_cyclic(|weak| {
             let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());
@@ -257,7 +262,10 @@ impl Broker {
     }
 }
 
-fn metadata_node_config(config: &BrokerConfig) -> MetadataNodeConfig {
+/// The metadata node's configuration, its quorum mode from the validated role
+/// (`BrokerConfig::quorum_role`): a single node, a voter on the controller listener, or a
+/// broker-only observer of the voters.
+async fn metadata_node_config(config: &BrokerConfig) -> Result<MetadataNodeConfig, StartError> {
     let mut controller = shale_metadata::ControllerConfig {
         node_id: config.node_id,
         ..Default::default()
@@ -284,7 +292,55 @@ fn metadata_node_config(config: &BrokerConfig) -> MetadataNodeConfig {
         })
         .collect();
     node.rack = config.rack.clone();
-    node
+    node.register_broker = config.is_broker();
+    node.quorum = match &config.quorum_role {
+        QuorumRole::Single => QuorumMode::Single,
+        QuorumRole::Voter {
+            controller_listener,
+        } => {
+            let listen = format!("{}:{}", controller_listener.host, controller_listener.port);
+            let listen_addr = tokio::net::lookup_host(&listen)
+                .await
+                .ok()
+                .and_then(|mut addrs| addrs.next())
+                .ok_or_else(|| StartError::Bind {
+                    name: controller_listener.name.clone(),
+                    addr: listen.clone(),
+                    source: std::io::Error::other("the address does not resolve"),
+                })?;
+            QuorumMode::Voter {
+                voters: resolve_voters(config).await?,
+                listen_addr,
+            }
+        }
+        QuorumRole::Observer => QuorumMode::Observer {
+            voters: resolve_voters(config).await?,
+        },
+    };
+    // Nodes of a quorum must share a cluster id: they are formatted (or given CLUSTER_ID)
+    // first, as in Kafka. A single node makes its own.
+    node.require_formatted = node.quorum != QuorumMode::Single;
+    Ok(node)
+}
+
+/// `controller.quorum.voters` with host names resolved (once, at start-up).
+async fn resolve_voters(config: &BrokerConfig) -> Result<Vec<QuorumVoter>, StartError> {
+    let mut voters = Vec::new();
+    for voter in &config.controller_quorum_voters {
+        let endpoint = format!("{}:{}", voter.host, voter.port);
+        let addr = tokio::net::lookup_host(&endpoint)
+            .await
+            .map_err(|e| StartError::Voters(format!("{}@{endpoint}: {e}", voter.node_id)))?
+            .next()
+            .ok_or_else(|| {
+                StartError::Voters(format!("{}@{endpoint} resolves to nothing", voter.node_id))
+            })?;
+        voters.push(QuorumVoter {
+            node_id: voter.node_id,
+            addr,
+        });
+    }
+    Ok(voters)
 }
 
 async fn accept_loop(

@@ -121,12 +121,90 @@ pub fn write(dir: &Path, props: &MetaProperties) -> Result<(), MetadataError> {
         .map_err(io("fsync", dir))
 }
 
+/// Checks that `id` is a cluster id as Kafka writes them: a UUID in URL-safe base64 without
+/// padding (what `shale random-uuid` and `kafka-storage.sh random-uuid` print).
+pub fn validate_cluster_id(id: &str) -> Result<(), MetadataError> {
+    let valid = id.len() == 22
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if valid {
+        Ok(())
+    } else {
+        Err(MetadataError::InvalidRequest(format!(
+            "cluster id {id:?} is not a UUID in Kafka's form (22 URL-safe base64 characters, as \
+             `shale random-uuid` prints)"
+        )))
+    }
+}
+
+/// Formats log directories for a node of cluster `cluster_id`, as `kafka-storage.sh format`:
+/// writes `meta.properties` in every directory that has none. A directory already formatted is
+/// an error unless `ignore_formatted`; even then it must belong to the same cluster and node.
+/// Returns the directories written.
+pub fn format(
+    dirs: &[PathBuf],
+    node_id: i32,
+    cluster_id: &str,
+    ignore_formatted: bool,
+) -> Result<Vec<PathBuf>, MetadataError> {
+    validate_cluster_id(cluster_id)?;
+    let mut missing = Vec::new();
+    for dir in dirs {
+        fs::create_dir_all(dir)
+            .map_err(|e| MetadataError::io(&format!("create {}", dir.display()), e))?;
+        match read(dir)? {
+            None => missing.push(dir.clone()),
+            Some(_) if !ignore_formatted => {
+                return Err(MetadataError::InconsistentStorage(format!(
+                    "log directory {} is already formatted; use --ignore-formatted to skip \
+                     formatted directories and format the others",
+                    dir.display()
+                )))
+            }
+            Some(props) if props.cluster_id != cluster_id => {
+                return Err(MetadataError::InconsistentStorage(format!(
+                    "log directory {} is formatted for cluster {}, not {cluster_id}: it belongs \
+                     to another cluster",
+                    dir.display(),
+                    props.cluster_id
+                )))
+            }
+            Some(props) if props.node_id != node_id => {
+                return Err(MetadataError::InconsistentStorage(format!(
+                    "log directory {} is formatted for node {}, not {node_id}",
+                    dir.display(),
+                    props.node_id
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    for dir in &missing {
+        write(
+            dir,
+            &MetaProperties {
+                version: 1,
+                cluster_id: cluster_id.to_string(),
+                node_id,
+                directory_id: Some(uuid_to_base64(Uuid::new_v4())),
+            },
+        )?;
+    }
+    Ok(missing)
+}
+
 /// Checks every directory against each other, the configured cluster id and the node id;
 /// writes `meta.properties` where missing. Returns the cluster id.
+///
+/// With `require_formatted`, a node whose directories hold no `meta.properties` at all and that
+/// is given no cluster id refuses to start instead of making up a cluster id: nodes of a
+/// multi-node cluster must share one, as Kafka's format step ensures.
 pub fn ensure(
     dirs: &[PathBuf],
     node_id: i32,
     configured_cluster_id: Option<&str>,
+    require_formatted: bool,
 ) -> Result<String, MetadataError> {
     let mut found: Vec<(PathBuf, MetaProperties)> = Vec::new();
     let mut missing = Vec::new();
@@ -164,7 +242,20 @@ pub fn ensure(
             None => cluster_id = Some(props.cluster_id.clone()),
         }
     }
-    let cluster_id = cluster_id.unwrap_or_else(random_cluster_id);
+    let cluster_id = match cluster_id {
+        Some(id) => id,
+        None if require_formatted => {
+            let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            return Err(MetadataError::InconsistentStorage(format!(
+                "no meta.properties in {}: a node of a metadata quorum must be formatted with \
+                 its cluster's id before it starts: run `shale format --config <file> \
+                 --cluster-id <id>` with the same id on every node (`shale random-uuid` makes \
+                 one), or set CLUSTER_ID",
+                dirs.join(", ")
+            )));
+        }
+        None => random_cluster_id(),
+    };
     for dir in missing {
         write(
             &dir,
@@ -196,25 +287,72 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let a = root.path().join("a");
         let b = root.path().join("b");
-        let id = ensure(&[a.clone(), b.clone()], 1, None).unwrap();
+        let id = ensure(&[a.clone(), b.clone()], 1, None, false).unwrap();
         assert_eq!(read(&a).unwrap().unwrap().cluster_id, id);
         assert_eq!(read(&b).unwrap().unwrap().node_id, 1);
         // Same node again: accepted, same cluster.
-        assert_eq!(ensure(&[a.clone(), b.clone()], 1, None).unwrap(), id);
+        assert_eq!(ensure(&[a.clone(), b.clone()], 1, None, true).unwrap(), id);
         // A directory added later joins the cluster.
         let c = root.path().join("c");
-        assert_eq!(ensure(&[a.clone(), c.clone()], 1, None).unwrap(), id);
+        assert_eq!(ensure(&[a.clone(), c.clone()], 1, None, true).unwrap(), id);
 
-        let err = ensure(std::slice::from_ref(&a), 2, None).unwrap_err();
+        let err = ensure(std::slice::from_ref(&a), 2, None, false).unwrap_err();
         assert!(matches!(err, MetadataError::InconsistentStorage(ref m) if m.contains("node id")));
-        let err = ensure(std::slice::from_ref(&a), 1, Some("other-cluster")).unwrap_err();
+        let err = ensure(std::slice::from_ref(&a), 1, Some("other-cluster"), false).unwrap_err();
         assert!(
             matches!(err, MetadataError::InconsistentStorage(ref m) if m.contains("another cluster"))
         );
 
         // Two directories from different clusters.
         let d = root.path().join("d");
-        ensure(std::slice::from_ref(&d), 1, Some("zzz")).unwrap();
-        assert!(ensure(&[a, d], 1, None).is_err());
+        ensure(std::slice::from_ref(&d), 1, Some("zzz"), false).unwrap();
+        assert!(ensure(&[a, d], 1, None, false).is_err());
+    }
+
+    #[test]
+    fn unformatted_quorum_nodes_refuse_to_start() {
+        let root = tempfile::tempdir().unwrap();
+        let a = root.path().join("a");
+        let err = ensure(std::slice::from_ref(&a), 1, None, true).unwrap_err();
+        assert!(err.to_string().contains("shale format"), "{err}");
+        assert!(read(&a).unwrap().is_none());
+        // A configured id formats on the way (what CLUSTER_ID does).
+        let id = random_cluster_id();
+        assert_eq!(
+            ensure(std::slice::from_ref(&a), 1, Some(&id), true).unwrap(),
+            id
+        );
+    }
+
+    #[test]
+    fn format_writes_once_and_checks_what_it_finds() {
+        let root = tempfile::tempdir().unwrap();
+        let a = root.path().join("a");
+        let b = root.path().join("b");
+        let id = random_cluster_id();
+        validate_cluster_id(&id).unwrap();
+        assert!(validate_cluster_id("not-a-uuid").is_err());
+        // Kafka's documentation example.
+        validate_cluster_id("MkU3OEVBNTcwNTJENDM2Qk").unwrap();
+        assert!(format(std::slice::from_ref(&a), 1, "not-a-uuid", false).is_err());
+
+        assert_eq!(
+            format(std::slice::from_ref(&a), 3, &id, false).unwrap(),
+            vec![a.clone()]
+        );
+        let err = format(std::slice::from_ref(&a), 3, &id, false).unwrap_err();
+        assert!(err.to_string().contains("--ignore-formatted"), "{err}");
+        // Ignoring formatted directories still formats new ones.
+        assert_eq!(
+            format(&[a.clone(), b.clone()], 3, &id, true).unwrap(),
+            vec![b.clone()]
+        );
+        assert_eq!(read(&b).unwrap().unwrap().cluster_id, id);
+        let other = random_cluster_id();
+        let err = format(std::slice::from_ref(&a), 3, &other, true).unwrap_err();
+        assert!(err.to_string().contains("another cluster"), "{err}");
+        let err = format(std::slice::from_ref(&a), 4, &id, true).unwrap_err();
+        assert!(err.to_string().contains("node 3"), "{err}");
+        assert_eq!(ensure(&[a, b], 3, None, true).unwrap(), id);
     }
 }

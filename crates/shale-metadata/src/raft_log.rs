@@ -116,7 +116,19 @@ impl RaftQuorumLog {
         let leader_pump = tokio::spawn(async move {
             while source.changed().await.is_ok() {
                 let leader = leader_of(*source.borrow_and_update());
-                leader_tx.send_replace(leader);
+                let previous = leader_tx.send_replace(leader);
+                if previous.leader_id != leader.leader_id {
+                    match leader.leader_id {
+                        Some(id) => tracing::info!(
+                            leader_id = id,
+                            epoch = leader.epoch,
+                            "the metadata quorum has a leader"
+                        ),
+                        None => {
+                            tracing::info!(epoch = leader.epoch, "the metadata quorum is electing")
+                        }
+                    }
+                }
             }
         });
         let (committed_rx, committed_pump) = pump_committed(&committed);

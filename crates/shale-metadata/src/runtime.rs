@@ -113,6 +113,12 @@ pub struct MetadataNodeConfig {
     pub quorum: QuorumMode,
     /// How long a submit keeps looking for the active controller (with a quorum).
     pub quorum_request_timeout_ms: u64,
+    /// Whether this node is a broker that registers and heartbeats; `false` on a
+    /// controller-only node, which then never hosts partitions.
+    pub register_broker: bool,
+    /// Refuse to start when no log directory is formatted and no cluster id is given (Kafka's
+    /// rule for quorum nodes; a single combined node creates its cluster id itself).
+    pub require_formatted: bool,
 }
 
 impl MetadataNodeConfig {
@@ -132,6 +138,8 @@ impl MetadataNodeConfig {
             bootstrap_features: vec![("metadata.version".to_string(), METADATA_VERSION_LEVEL)],
             quorum: QuorumMode::Single,
             quorum_request_timeout_ms: DEFAULT_QUORUM_REQUEST_TIMEOUT_MS,
+            register_broker: true,
+            require_formatted: false,
         }
     }
 }
@@ -167,6 +175,8 @@ struct Inner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     applier: Mutex<Option<JoinHandle<()>>>,
     broker_epoch: AtomicI64,
+    /// False on a controller-only node: no registration, heartbeats or controlled shutdown.
+    registers_broker: bool,
     heartbeat_interval: Duration,
     /// How long a controlled shutdown waits for the controller: by then the broker's session
     /// has expired anyway (and the last voter of a quorum has nobody to ask).
@@ -473,8 +483,10 @@ async fn heartbeat_loop(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else { return };
         let node = MetadataNode { inner };
         let beat = async {
-            if let Err(err) = node.heartbeat(false).await {
-                tracing::warn!(%err, "local broker heartbeat failed");
+            if node.inner.registers_broker {
+                if let Err(err) = node.heartbeat(false).await {
+                    tracing::warn!(%err, "local broker heartbeat failed");
+                }
             }
             // Only the active controller fences brokers; its own image tells it who they are.
             if node.is_active_controller() {
@@ -510,8 +522,9 @@ impl MetadataNode {
             }
         }
         let (node_id, cluster) = (config.node_id, config.cluster_id.clone());
+        let require_formatted = config.require_formatted;
         let cluster_id = tokio::task::spawn_blocking(move || {
-            meta_properties::ensure(&dirs, node_id, cluster.as_deref())
+            meta_properties::ensure(&dirs, node_id, cluster.as_deref(), require_formatted)
         })
         .await
         .map_err(|e| MetadataError::Io(format!("meta.properties task failed: {e}")))??;
@@ -665,6 +678,7 @@ impl MetadataNode {
                 tasks: Mutex::new(vec![controller_task]),
                 applier: Mutex::new(Some(applier)),
                 broker_epoch: AtomicI64::new(-1),
+                registers_broker: config.register_broker,
                 heartbeat_interval,
                 controlled_shutdown_timeout: Duration::from_millis(
                     config.controller.broker_session_timeout_ms.max(1) as u64,
@@ -672,13 +686,31 @@ impl MetadataNode {
                 forwarding,
             }),
         };
+        if !config.register_broker {
+            // A controller-only node: brokers finalize the features when they register.
+            let heartbeat = tokio::spawn(heartbeat_loop(Arc::downgrade(&node.inner)));
+            node.push_task(heartbeat);
+            return Ok(node);
+        }
         if fresh && leader_id == Some(config.node_id) && !config.bootstrap_features.is_empty() {
             node.submit(ControllerRequest::UpdateFeatures {
                 updates: config.bootstrap_features.clone(),
             })
             .await?;
         }
-        node.register_local_broker(&config, &cluster_id).await?;
+        loop {
+            match node.register_local_broker(&config, &cluster_id).await {
+                // With a quorum, the voters may still be starting: a broker waits for them,
+                // as Kafka's does.
+                Err(MetadataError::NotController) if node.inner.forwarding.is_some() => {
+                    tracing::warn!(
+                        node_id = config.node_id,
+                        "no active controller answered yet; retrying the broker registration"
+                    );
+                }
+                other => break other?,
+            }
+        }
         if node.inner.forwarding.is_some()
             && !config.bootstrap_features.is_empty()
             && config
@@ -874,8 +906,22 @@ impl MetadataNode {
         &self.inner.cluster_id
     }
 
+    /// The controller id Kafka clients are given (Metadata, DescribeCluster). As in KRaft,
+    /// clients cannot reach controller-only nodes, so this is the active controller when it is
+    /// an unfenced broker, and otherwise an unfenced broker (this one if it is, else the lowest
+    /// id). [`MetadataNode::quorum_leader`] names the real quorum leader.
     pub fn active_controller_id(&self) -> Option<i32> {
-        self.image().active_controller_id()
+        let image = self.image();
+        let live = |id: i32| image.broker(id).is_some_and(|b| b.is_active());
+        match image.active_controller_id() {
+            Some(id) if live(id) => Some(id),
+            _ if live(self.inner.node_id) => Some(self.inner.node_id),
+            active => image
+                .brokers()
+                .find(|b| b.is_active())
+                .map(|b| b.broker_id)
+                .or(active),
+        }
     }
 
     /// The epoch of the local broker's registration (-1 before it registered).
@@ -889,12 +935,15 @@ impl MetadataNode {
         if *self.inner.shutdown_tx.borrow() {
             return;
         }
-        match tokio::time::timeout(self.inner.controlled_shutdown_timeout, self.heartbeat(true))
-            .await
-        {
-            Ok(Ok(_)) => {}
-            Ok(Err(err)) => tracing::warn!(%err, "controlled shutdown of the local broker failed"),
-            Err(_) => tracing::warn!("controlled shutdown of the local broker timed out"),
+        if self.inner.registers_broker {
+            let timeout = self.inner.controlled_shutdown_timeout;
+            match tokio::time::timeout(timeout, self.heartbeat(true)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => {
+                    tracing::warn!(%err, "controlled shutdown of the local broker failed")
+                }
+                Err(_) => tracing::warn!("controlled shutdown of the local broker timed out"),
+            }
         }
         // The controller finishes the group it is handling (the applier still runs, so it
         // can), then stops; queued and later requests fail with ShutDown.

@@ -36,7 +36,11 @@ struct Cluster {
     voters: Vec<QuorumVoter>,
     faults: Arc<LinkFaults>,
     nodes: BTreeMap<i32, MetadataNode>,
+    /// Applied to every voter's configuration.
+    tweak: fn(&mut MetadataNodeConfig),
 }
+
+fn no_tweak(_: &mut MetadataNodeConfig) {}
 
 fn node_config(dir: &std::path::Path, node_id: i32, quorum: QuorumMode) -> MetadataNodeConfig {
     let mut config = MetadataNodeConfig::new(node_id, dir.join(format!("node-{node_id}")));
@@ -71,6 +75,10 @@ async fn bind(addr: SocketAddr) -> TcpListener {
 
 impl Cluster {
     async fn start(size: i32) -> Cluster {
+        Self::start_with(size, no_tweak).await
+    }
+
+    async fn start_with(size: i32, tweak: fn(&mut MetadataNodeConfig)) -> Cluster {
         let mut voters = Vec::new();
         let mut listeners = Vec::new();
         for node_id in 1..=size {
@@ -86,6 +94,7 @@ impl Cluster {
             voters,
             faults: LinkFaults::new(),
             nodes: BTreeMap::new(),
+            tweak,
         };
         let starts: Vec<_> = listeners
             .into_iter()
@@ -100,14 +109,16 @@ impl Cluster {
 
     fn voter_config(&self, node_id: i32) -> MetadataNodeConfig {
         let me = self.voters.iter().find(|v| v.node_id == node_id).unwrap();
-        node_config(
+        let mut config = node_config(
             self.dir.path(),
             node_id,
             QuorumMode::Voter {
                 voters: self.voters.clone(),
                 listen_addr: me.addr,
             },
-        )
+        );
+        (self.tweak)(&mut config);
+        config
     }
 
     fn start_voter(
@@ -434,6 +445,126 @@ async fn restarting_all_voters_at_once_keeps_every_record() {
         .unwrap();
     record(&mut expected, "after-full-restart", id, 1);
     assert_same_topics(&cluster, &expected).await;
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+fn controller_only(config: &mut MetadataNodeConfig) {
+    config.register_broker = false;
+    config.broker_listeners.clear();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_only_voters_serve_broker_only_observers() {
+    let cluster = Cluster::start_with(3, controller_only).await;
+    let leader = cluster.controller().await;
+    let brokers: Vec<MetadataNode> = {
+        let starts: Vec<_> = [4, 5]
+            .into_iter()
+            .map(|id| {
+                tokio::spawn(MetadataNode::start_with_quorum_io(
+                    node_config(
+                        cluster.dir.path(),
+                        id,
+                        QuorumMode::Observer {
+                            voters: cluster.voters.clone(),
+                        },
+                    ),
+                    QuorumIo::default(),
+                ))
+            })
+            .collect();
+        let mut brokers = Vec::new();
+        for start in starts {
+            brokers.push(start.await.unwrap().unwrap());
+        }
+        brokers
+    };
+    let id = create(&brokers[0], "on-brokers", 4).await.unwrap();
+    let mut expected = TopicView::new();
+    record(&mut expected, "on-brokers", id, 4);
+    assert_same_topics(&cluster, &expected).await;
+    let image = brokers[1].image();
+    tokio::time::timeout(
+        WAIT_MAX,
+        brokers[1].wait_for_offset(brokers[0].image().offset),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // Only the brokers registered, and partitions live on them alone.
+    let registered: Vec<i32> = brokers[1].image().brokers().map(|b| b.broker_id).collect();
+    assert_eq!(registered, vec![4, 5]);
+    for partition in brokers[1]
+        .image()
+        .topic("on-brokers")
+        .unwrap()
+        .partitions
+        .values()
+    {
+        assert!(partition.replicas.iter().all(|r| *r == 4 || *r == 5));
+    }
+    // Clients are told a broker they can reach, not the controller-only leader.
+    assert_eq!(brokers[0].quorum_leader().leader_id, Some(leader));
+    assert_eq!(brokers[0].active_controller_id(), Some(4));
+    assert_eq!(brokers[1].active_controller_id(), Some(5));
+    assert!(image.offset >= 0);
+    for broker in &brokers {
+        broker.shutdown().await;
+    }
+    for node in cluster.nodes.values() {
+        node.shutdown().await;
+    }
+}
+
+fn snapshot_often(config: &mut MetadataNodeConfig) {
+    config.snapshot_every_records = 5;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_truncate_the_quorum_log_and_survive_a_full_restart() {
+    let mut cluster = Cluster::start_with(3, snapshot_often).await;
+    let mut expected = TopicView::new();
+    for i in 0..12 {
+        let id = create(cluster.node(i % 3 + 1), &format!("s-{i}"), 1)
+            .await
+            .unwrap();
+        record(&mut expected, &format!("s-{i}"), id, 1);
+    }
+    assert_same_topics(&cluster, &expected).await;
+    let snapshot_file = |id: i32| {
+        cluster
+            .dir
+            .path()
+            .join(format!("node-{id}"))
+            .join(shale_metadata::runtime::RAFT_LOG_SUBDIR)
+            .join("snapshot")
+    };
+    for id in 1..=3 {
+        assert!(snapshot_file(id).exists(), "node {id} took no snapshot");
+    }
+    let nodes: Vec<MetadataNode> = std::mem::take(&mut cluster.nodes).into_values().collect();
+    for node in nodes {
+        node.shutdown().await;
+    }
+    cluster.restart(&[1, 2, 3]).await;
+    assert_same_topics(&cluster, &expected).await;
+    // A broker joining now starts from a snapshot: the early entries are gone from the log.
+    let observer = MetadataNode::start_with_quorum_io(
+        node_config(
+            cluster.dir.path(),
+            4,
+            QuorumMode::Observer {
+                voters: cluster.voters.clone(),
+            },
+        ),
+        QuorumIo::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(topic_view(&observer.image()), expected);
+    observer.shutdown().await;
     for node in cluster.nodes.values() {
         node.shutdown().await;
     }

@@ -4,13 +4,15 @@
 
 pub mod defs;
 mod properties;
+mod storage;
 mod typed;
 
 use std::collections::BTreeMap;
 
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
 pub use properties::parse_properties;
-pub use typed::{BrokerConfig, Listener, ProcessRole, QuorumVoter};
+pub use storage::{format_storage, random_cluster_id, storage_dirs};
+pub use typed::{BrokerConfig, Listener, ProcessRole, QuorumRole, QuorumVoter};
 
 /// Where a static value came from; DescribeConfigs reports it as `STATIC_BROKER_CONFIG`
 /// whatever the layer, as Kafka does for server.properties.

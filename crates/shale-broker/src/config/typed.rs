@@ -28,6 +28,19 @@ pub struct QuorumVoter {
     pub port: u16,
 }
 
+/// How this node takes part in the metadata quorum, from `process.roles`,
+/// `controller.quorum.voters` and `controller.listener.names`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuorumRole {
+    /// Combined roles and no voters: one node on local files, no format step (the default).
+    Single,
+    /// The controller role: a voter, on its controller listener (the first listener named in
+    /// `controller.listener.names`). Without the broker role it serves no Kafka clients.
+    Voter { controller_listener: Listener },
+    /// The broker role only: follows the voters' committed log without voting.
+    Observer,
+}
+
 /// Every static setting the broker acts on, typed.
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
@@ -38,6 +51,8 @@ pub struct BrokerConfig {
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
     pub controller_quorum_voters: Vec<QuorumVoter>,
+    /// The node's part in the metadata quorum, validated against the keys above.
+    pub quorum_role: QuorumRole,
     pub rack: Option<String>,
     pub log_dirs: Vec<PathBuf>,
     pub metadata_log_dir: PathBuf,
@@ -151,6 +166,14 @@ impl BrokerConfig {
             .iter()
             .map(|v| parse_voter(v))
             .collect::<Result<Vec<_>, _>>()?;
+        let quorum_role = quorum_role(
+            node_id,
+            &process_roles,
+            &listeners,
+            &controller_listener_names,
+            &controller_quorum_voters,
+            &r.list("controller.quorum.bootstrap.servers"),
+        )?;
         let log_dirs: Vec<PathBuf> = match props.get("log.dirs") {
             Some(_) => r.list("log.dirs"),
             None => r.list("log.dir"),
@@ -177,6 +200,7 @@ impl BrokerConfig {
             controller_listener_names,
             inter_broker_listener_name,
             controller_quorum_voters,
+            quorum_role,
             rack: props.get("broker.rack").map(str::to_string),
             log_dirs,
             metadata_log_dir,
@@ -409,6 +433,141 @@ fn parse_listeners(
         .collect()
 }
 
+/// Checks the role keys against each other the way Kafka does and picks the quorum role.
+fn quorum_role(
+    node_id: i32,
+    roles: &[ProcessRole],
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+    voters: &[QuorumVoter],
+    bootstrap_servers: &[String],
+) -> Result<QuorumRole, ConfigError> {
+    let is_controller = roles.contains(&ProcessRole::Controller);
+    let is_broker = roles.contains(&ProcessRole::Broker);
+    let roles_text = roles
+        .iter()
+        .map(|r| match r {
+            ProcessRole::Broker => "broker",
+            ProcessRole::Controller => "controller",
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    if voters.is_empty() {
+        if !bootstrap_servers.is_empty() {
+            return Err(invalid(
+                "controller.quorum.bootstrap.servers",
+                &bootstrap_servers.join(","),
+                "dynamic quorums are not supported; list the voters in controller.quorum.voters",
+            ));
+        }
+        if is_controller && is_broker {
+            return Ok(QuorumRole::Single);
+        }
+        return Err(invalid(
+            "controller.quorum.voters",
+            "",
+            &format!(
+                "required with process.roles={roles_text} (only a combined broker,controller \
+                 node may run without a quorum)"
+            ),
+        ));
+    }
+    let voters_text = voters
+        .iter()
+        .map(|v| format!("{}@{}:{}", v.node_id, v.host, v.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut ids: Vec<i32> = voters.iter().map(|v| v.node_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() != voters.len() {
+        return Err(invalid(
+            "controller.quorum.voters",
+            &voters_text,
+            "a voter id is listed twice",
+        ));
+    }
+    let me = voters.iter().find(|v| v.node_id == node_id);
+    let controller_listeners: Vec<&Listener> = listeners
+        .iter()
+        .filter(|l| controller_listener_names.contains(&l.name))
+        .collect();
+    if !is_controller {
+        if me.is_some() {
+            return Err(invalid(
+                "controller.quorum.voters",
+                &voters_text,
+                &format!(
+                    "node.id {node_id} has only the broker role and must not be a voter; \
+                     add controller to process.roles or remove it from the voters"
+                ),
+            ));
+        }
+        if controller_listener_names.is_empty() {
+            return Err(invalid(
+                "controller.listener.names",
+                "",
+                "a broker needs the name of the controllers' listener",
+            ));
+        }
+        if let Some(l) = controller_listeners.first() {
+            return Err(invalid(
+                "listeners",
+                &l.name,
+                "a broker-only node must not have a controller listener (one named in \
+                 controller.listener.names)",
+            ));
+        }
+        return Ok(QuorumRole::Observer);
+    }
+    let Some(me) = me else {
+        return Err(invalid(
+            "controller.quorum.voters",
+            &voters_text,
+            &format!("node.id {node_id} has the controller role but is not among the voters"),
+        ));
+    };
+    // Kafka takes the first name of controller.listener.names as the one voters use.
+    let Some(controller_listener) = controller_listener_names
+        .first()
+        .and_then(|name| controller_listeners.iter().find(|l| l.name == *name))
+    else {
+        return Err(invalid(
+            "controller.listener.names",
+            &controller_listener_names.join(","),
+            "a controller needs a listener in listeners with this name (e.g. \
+             CONTROLLER://host:port, the address its entry in controller.quorum.voters names)",
+        ));
+    };
+    if controller_listener.port != 0 && controller_listener.port != me.port {
+        return Err(invalid(
+            "controller.quorum.voters",
+            &voters_text,
+            &format!(
+                "node.id {node_id} is listed on port {}, but its controller listener {} binds \
+                 port {}",
+                me.port, controller_listener.name, controller_listener.port
+            ),
+        ));
+    }
+    if !is_broker {
+        if let Some(l) = listeners
+            .iter()
+            .find(|l| !controller_listener_names.contains(&l.name))
+        {
+            return Err(invalid(
+                "listeners",
+                &l.name,
+                "a controller-only node may only have controller listeners (named in \
+                 controller.listener.names)",
+            ));
+        }
+    }
+    Ok(QuorumRole::Voter {
+        controller_listener: (*controller_listener).clone(),
+    })
+}
+
 fn parse_voter(entry: &str) -> Result<QuorumVoter, ConfigError> {
     let key = "controller.quorum.voters";
     let (id, addr) = entry
@@ -496,5 +655,121 @@ mod tests {
                 port: 9093
             }]
         );
+    }
+
+    fn role_error(pairs: &[(&str, &str)]) -> String {
+        BrokerConfig::from_properties(props(pairs))
+            .unwrap_err()
+            .to_string()
+    }
+
+    const VOTERS: &str = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097";
+
+    #[test]
+    fn roles_and_voters_pick_the_quorum_role() {
+        let single = BrokerConfig::from_properties(StaticProperties::default()).unwrap();
+        assert_eq!(single.quorum_role, QuorumRole::Single);
+
+        let combined = BrokerConfig::from_properties(props(&[
+            ("node.id", "2"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+            ),
+            ("controller.quorum.voters", VOTERS),
+        ]))
+        .unwrap();
+        let QuorumRole::Voter {
+            controller_listener,
+        } = &combined.quorum_role
+        else {
+            panic!("{:?}", combined.quorum_role)
+        };
+        assert_eq!(controller_listener.port, 9095);
+        assert_eq!(combined.client_listeners().count(), 1);
+
+        let controller_only = BrokerConfig::from_properties(props(&[
+            ("node.id", "3"),
+            ("process.roles", "controller"),
+            ("listeners", "CONTROLLER://127.0.0.1:9097"),
+            ("controller.quorum.voters", VOTERS),
+        ]))
+        .unwrap();
+        assert!(matches!(
+            controller_only.quorum_role,
+            QuorumRole::Voter { .. }
+        ));
+        assert_eq!(controller_only.client_listeners().count(), 0);
+        assert!(controller_only.advertised_listeners.is_empty());
+
+        let broker_only = BrokerConfig::from_properties(props(&[
+            ("node.id", "4"),
+            ("process.roles", "broker"),
+            ("listeners", "PLAINTEXT://127.0.0.1:9098"),
+            ("controller.quorum.voters", VOTERS),
+        ]))
+        .unwrap();
+        assert_eq!(broker_only.quorum_role, QuorumRole::Observer);
+    }
+
+    #[test]
+    fn inconsistent_roles_are_refused_naming_the_key() {
+        let err = role_error(&[
+            ("node.id", "4"),
+            ("listeners", "PLAINTEXT://:9092,CONTROLLER://:9099"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(
+            err.contains("controller.quorum.voters") && err.contains("not among the voters"),
+            "{err}"
+        );
+        let err = role_error(&[
+            ("node.id", "1"),
+            ("process.roles", "broker"),
+            ("listeners", "PLAINTEXT://:9092"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(err.contains("must not be a voter"), "{err}");
+        let err = role_error(&[
+            ("node.id", "1"),
+            ("listeners", "PLAINTEXT://:9092"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(err.contains("controller.listener.names"), "{err}");
+        let err = role_error(&[
+            ("node.id", "1"),
+            ("listeners", "PLAINTEXT://:9092,CONTROLLER://:9100"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(err.contains("port 9093"), "{err}");
+        let err = role_error(&[
+            ("node.id", "1"),
+            ("process.roles", "controller"),
+            ("listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(
+            err.contains("listeners") && err.contains("controller-only"),
+            "{err}"
+        );
+        let err = role_error(&[
+            ("node.id", "5"),
+            ("process.roles", "broker"),
+            ("listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"),
+            ("controller.quorum.voters", VOTERS),
+        ]);
+        assert!(err.contains("broker-only"), "{err}");
+        let err = role_error(&[("process.roles", "broker")]);
+        assert!(err.contains("controller.quorum.voters"), "{err}");
+        let err = role_error(&[("controller.quorum.bootstrap.servers", "127.0.0.1:9093")]);
+        assert!(err.contains("controller.quorum.bootstrap.servers"), "{err}");
+        let err = role_error(&[
+            ("listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"),
+            (
+                "controller.quorum.voters",
+                "1@127.0.0.1:9093,1@127.0.0.1:9095",
+            ),
+        ]);
+        assert!(err.contains("twice"), "{err}");
     }
 }
