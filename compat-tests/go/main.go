@@ -668,6 +668,7 @@ func main() {
 		"configs":           scenarioConfigs,
 		"delete_records":    scenarioDeleteRecords,
 		"errors":            scenarioErrors,
+		"transactions":      scenarioTransactions,
 	}
 	fn, ok := scenarios[*scenario]
 	if !ok {

@@ -83,12 +83,12 @@ deps_venv() {
 
 deps_java() {
   deps_kafka
-  local out="$DEPS/java-classes" src="$COMPAT_DIR/java/Compat.java"
-  local stamp="$out/.stamp-$(cat "$src" | md5sum | cut -c1-12)-$KAFKA_VERSION"
+  local out="$DEPS/java-classes" src=("$COMPAT_DIR"/java/*.java)
+  local stamp="$out/.stamp-$(cat "${src[@]}" | md5sum | cut -c1-12)-$KAFKA_VERSION"
   [[ -f "$stamp" ]] && return 0
-  log "compiling java/Compat.java against kafka-clients $KAFKA_VERSION"
+  log "compiling java/*.java against kafka-clients $KAFKA_VERSION"
   rm -rf "$out"; mkdir -p "$out"
-  run_quiet "$DEPS/javac.log" javac -nowarn -d "$out" -cp "$DEPS/kafka/lib/*" "$src" \
+  run_quiet "$DEPS/javac.log" javac -nowarn -d "$out" -cp "$DEPS/kafka/lib/*" "${src[@]}" \
     || die "javac failed (see $DEPS/javac.log)"
   touch "$stamp"
 }

@@ -42,6 +42,8 @@ SCENARIOS = [
     ("delete_records", "DeleteRecords moves the log start offset"),
     ("consumer_lag", "committed offsets and lag through ConsumerGroupCommand"),
     ("errors", "unknown topic, record too large, invalid config error codes"),
+    ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
+    ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 
@@ -67,6 +69,7 @@ CLIENTS = {
 # Scenarios that only some clients run; the others report n/a with this reason.
 ONLY_CLIENTS = {
     "consumer_lag": (["cli"], "lag is checked through Kafka's ConsumerGroupCommand (the cli client)"),
+    "exactly_once": (["java"], "the read-process-write worker is the Java client (java/ExactlyOnce.java)"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

@@ -63,6 +63,8 @@ public class Compat {
                 case "configs": configs(); break;
                 case "delete_records": deleteRecords(); break;
                 case "errors": errors(); break;
+                case "transactions": transactions(); break;
+                case "exactly_once": exactlyOnce(); break;
                 default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
         } catch (NotApplicable e) {
@@ -617,6 +619,147 @@ public class Compat {
                 var parts = c.listTopics().get(missing);
                 checkEq(parts, null, "missing topic not auto-created by a consumer");
             }
+        }
+    }
+
+    // ---------- transactions ----------
+
+    static List<String> readValues(String t, String isolation, long upTo) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation))) {
+            TopicPartition tp = new TopicPartition(t, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<String> got = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (c.position(tp) < upTo && System.nanoTime() < deadline)
+                for (var r : c.poll(Duration.ofMillis(300))) got.add(new String(r.value(), StandardCharsets.UTF_8));
+            return got;
+        }
+    }
+
+    static void send(KafkaProducer<byte[], byte[]> p, String t, String value) throws Exception {
+        p.send(new ProducerRecord<>(t, 0, null, value.getBytes(StandardCharsets.UTF_8))).get(30, TimeUnit.SECONDS);
+    }
+
+    static void transactions() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t"), g = group("g");
+            createTopic(admin, t, 1, null);
+            TopicPartition tp = new TopicPartition(t, 0);
+            ConsumerGroupMetadata groupMetadata = new ConsumerGroupMetadata(g);
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, prefix + "-txn"))) {
+                p.initTransactions();
+                p.beginTransaction();
+                send(p, t, "c0");
+                send(p, t, "c1");
+                p.commitTransaction();                 // c0 0, c1 1, COMMIT 2
+                p.beginTransaction();
+                send(p, t, "a0");
+                p.abortTransaction();                  // a0 3, ABORT 4
+                p.beginTransaction();
+                send(p, t, "c2");
+                p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(5)), groupMetadata);
+                p.commitTransaction();                 // c2 5, COMMIT 6
+                p.beginTransaction();
+                send(p, t, "a1");
+                p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(8)), groupMetadata);
+                p.abortTransaction();                  // a1 7, ABORT 8
+            }
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+                checkEq(c.endOffsets(List.of(tp)).get(tp), 9L, "read_committed end offset (LSO)");
+            }
+            checkEq(readValues(t, "read_committed", 9), List.of("c0", "c1", "c2"), "read_committed values");
+            checkEq(readValues(t, "read_uncommitted", 9), List.of("c0", "c1", "a0", "c2", "a1"), "read_uncommitted values");
+            var offsets = admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+            checkEq(offsets.get(tp).offset(), 5L, "offset committed in the transaction (the aborted one dropped)");
+        }
+    }
+
+    /// Starts a worker whose output is echoed; `started` opens once it has begun processing.
+    static Process startWorker(List<String> cmd, java.util.concurrent.CountDownLatch started) throws Exception {
+        Process worker = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Thread echo = new Thread(() -> {
+            try (var lines = new java.io.BufferedReader(new java.io.InputStreamReader(worker.getInputStream()))) {
+                String line;
+                while ((line = lines.readLine()) != null) {
+                    System.out.println("[worker] " + line);
+                    if (line.startsWith("starting with")) started.countDown();
+                }
+            } catch (java.io.IOException e) {
+                System.out.println("[worker] output closed: " + e);
+            }
+        });
+        echo.setDaemon(true);
+        echo.start();
+        return worker;
+    }
+
+    /// Runs the ExactlyOnce worker, kills it with SIGKILL at random points, runs it to the end,
+    /// then checks with a read_committed reader that the output holds each input record once.
+    static void exactlyOnce() throws Exception {
+        final int records = 3000, partitions = 3, kills = 3;
+        long seed = System.nanoTime();
+        System.out.println("random seed " + seed);
+        Random random = new Random(seed);
+        try (Admin admin = admin()) {
+            String in = topic("in"), out = topic("out"), g = group("rpw");
+            createTopic(admin, in, partitions, null);
+            createTopic(admin, out, partitions, null);
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.ACKS_CONFIG, "all"))) {
+                for (int i = 0; i < records; i++) {
+                    byte[] v = ("in-" + i).getBytes(StandardCharsets.UTF_8);
+                    p.send(new ProducerRecord<>(in, i % partitions, v, v));
+                }
+                p.flush();
+            }
+            String java = ProcessHandle.current().info().command().orElse("java");
+            List<String> cmd = List.of(java, "-cp", System.getProperty("java.class.path"), "ExactlyOnce",
+                    bootstrap, in, out, g, prefix + "-rpw", String.valueOf(records));
+            for (int k = 0; k < kills; k++) {
+                java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+                Process worker = startWorker(cmd, started);
+                check(started.await(60, TimeUnit.SECONDS), "the worker starts processing");
+                long afterMs = 300 + random.nextInt(2200);
+                if (!worker.waitFor(afterMs, TimeUnit.MILLISECONDS)) {
+                    worker.destroyForcibly();   // SIGKILL
+                    worker.waitFor();
+                    System.out.println("killed the worker " + afterMs + " ms into processing");
+                } else {
+                    System.out.println("worker finished before its kill, exit " + worker.exitValue());
+                }
+            }
+            Process worker = startWorker(cmd, new java.util.concurrent.CountDownLatch(1));
+            check(worker.waitFor(90, TimeUnit.SECONDS), "the last worker finishes");
+            checkEq(worker.exitValue(), 0, "last worker exit code");
+
+            List<TopicPartition> outParts = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) outParts.add(new TopicPartition(out, i));
+            Map<String, Integer> seen = new HashMap<>();
+            long total = 0;
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+                c.assign(outParts);
+                c.seekToBeginning(outParts);
+                Map<TopicPartition, Long> end = c.endOffsets(outParts);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (outParts.stream().anyMatch(tp -> c.position(tp) < end.get(tp)) && System.nanoTime() < deadline)
+                    for (var r : c.poll(Duration.ofMillis(300))) {
+                        seen.merge(new String(r.value(), StandardCharsets.UTF_8), 1, Integer::sum);
+                        total++;
+                    }
+                long uncommittedEnd = 0;
+                try (KafkaConsumer<byte[], byte[]> u = consumer(Map.of())) {
+                    for (long e : u.endOffsets(outParts).values()) uncommittedEnd += e;
+                }
+                System.out.println("output: " + total + " committed records, " + uncommittedEnd
+                        + " offsets in all (aborted records and markers included)");
+            }
+            List<String> duplicated = new ArrayList<>();
+            seen.forEach((v, n) -> { if (n > 1) duplicated.add(v + " x" + n); });
+            checkEq(duplicated, List.of(), "records seen more than once");
+            List<String> missing = new ArrayList<>();
+            for (int i = 0; i < records; i++) if (!seen.containsKey("in-" + i)) missing.add("in-" + i);
+            checkEq(missing.size(), 0, "records missing (first: " + missing.stream().limit(5).toList() + ")");
+            checkEq(total, (long) records, "output record count");
         }
     }
 }

@@ -137,7 +137,55 @@ function compareRecords (expected, got, what) {
   })
 }
 
+// Values of `topic` from the start with a fresh group: until `want` arrived, then a second
+// more to catch any record that should not be there.
+async function readValues (topic, readUncommitted, want) {
+  const consumer = kafka().consumer({ groupId: groupName(`read-${readUncommitted}`), readUncommitted })
+  await consumer.connect()
+  const got = []
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true })
+    await consumer.run({ eachMessage: async ({ message }) => { got.push(message.value.toString()) } })
+    await waitUntil(() => got.length >= want, 30000, `${want} records`).catch(() => {})
+    await sleep(1000)
+  } finally {
+    await consumer.disconnect()
+  }
+  return got
+}
+
+async function transactions () {
+  const topic = topicName('t')
+  const group = groupName('g')
+  await withAdmin(async (admin) => {
+    await createTopic(admin, topic)
+    const producer = kafka().producer({ transactionalId: `${prefix}-txn`, idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      const txn = async (values, offset, commit) => {
+        const t = await producer.transaction()
+        await t.send({ topic, messages: values.map((value) => ({ value, partition: 0 })) })
+        if (offset !== undefined) {
+          await t.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] })
+        }
+        await (commit ? t.commit() : t.abort())
+      }
+      await txn(['c0', 'c1'], undefined, true) // c0 0, c1 1, COMMIT 2
+      await txn(['a0'], undefined, false) // a0 3, ABORT 4
+      await txn(['c2'], 5, true) // c2 5, COMMIT 6
+      await txn(['a1'], 8, false) // a1 7, ABORT 8
+    } finally {
+      await producer.disconnect()
+    }
+    assert.deepStrictEqual(await readValues(topic, false, 3), ['c0', 'c1', 'c2'], 'read_committed values')
+    assert.deepStrictEqual(await readValues(topic, true, 5), ['c0', 'c1', 'a0', 'c2', 'a1'], 'read_uncommitted values')
+    const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] })
+    assert.strictEqual(offsets[0].partitions[0].offset, '5', 'offset committed in the transaction (the aborted one dropped)')
+  })
+}
+
 const scenarios = {
+  transactions,
   async metadata () {
     await withAdmin(async (admin) => {
       const cluster = await admin.describeCluster()

@@ -402,6 +402,65 @@ async def scenario_errors(ctx):
         await prod.stop()
 
 
+async def read_values(ctx, topic, isolation, up_to):
+    """Values of partition 0 from the start until the position reaches `up_to`."""
+    cons = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, auto_offset_reset="earliest",
+                            enable_auto_commit=False, isolation_level=isolation)
+    await cons.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        cons.assign([tp])
+        await cons.seek_to_beginning(tp)
+        got = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while await cons.position(tp) < up_to and time.monotonic() < deadline:
+            for msgs in (await cons.getmany(tp, timeout_ms=300)).values():
+                got.extend(m.value.decode() for m in msgs)
+        return got
+    finally:
+        await cons.stop()
+
+
+async def scenario_transactions(ctx):
+    adm = await admin(ctx)
+    topic, group = ctx.topic(), ctx.group()
+    tp = TopicPartition(topic, 0)
+    try:
+        await create_topic(adm, topic)
+        prod = await producer(ctx, transactional_id=f"{ctx.prefix}-txn")
+        try:
+            async def txn(values, offset=None, commit=True):
+                await prod.begin_transaction()
+                for value in values:
+                    await (await prod.send(topic, value=value.encode(), partition=0))
+                if offset is not None:
+                    await prod.send_offsets_to_transaction({tp: offset}, group)
+                if commit:
+                    await prod.commit_transaction()
+                else:
+                    await prod.abort_transaction()
+
+            await txn(["c0", "c1"])                      # c0 0, c1 1, COMMIT 2
+            await txn(["a0"], commit=False)              # a0 3, ABORT 4
+            await txn(["c2"], offset=5)                  # c2 5, COMMIT 6
+            await txn(["a1"], offset=8, commit=False)    # a1 7, ABORT 8
+        finally:
+            await prod.stop()
+        reader = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, isolation_level="read_committed")
+        await reader.start()
+        try:
+            check_eq((await reader.end_offsets([tp]))[tp], 9, "read_committed end offset (LSO)")
+        finally:
+            await reader.stop()
+        check_eq(await read_values(ctx, topic, "read_committed", 9), ["c0", "c1", "c2"], "read_committed values")
+        check_eq(await read_values(ctx, topic, "read_uncommitted", 9), ["c0", "c1", "a0", "c2", "a1"],
+                 "read_uncommitted values")
+        offsets = await adm.list_consumer_group_offsets(group)
+        check_eq(offsets[tp].offset, 5, "offset committed in the transaction (the aborted one dropped)")
+    finally:
+        await adm.close()
+
+
 def sync(fn):
     def run(ctx):
         asyncio.run(asyncio.wait_for(fn(ctx), timeout=120))
@@ -428,6 +487,7 @@ SCENARIOS = {
     "configs": sync(scenario_configs),
     "delete_records": sync(scenario_delete_records),
     "errors": sync(scenario_errors),
+    "transactions": sync(scenario_transactions),
 }
 
 if __name__ == "__main__":

@@ -353,6 +353,63 @@ def scenario_errors(ctx):
     check_eq(err.code() if err else None, KafkaError.UNKNOWN_TOPIC_OR_PART, "metadata for a missing topic")
 
 
+def read_values(ctx, topic, isolation, up_to):
+    """Values of partition 0 from the start until the position reaches `up_to`."""
+    cons = consumer(ctx, isolation_level=isolation)
+    try:
+        cons.assign([TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+        got = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = cons.poll(0.3)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value().decode())
+            position = cons.position([TopicPartition(topic, 0)])[0].offset
+            if position >= up_to:
+                break
+        return got
+    finally:
+        cons.close()
+
+
+def scenario_transactions(ctx):
+    adm = admin(ctx)
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(adm, topic)
+    tp = TopicPartition(topic, 0)
+    group_member = consumer(ctx, group=group)
+    prod = producer(ctx, transactional_id=f"{ctx.prefix}-txn")
+    prod.init_transactions(TIMEOUT_S)
+
+    def txn(values, offset=None, commit=True):
+        prod.begin_transaction()
+        for value in values:
+            prod.produce(topic, value.encode(), partition=0)
+        prod.flush(TIMEOUT_S)
+        if offset is not None:
+            prod.send_offsets_to_transaction([TopicPartition(topic, 0, offset)],
+                                             group_member.consumer_group_metadata(), TIMEOUT_S)
+        if commit:
+            prod.commit_transaction(TIMEOUT_S)
+        else:
+            prod.abort_transaction(TIMEOUT_S)
+
+    txn(["c0", "c1"])                      # c0 0, c1 1, COMMIT 2
+    txn(["a0"], commit=False)              # a0 3, ABORT 4
+    txn(["c2"], offset=5)                  # c2 5, COMMIT 6
+    txn(["a1"], offset=8, commit=False)    # a1 7, ABORT 8
+    committed_reader = consumer(ctx, isolation_level="read_committed")
+    _, lso = committed_reader.get_watermark_offsets(tp, timeout=10, cached=False)
+    committed_reader.close()
+    check_eq(lso, 9, "read_committed end offset (LSO)")
+    check_eq(read_values(ctx, topic, "read_committed", 9), ["c0", "c1", "c2"], "read_committed values")
+    check_eq(read_values(ctx, topic, "read_uncommitted", 9), ["c0", "c1", "a0", "c2", "a1"],
+             "read_uncommitted values")
+    committed = group_member.committed([tp], timeout=TIMEOUT_S)[0].offset
+    check_eq(committed, 5, "offset committed in the transaction (the aborted one dropped)")
+    group_member.close()
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -367,6 +424,7 @@ SCENARIOS = {
     "configs": scenario_configs,
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
+    "transactions": scenario_transactions,
 }
 
 if __name__ == "__main__":

@@ -355,6 +355,57 @@ def scenario_errors(ctx):
     adm.close()
 
 
+def read_values(ctx, topic, isolation, up_to):
+    """Values of partition 0 from the start until the position reaches `up_to`."""
+    cons = consumer(ctx, isolation_level=isolation)
+    try:
+        tp = TopicPartition(topic, 0)
+        cons.assign([tp])
+        cons.seek_to_beginning(tp)
+        got = []
+        deadline = time.monotonic() + 30
+        while cons.position(tp) < up_to and time.monotonic() < deadline:
+            for msgs in cons.poll(timeout_ms=300).values():
+                got.extend(m.value.decode() for m in msgs)
+        return got
+    finally:
+        cons.close()
+
+
+def scenario_transactions(ctx):
+    adm = admin(ctx)
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(adm, topic)
+    tp = TopicPartition(topic, 0)
+    prod = producer(ctx, transactional_id=f"{ctx.prefix}-txn")
+    prod.init_transactions()
+
+    def txn(values, offset=None, commit=True):
+        prod.begin_transaction()
+        for value in values:
+            prod.send(topic, value=value.encode(), partition=0).get(timeout=30)
+        if offset is not None:
+            prod.send_offsets_to_transaction({tp: OffsetAndMetadata(offset, "", -1)}, group)
+        if commit:
+            prod.commit_transaction()
+        else:
+            prod.abort_transaction()
+
+    txn(["c0", "c1"])                      # c0 0, c1 1, COMMIT 2
+    txn(["a0"], commit=False)              # a0 3, ABORT 4
+    txn(["c2"], offset=5)                  # c2 5, COMMIT 6
+    txn(["a1"], offset=8, commit=False)    # a1 7, ABORT 8
+    prod.close()
+    reader = consumer(ctx, isolation_level="read_committed")
+    check_eq(reader.end_offsets([tp])[tp], 9, "read_committed end offset (LSO)")
+    reader.close()
+    check_eq(read_values(ctx, topic, "read_committed", 9), ["c0", "c1", "c2"], "read_committed values")
+    check_eq(read_values(ctx, topic, "read_uncommitted", 9), ["c0", "c1", "a0", "c2", "a1"],
+             "read_uncommitted values")
+    offsets = adm.list_group_offsets({group: None})[group]
+    check_eq(offsets[tp].offset, 5, "offset committed in the transaction (the aborted one dropped)")
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -367,6 +418,7 @@ SCENARIOS = {
     "configs": scenario_configs,
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
+    "transactions": scenario_transactions,
 }
 
 if __name__ == "__main__":
