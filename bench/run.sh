@@ -2,6 +2,7 @@
 # Shale vs Apache Kafka on this machine, side by side in one run (see bench/README.md).
 #
 #   bench/run.sh [--quick] [--no-build] [--perf] [--only shale|kafka] [--records N]
+#   bench/run.sh --transactions [--no-build] [--only shale|kafka] [--records N]
 #
 # Environment: SHALE_BIN (use this binary, skip the build), SHALE_COMMIT (label for that binary),
 # KAFKA_VERSION (default 4.4.0), CARGO_TARGET_DIR (where cargo builds Shale).
@@ -17,14 +18,15 @@ SLF4J_VERSION="2.0.17"
 die() { echo "[bench] ERROR: $*" >&2; exit 1; }
 log() { echo "[bench] $*" >&2; }
 
-quick=() build=1 passthrough=()
+quick=() build=1 passthrough=() transactions=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=(--quick) ;;
+    --transactions) transactions=1 ;;
     --no-build) build=0 ;;
     --perf) command -v perf >/dev/null || die "--perf needs perf (apt-get install -y linux-perf)"; passthrough+=(--perf) ;;
     --only|--records) [[ $# -ge 2 ]] || die "$1 needs a value"; passthrough+=("$1" "$2"); shift ;;
-    -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option: $1 (try --help)" ;;
   esac
   shift
@@ -93,6 +95,13 @@ else
   if ! git -C "$REPO_DIR" diff --quiet HEAD -- crates Cargo.toml Cargo.lock 2>/dev/null; then
     git_commit="$git_commit+dirty"
   fi
+fi
+
+if [[ "$transactions" == 1 ]]; then
+  # Transaction figures (bench/transactions.py) use the compatibility suite's Kafka and venv.
+  bash "$REPO_DIR/compat-tests/harness/deps.sh" venv kafka || die "compat-tests dependencies failed"
+  exec "$REPO_DIR/compat-tests/.venv/bin/python" "$BENCH_DIR/transactions.py" "${passthrough[@]}" \
+    --shale-bin "$shale_bin" --kafka-version "$KAFKA_VERSION"
 fi
 
 exec python3 "$BENCH_DIR/bench.py" "${quick[@]}" "${passthrough[@]}" \
