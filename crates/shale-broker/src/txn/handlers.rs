@@ -469,50 +469,66 @@ pub async fn txn_offset_commit(
             .collect(),
     };
     let coordinator = &broker.groups.coordinator;
-    if version >= TXN_OFFSET_COMMIT_TV2_MIN_VERSION {
-        // Transaction version 2 clients send no AddOffsetsToTxn: the group's partition joins
-        // the transaction here.
-        let transactional_id = request.transactional_id.0.to_string();
-        let partitions = [TxnTopicPartition::new(
-            OFFSETS_TOPIC,
-            coordinator.partition_for(&group_id),
-        )]
+    // KIP-890: the group's partition must be in the producer's transaction before its
+    // offsets are written there (version 2 clients send no AddOffsetsToTxn: it joins here).
+    let transactional_id = request.transactional_id.0.to_string();
+    let (producer_id, producer_epoch) = (request.producer_id.0, request.producer_epoch);
+    let offsets_partition = coordinator.partition_for(&group_id);
+    let offsets_tp = shale_log::TopicPartition {
+        topic: OFFSETS_TOPIC.to_owned(),
+        partition: offsets_partition,
+    };
+    let txn_version = if version >= TXN_OFFSET_COMMIT_TV2_MIN_VERSION {
+        TransactionVersion::V2
+    } else {
+        TransactionVersion::Legacy
+    };
+    let gate = &broker.txn.gate;
+    let token = gate.begin_verification(&offsets_tp, producer_id);
+    let partitions = [TxnTopicPartition::new(OFFSETS_TOPIC, offsets_partition)]
         .into_iter()
         .collect();
-        let added = broker
-            .txn
-            .execute(broker, &transactional_id, |c, now| {
-                c.add_partitions_with_version(
-                    &transactional_id,
-                    request.producer_id.0,
-                    request.producer_epoch,
-                    &partitions,
-                    TransactionVersion::V2,
-                    now,
-                )
-            })
-            .await;
-        if let Err(e) = added {
-            return all_failed(txn_coordinator_error_code(&e, true).0);
-        }
+    let refused = match broker
+        .txn
+        .verify_or_add(
+            broker,
+            &transactional_id,
+            producer_id,
+            producer_epoch,
+            &partitions,
+            txn_version,
+        )
+        .await
+    {
+        Ok(results) => results.into_iter().find_map(|(_, r)| r.err()),
+        Err(e) => Some(e),
+    };
+    if let Some(e) = refused {
+        gate.abandon_verification(&offsets_tp, producer_id, token);
+        return all_failed(txn_coordinator_error_code(&e, true).0);
     }
     let (response, records) = match coordinator
         .prepare_transactional_offsets(domain_request)
         .await
     {
         Ok(prepared) => prepared,
-        Err(e) => return all_failed(group_error_code(&e).0),
+        Err(e) => {
+            gate.abandon_verification(&offsets_tp, producer_id, token);
+            return all_failed(group_error_code(&e).0);
+        }
     };
-    if !records.is_empty() {
-        let partition = coordinator.partition_for(&group_id);
-        let producer_id = request.producer_id.0;
-        if let Err(code) = write_offsets(
-            broker,
-            partition,
-            producer_id,
-            request.producer_epoch,
-            &records,
-        ) {
+    if records.is_empty() {
+        gate.abandon_verification(&offsets_tp, producer_id, token);
+    } else {
+        let partition = offsets_partition;
+        // Under the gate: no marker for the producer may land between the verification and
+        // this write, or the offsets would open a transaction nobody ends.
+        let written = gate
+            .append_verified(&offsets_tp, producer_id, token, || {
+                write_offsets(broker, partition, producer_id, producer_epoch, &records)
+            })
+            .unwrap_or(Err(ResponseError::InvalidTxnState.code()));
+        if let Err(code) = written {
             return all_failed(code);
         }
         if let Err(e) = coordinator
