@@ -19,7 +19,11 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 use uuid::Uuid;
 
+use crate::replication::state::{PartitionReplication, RoleUpdate};
 use crate::txn::control::{decode_control_batch, encode_control_batch, ControlMarker};
+
+#[path = "replication/partition_ops.rs"]
+mod replication_ops;
 
 /// Where earlier versions kept one aborted-transaction index for the whole partition; the
 /// log now keeps one `.txnindex` per segment, rebuilt from the log when this file is found.
@@ -38,6 +42,7 @@ pub enum AppendError {
 #[derive(Clone, Copy, Debug)]
 pub struct Appended {
     pub base_offset: i64,
+    pub last_offset: i64,
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
 }
@@ -51,6 +56,7 @@ pub struct Partition {
     high_watermark: AtomicI64,
     leader_epoch: AtomicI32,
     leader_id: AtomicI32,
+    pub(crate) replication: PartitionReplication,
 }
 
 impl std::fmt::Debug for Partition {
@@ -103,12 +109,13 @@ impl Partition {
         for h in headers.iter().filter(|h| h.producer_id >= 0) {
             if let SequenceCheck::Duplicate {
                 first_offset,
+                last_offset,
                 log_append_time_ms,
-                ..
             } = producers.check(&producer_batch(h), now_ms)?
             {
                 return Ok(Appended {
                     base_offset: first_offset,
+                    last_offset,
                     log_append_time_ms,
                     log_start_offset: self.log.log_start_offset(),
                 });
@@ -121,11 +128,11 @@ impl Partition {
             producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
         }
         drop(producers);
-        // Single replica: the ISR is the leader, so the append is committed once written.
-        self.high_watermark
-            .store(self.log.log_end_offset(), Ordering::Release);
+        // The ISR decides when the append is committed (at once when the leader is alone).
+        self.maybe_advance_high_watermark();
         Ok(Appended {
             base_offset: info.first_offset,
+            last_offset: info.last_offset,
             log_append_time_ms: info.log_append_time_ms,
             log_start_offset: info.log_start_offset,
         })
@@ -166,9 +173,8 @@ impl Partition {
                 warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
             }
         }
-        let hw = self.log.log_end_offset();
-        self.high_watermark.store(hw, Ordering::Release);
-        producers.on_high_watermark_updated(hw);
+        drop(producers);
+        self.maybe_advance_high_watermark();
         Ok(())
     }
 
@@ -191,8 +197,7 @@ impl Partition {
             producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
         }
         drop(producers);
-        self.high_watermark
-            .store(self.log.log_end_offset(), Ordering::Release);
+        self.maybe_advance_high_watermark();
         Ok(())
     }
 
@@ -218,20 +223,39 @@ impl Partition {
         batch: &mut [u8],
         now_ms: i64,
     ) -> Result<Appended, AppendError> {
-        let _producers = self.producers.lock();
+        let producers = self.producers.lock();
         let info = self.log.append(
             batch,
             self.leader_epoch(),
             now_ms,
             AppendOrigin::Coordinator,
         )?;
-        self.high_watermark
-            .store(self.log.log_end_offset(), Ordering::Release);
+        drop(producers);
+        self.maybe_advance_high_watermark();
         Ok(Appended {
             base_offset: info.first_offset,
+            last_offset: info.last_offset,
             log_append_time_ms: info.log_append_time_ms,
             log_start_offset: info.log_start_offset,
         })
+    }
+
+    /// Records an aborted transaction a follower replicated.
+    fn record_aborted_txn(&self, txn: &shale_txn::CompletedTxn) {
+        let entry = AbortedTxn {
+            producer_id: txn.producer_id,
+            first_offset: txn.first_offset,
+            last_offset: txn.last_offset,
+            last_stable_offset: txn.last_stable_offset,
+        };
+        if let Err(e) = self.log.append_aborted_txn(entry) {
+            warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
+        }
+    }
+
+    /// Producer state rebuilt for the log as it now is (after a truncation).
+    fn reload_producers(&self, expiration_ms: i64) -> ProducerStateManager {
+        load_producers(&self.log, expiration_ms)
     }
 
     /// Snapshot of producer state for DescribeProducers.
@@ -409,6 +433,22 @@ pub struct PartitionAssignment {
     pub leader_id: i32,
     pub leader_epoch: i32,
     pub config: shale_log::LogConfig,
+    /// Leader, replicas and ISR as the image has them, for the replication state.
+    pub role: RoleUpdate,
+}
+
+/// Applies leader, ISR and replicas from the image to the replication state.
+fn apply_role(p: &Arc<Partition>, role: RoleUpdate) {
+    let epoch = role.assignment.leader_epoch;
+    let epoch_start = p
+        .log
+        .epoch_entries()
+        .iter()
+        .find(|(e, _)| *e == epoch)
+        .map_or(p.log.log_end_offset(), |(_, start)| *start);
+    p.replication
+        .apply(role, epoch_start, crate::time::now_ms());
+    p.maybe_advance_high_watermark();
 }
 
 /// All hosted partitions.
@@ -479,12 +519,18 @@ impl ReplicaManager {
                 if p.log.config() != a.config {
                     p.log.update_config(a.config.clone());
                 }
+                let leads = a.leader_id == a.role.local_id;
                 if p.leader_epoch() != a.leader_epoch {
                     p.leader_epoch.store(a.leader_epoch, Ordering::Release);
-                    p.log
-                        .assign_epoch_start_offset(a.leader_epoch, p.log.log_end_offset())?;
+                    // Only a leader starts an epoch in its log; a follower's epochs come with
+                    // the batches it copies.
+                    if leads {
+                        p.log
+                            .assign_epoch_start_offset(a.leader_epoch, p.log.log_end_offset())?;
+                    }
                 }
                 p.leader_id.store(a.leader_id, Ordering::Release);
+                apply_role(&p, a.role);
                 continue;
             }
             let log = self.logs.get_or_create(&tp, a.config.clone())?;
@@ -492,11 +538,18 @@ impl ReplicaManager {
             if log.config() != a.config {
                 log.update_config(a.config.clone());
             }
-            if log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
+            let leads = a.leader_id == a.role.local_id;
+            if leads && log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
                 log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
             }
             let producers = load_producers(&log, self.producer_id_expiration_ms);
-            let hw = log.log_end_offset();
+            // Without a high-watermark checkpoint a replicated partition starts from its log
+            // start: followers' fetches raise it, and nothing unreplicated is exposed.
+            let hw = if a.role.assignment.replicas.len() > 1 {
+                log.log_start_offset()
+            } else {
+                log.log_end_offset()
+            };
             let partition = Arc::new(Partition {
                 tp: tp.clone(),
                 topic_id: a.topic_id,
@@ -505,7 +558,9 @@ impl ReplicaManager {
                 high_watermark: AtomicI64::new(hw),
                 leader_epoch: AtomicI32::new(a.leader_epoch),
                 leader_id: AtomicI32::new(a.leader_id),
+                replication: PartitionReplication::new(hw),
             });
+            apply_role(&partition, a.role);
             self.partitions.write().insert(tp, partition);
         }
         Ok(())

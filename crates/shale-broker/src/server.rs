@@ -53,6 +53,8 @@ pub struct Broker {
     pub(crate) groups: crate::groups::GroupService,
     /// The transaction coordinator over `__transaction_state`.
     pub(crate) txn: crate::txn::TxnService,
+    /// Followers' fetchers.
+    pub replication: crate::replication::ReplicationService,
     shutdown: watch::Sender<bool>,
     /// The metadata offset up to which hosted partitions match the image.
     reconciled: watch::Sender<i64>,
@@ -158,6 +160,7 @@ impl Broker {
                 producer_ids,
                 groups,
                 txn,
+                replication: crate::replication::ReplicationService::new(weak.clone()),
                 shutdown: watch::channel(false).0,
                 reconciled: watch::channel(-1).0,
             }
@@ -182,6 +185,9 @@ impl Broker {
                 connections.clone(),
             )));
         }
+        tasks.push(tokio::spawn(crate::replication::isr::expiration_loop(
+            broker.clone(),
+        )));
         Ok(BrokerHandle {
             broker,
             bound,
@@ -216,6 +222,17 @@ impl Broker {
                         leader_id: p.leader,
                         leader_epoch: p.leader_epoch,
                         config: config.clone(),
+                        role: crate::replication::state::RoleUpdate {
+                            local_id: node_id,
+                            leader_id: p.leader,
+                            assignment: crate::replication::leader_state::Assignment {
+                                leader_epoch: p.leader_epoch,
+                                partition_epoch: p.partition_epoch,
+                                replicas: p.replicas.clone(),
+                                isr: p.isr.clone(),
+                            },
+                            lag_time_max_ms: self.config.replica_lag_time_max_ms,
+                        },
                     });
                 }
             }
@@ -224,6 +241,7 @@ impl Broker {
             Ok(()) => {
                 self.groups.reconcile(self, image);
                 self.txn.reconcile(self, image);
+                self.replication.reconcile(image);
                 self.reconciled.send_replace(image.offset);
             }
             Err(e) => warn!("cannot apply metadata to local partitions: {e}"),

@@ -52,6 +52,9 @@ pub async fn handle(
             .with_error_code(ResponseError::InvalidFetchSessionEpoch.code())
             .with_session_id(0);
     }
+    if let Some(follower) = crate::replication::serve::follower_id(&request, version) {
+        return crate::replication::serve::handle(broker, version, follower, request).await;
+    }
     let image = broker.image();
     let mut topics = Vec::new();
     let mut wanted = Vec::new();

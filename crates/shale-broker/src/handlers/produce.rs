@@ -10,6 +10,7 @@ use kafka_protocol::ResponseError;
 use shale_log::TopicPartition;
 
 use crate::dispatch::RequestContext;
+use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
 
@@ -26,6 +27,9 @@ pub async fn handle(
     let now = now_ms();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut appended_any = false;
+    // acks=all partitions waiting for replication: (topic index, partition index).
+    let mut pending = Vec::new();
+    let mut pending_acks = Vec::new();
     for topic in request.topic_data {
         let topic_image = if version >= 13 {
             image.topic_by_id(topic.topic_id)
@@ -76,16 +80,18 @@ pub async fn handle(
                 partitions.push(base.with_error_code(ResponseError::CorruptMessage.code()));
                 continue;
             };
-            if acks == -1 && broker.config.min_insync_replicas > 1 {
-                // The ISR of a single-replica partition is the leader alone.
-                let min_isr = broker
+            let min_isr = if acks == -1 {
+                broker
                     .topic_config_value(&image, &t.name, "min.insync.replicas")
                     .and_then(|v| v.parse::<i32>().ok())
-                    .unwrap_or(broker.config.min_insync_replicas);
-                if min_isr > 1 {
-                    partitions.push(base.with_error_code(ResponseError::NotEnoughReplicas.code()));
-                    continue;
-                }
+                    .unwrap_or(broker.config.min_insync_replicas)
+            } else {
+                0
+            };
+            let isr_len = partition.replication.isr_len().unwrap_or(0) as i64;
+            if acks == -1 && isr_len < i64::from(min_isr) {
+                partitions.push(base.with_error_code(ResponseError::NotEnoughReplicas.code()));
+                continue;
             }
             let mut owned = BytesMut::from(records.as_ref());
             // Transactional batches are checked with the coordinator first (KIP-890).
@@ -101,6 +107,14 @@ pub async fn handle(
             match appended {
                 Ok(a) => {
                     appended_any = true;
+                    if acks == -1 {
+                        pending.push((responses.len(), partitions.len()));
+                        pending_acks.push(PendingAck {
+                            partition: partition.clone(),
+                            required_offset: a.last_offset + 1,
+                            min_insync_replicas: min_isr,
+                        });
+                    }
                     partitions.push(
                         base.with_base_offset(a.base_offset)
                             .with_log_append_time_ms(a.log_append_time_ms)
@@ -124,6 +138,19 @@ pub async fn handle(
     }
     if appended_any {
         broker.replicas.notify_appended();
+    }
+    if !pending_acks.is_empty() {
+        let codes = acks::wait_all(pending_acks, request.timeout_ms).await;
+        for ((topic, index), code) in pending.into_iter().zip(codes) {
+            if code != 0 {
+                if let Some(p) = responses
+                    .get_mut(topic)
+                    .and_then(|t: &mut TopicProduceResponse| t.partition_responses.get_mut(index))
+                {
+                    p.error_code = code;
+                }
+            }
+        }
     }
     if acks == 0 {
         return None;

@@ -1,0 +1,57 @@
+//! acks=all: a produce waits until the high watermark passes its batches (Kafka's
+//! DelayedProduce), answering NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+//! `min.insync.replicas` meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved and
+//! REQUEST_TIMED_OUT when `timeout_ms` passes first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+
+use crate::partitions::Partition;
+
+/// One partition's part of a produce request waiting for replication.
+pub struct PendingAck {
+    pub partition: Arc<Partition>,
+    /// The high watermark that covers the appended batches (their last offset + 1).
+    pub required_offset: i64,
+    pub min_insync_replicas: i32,
+}
+
+/// Waits for every pending partition; returns the error code of each (0 on success), in
+/// order. All share one deadline, so waiting for them in turn ends with the slowest.
+pub async fn wait_all(pending: Vec<PendingAck>, timeout_ms: i32) -> Vec<i16> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
+    let mut codes = Vec::with_capacity(pending.len());
+    for p in pending {
+        codes.push(wait_one(p, deadline).await);
+    }
+    codes
+}
+
+async fn wait_one(p: PendingAck, deadline: tokio::time::Instant) -> i16 {
+    let mut signal = p.partition.replication.subscribe();
+    let epoch_at_append = p.partition.leader_epoch();
+    loop {
+        let s = *signal.borrow_and_update();
+        if !s.is_leader || (s.leader_epoch >= 0 && s.leader_epoch != epoch_at_append) {
+            return ResponseError::NotLeaderOrFollower.code();
+        }
+        if p.partition.high_watermark() >= p.required_offset {
+            let isr = p.partition.replication.isr_len().unwrap_or(0);
+            return if (isr as i64) < i64::from(p.min_insync_replicas) {
+                ResponseError::NotEnoughReplicasAfterAppend.code()
+            } else {
+                0
+            };
+        }
+        tokio::select! {
+            changed = signal.changed() => {
+                if changed.is_err() {
+                    return ResponseError::NotLeaderOrFollower.code();
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => return ResponseError::RequestTimedOut.code(),
+        }
+    }
+}

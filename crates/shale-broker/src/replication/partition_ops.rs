@@ -1,0 +1,101 @@
+//! The replication operations of a hosted partition (a child module of `partitions`, so
+//! they share its locks): the leader's high watermark, a follower's appends of the
+//! leader's batches, its high watermark and its truncation.
+
+use std::sync::atomic::Ordering;
+
+use shale_log::{AppendOrigin, LogError};
+use shale_txn::TxnMarker;
+use tracing::warn;
+
+use super::{producer_batch, AppendError, Partition};
+use crate::txn::control::decode_control_batch;
+
+impl Partition {
+    /// As leader: moves the high watermark to the smallest log end offset of the ISR, never
+    /// backwards. Returns whether it moved. Not leading: nothing happens.
+    pub fn maybe_advance_high_watermark(&self) -> bool {
+        let leo = self.log.log_end_offset();
+        let Some(candidate) = self.replication.high_watermark_candidate(leo) else {
+            return false;
+        };
+        self.raise_high_watermark(candidate.min(leo))
+    }
+
+    fn raise_high_watermark(&self, hw: i64) -> bool {
+        let previous = self.high_watermark.fetch_max(hw, Ordering::AcqRel);
+        if hw <= previous {
+            return false;
+        }
+        self.producers.lock().on_high_watermark_updated(hw);
+        self.replication.publish_high_watermark(hw);
+        true
+    }
+
+    /// As follower: appends the leader's batches exactly as they are (offsets, leader
+    /// epochs and CRCs kept) and replays them into producer state.
+    pub fn append_as_follower(&self, records: &mut [u8], now_ms: i64) -> Result<(), AppendError> {
+        let mut producers = self.producers.lock();
+        let info = self
+            .log
+            .append(records, -1, now_ms, AppendOrigin::Replication)?;
+        let mut position = 0usize;
+        for h in &info.batches {
+            let bytes = records
+                .get(position..position + h.total_len())
+                .unwrap_or_default();
+            position += h.total_len();
+            if h.producer_id < 0 {
+                continue;
+            }
+            match decode_control_batch(h, bytes) {
+                Some(marker) => {
+                    let completed = producers.replay_marker(&TxnMarker {
+                        producer_id: marker.producer_id,
+                        producer_epoch: marker.producer_epoch,
+                        coordinator_epoch: marker.coordinator_epoch,
+                        commit: marker.commit,
+                        offset: h.base_offset,
+                        timestamp_ms: h.max_timestamp,
+                        transaction_version: shale_txn::TransactionVersion::Legacy,
+                    });
+                    if let Some(txn) = completed.filter(|t| t.is_aborted) {
+                        self.record_aborted_txn(&txn);
+                    }
+                }
+                None => producers.replay(&producer_batch(h)),
+            }
+        }
+        Ok(())
+    }
+
+    /// As follower: the high watermark is the leader's, capped by the local log end; the
+    /// log start follows the leader's (retention, DeleteRecords) up to the local end.
+    pub fn update_follower_high_watermark(
+        &self,
+        leader_high_watermark: i64,
+        leader_log_start: i64,
+    ) {
+        let leo = self.log.log_end_offset();
+        self.raise_high_watermark(leader_high_watermark.min(leo));
+        if leader_log_start > self.log.log_start_offset() && leader_log_start <= leo {
+            if let Err(e) = self.log.delete_records_before(leader_log_start) {
+                warn!(tp = %self.tp, "cannot follow the leader's log start: {e}");
+            }
+        }
+    }
+
+    /// As follower: removes the divergent tail at and above `offset` and rebuilds producer
+    /// state for the shorter log. The high watermark follows down if it was above.
+    pub fn truncate_as_follower(&self, offset: i64, expiration_ms: i64) -> Result<(), LogError> {
+        let mut producers = self.producers.lock();
+        self.log.truncate_to(offset)?;
+        *producers = self.reload_producers(expiration_ms);
+        drop(producers);
+        let leo = self.log.log_end_offset();
+        if self.high_watermark.fetch_min(leo, Ordering::AcqRel) > leo {
+            self.replication.reset_high_watermark(leo);
+        }
+        Ok(())
+    }
+}
