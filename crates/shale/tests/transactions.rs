@@ -269,3 +269,59 @@ fn offsets_sent_to_a_transaction_commit_and_abort_with_it() {
     producer.abort_transaction(TIMEOUT).expect("abort");
     assert_eq!(committed_offset(&reader, topic), Offset::Offset(1));
 }
+
+/// Every partition of a transaction is verified with the coordinator before its first batch
+/// is appended (KIP-890): a transaction over several partitions and topics, with offsets,
+/// commits and aborts as a whole.
+#[test]
+fn transactions_over_several_partitions_and_topics_commit_and_abort_whole() {
+    let shale = Shale::start_with(&[
+        "transaction.state.log.num.partitions=4",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "num.partitions=3",
+    ]);
+    let topics = ["txn-multi-a", "txn-multi-b"];
+    let producer = txn_producer(&shale, "txn-multi", &[]);
+    let send_everywhere = |tag: &str| {
+        for topic in topics {
+            for partition in 0..3 {
+                producer
+                    .send(
+                        BaseRecord::<(), str>::to(topic)
+                            .payload(&format!("{tag}-{partition}"))
+                            .partition(partition),
+                    )
+                    .map_err(|(e, _)| e)
+                    .expect("enqueue");
+            }
+        }
+        producer.flush(TIMEOUT).expect("flush");
+    };
+    producer.begin_transaction().unwrap();
+    send_everywhere("aborted");
+    producer.abort_transaction(TIMEOUT).expect("abort");
+    producer.begin_transaction().unwrap();
+    send_everywhere("committed");
+    producer.commit_transaction(TIMEOUT).expect("commit");
+
+    for topic in topics {
+        let reader: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", shale.bootstrap())
+            .set("group.id", format!("multi-{topic}"))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        for partition in 0..3 {
+            tpl.add_partition_offset(topic, partition, Offset::Beginning)
+                .unwrap();
+        }
+        reader.assign(&tpl).unwrap();
+        let mut seen = read(&reader, 3, TIMEOUT);
+        seen.sort();
+        assert_eq!(seen, vec!["committed-0", "committed-1", "committed-2"]);
+        assert!(read_quietly(&reader).is_empty());
+    }
+}
