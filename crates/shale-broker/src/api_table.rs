@@ -50,6 +50,8 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
+    // The metadata quorum (kafka-metadata-quorum.sh).
+    api(ApiKey::DescribeQuorum, 0, 2),
     api(ApiKey::DescribeProducers, 0, 0),
     // The classic group coordinator.
     api(ApiKey::FindCoordinator, 0, 6),

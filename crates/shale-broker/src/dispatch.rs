@@ -80,6 +80,9 @@ pub async fn handle(
         R::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(handlers::cluster::describe_cluster(broker, ctx, r))
         }
+        R::DescribeQuorum(r) => ResponseKind::DescribeQuorum(
+            handlers::describe_quorum::handle(broker, ctx, r).await,
+        ),
         R::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(handlers::cluster::describe_log_dirs(broker, ctx, r))
         }

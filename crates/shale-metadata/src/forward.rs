@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use crate::controller::{ControllerRequest, ControllerResponse};
 use crate::error::MetadataError;
 use crate::image::MetadataImage;
+use crate::quorum::{QuorumDescription, QuorumLog};
 use crate::runtime::Command;
 
 /// Largest forwarded request or response.
@@ -37,6 +38,20 @@ pub(crate) struct ForwardResponse {
     pub result: Result<ControllerResponse, MetadataError>,
     /// The offset of the answering controller's image when it answered.
     pub offset: i64,
+}
+
+/// One frame from the caller: a controller request, or a question about the quorum.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Call {
+    Controller(ForwardRequest),
+    DescribeQuorum { cluster_id: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Answer {
+    Controller(ForwardResponse),
+    /// `NotController` when the answering node does not lead the quorum.
+    DescribeQuorum(Result<QuorumDescription, MetadataError>),
 }
 
 /// The local controller queue the RPC server feeds.
@@ -81,6 +96,7 @@ pub(crate) fn spawn_server(
     cluster_id: String,
     submit: LocalSubmit,
     images: watch::Receiver<Arc<MetadataImage>>,
+    log: Arc<dyn QuorumLog>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut connections = tokio::task::JoinSet::new();
@@ -93,6 +109,7 @@ pub(crate) fn spawn_server(
                             cluster_id.clone(),
                             submit.clone(),
                             images.clone(),
+                            Arc::clone(&log),
                         ));
                     }
                     None => return,
@@ -108,7 +125,13 @@ async fn serve_connection(
     cluster_id: String,
     submit: LocalSubmit,
     images: watch::Receiver<Arc<MetadataImage>>,
+    log: Arc<dyn QuorumLog>,
 ) {
+    let wrong_cluster = |theirs: &str| {
+        MetadataError::InconsistentClusterId(format!(
+            "the request is for cluster {theirs}, this controller serves {cluster_id}"
+        ))
+    };
     loop {
         let body = match read_frame(&mut stream).await {
             Ok(Some(body)) => body,
@@ -118,18 +141,32 @@ async fn serve_connection(
                 return;
             }
         };
-        let request: ForwardRequest = match bincode::deserialize(&body) {
-            Ok(request) => request,
+        let call: Call = match bincode::deserialize(&body) {
+            Ok(call) => call,
             Err(err) => {
                 tracing::debug!(%err, "undecodable controller RPC request");
                 return;
             }
         };
+        let request = match call {
+            Call::Controller(request) => request,
+            Call::DescribeQuorum { cluster_id: theirs } => {
+                let result = if theirs != cluster_id {
+                    Err(wrong_cluster(&theirs))
+                } else {
+                    log.describe().ok_or(MetadataError::NotController)
+                };
+                let Ok(body) = bincode::serialize(&Answer::DescribeQuorum(result)) else {
+                    return;
+                };
+                if write_frame(&mut stream, &body).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
         let result = if request.cluster_id != cluster_id {
-            Err(MetadataError::InconsistentClusterId(format!(
-                "the request is for cluster {}, this controller serves {cluster_id}",
-                request.cluster_id
-            )))
+            Err(wrong_cluster(&request.cluster_id))
         } else {
             let (reply, answer) = oneshot::channel();
             match submit
@@ -147,7 +184,7 @@ async fn serve_connection(
             result,
             offset: images.borrow().offset,
         };
-        let Ok(body) = bincode::serialize(&response) else {
+        let Ok(body) = bincode::serialize(&Answer::Controller(response)) else {
             return;
         };
         if write_frame(&mut stream, &body).await.is_err() {
@@ -168,19 +205,43 @@ pub(crate) enum CallError {
 /// Sends one request to the controller at `addr` and waits for the answer.
 pub(crate) async fn call(
     addr: SocketAddr,
-    request: &ForwardRequest,
+    request: ForwardRequest,
     timeout: Duration,
 ) -> Result<ForwardResponse, CallError> {
-    let body = bincode::serialize(request).map_err(|_| CallError::NotSent)?;
+    let cluster_id = request.cluster_id.clone();
+    match exchange(addr, &cluster_id, &Call::Controller(request), timeout).await? {
+        Answer::Controller(response) => Ok(response),
+        Answer::DescribeQuorum(_) => Err(CallError::Lost),
+    }
+}
+
+/// Asks the voter at `addr` to describe the quorum (it answers only if it leads it).
+pub(crate) async fn describe_quorum(
+    addr: SocketAddr,
+    cluster_id: &str,
+    timeout: Duration,
+) -> Result<QuorumDescription, MetadataError> {
+    let call = Call::DescribeQuorum {
+        cluster_id: cluster_id.to_string(),
+    };
+    match exchange(addr, cluster_id, &call, timeout).await {
+        Ok(Answer::DescribeQuorum(result)) => result,
+        Ok(Answer::Controller(_)) | Err(_) => Err(MetadataError::NotController),
+    }
+}
+
+async fn exchange(
+    addr: SocketAddr,
+    cluster_id: &str,
+    call: &Call,
+    timeout: Duration,
+) -> Result<Answer, CallError> {
+    let body = bincode::serialize(call).map_err(|_| CallError::NotSent)?;
     if body.len() > FRAME_BYTES_MAX {
         return Err(CallError::NotSent);
     }
-    let connect = shale_raft::connect_service(
-        addr,
-        shale_raft::SERVICE_CONTROLLER,
-        &request.cluster_id,
-        timeout,
-    );
+    let connect =
+        shale_raft::connect_service(addr, shale_raft::SERVICE_CONTROLLER, cluster_id, timeout);
     let Ok(mut stream) = connect.await else {
         return Err(CallError::NotSent);
     };

@@ -43,7 +43,7 @@ pub use controller::{
 pub use error::MetadataError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionImage, TopicImage, NO_LEADER};
 pub use local_log::LocalQuorumLog;
-pub use quorum::{CommittedRead, QuorumLeader, QuorumLog};
+pub use quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, ReplicaState};
 pub use raft_log::RaftQuorumLog;
 pub use records::{ConfigResource, Endpoint, MetadataRecord, SecurityProtocol};
 pub use runtime::{MetadataNode, MetadataNodeConfig, QuorumIo, QuorumMode, QuorumVoter};

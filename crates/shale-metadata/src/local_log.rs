@@ -17,7 +17,9 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::error::MetadataError;
-use crate::quorum::{BoxFuture, CommittedRead, QuorumLeader, QuorumLog};
+use crate::quorum::{
+    BoxFuture, CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, ReplicaState,
+};
 
 const LOG_FILE: &str = "metadata.log";
 const SNAPSHOT_SUFFIX: &str = ".snapshot";
@@ -401,6 +403,27 @@ impl QuorumLog for LocalQuorumLog {
 
     fn leader(&self) -> watch::Receiver<QuorumLeader> {
         self.leader_tx.subscribe()
+    }
+
+    fn describe(&self) -> Option<QuorumDescription> {
+        // The single voter is always leader and always caught up with itself.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let end = *self.committed_tx.borrow() + 1;
+        let epoch = self.leader_tx.borrow().epoch;
+        Some(QuorumDescription {
+            leader_id: self.node_id,
+            leader_epoch: i32::try_from(epoch).unwrap_or(i32::MAX),
+            high_watermark: end,
+            voters: vec![ReplicaState {
+                replica_id: self.node_id,
+                log_end_offset: end,
+                last_fetch_timestamp_ms: now,
+                last_caught_up_timestamp_ms: now,
+            }],
+            observers: Vec::new(),
+        })
     }
 }
 

@@ -25,6 +25,29 @@ pub struct QuorumLeader {
     pub epoch: i64,
 }
 
+/// One replica of the metadata log as the leader sees it (Kafka's DescribeQuorum
+/// `ReplicaState`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplicaState {
+    pub replica_id: i32,
+    /// The offset after the last entry the replica holds.
+    pub log_end_offset: i64,
+    /// Milliseconds since the epoch; -1 when unknown.
+    pub last_fetch_timestamp_ms: i64,
+    pub last_caught_up_timestamp_ms: i64,
+}
+
+/// The quorum as its leader describes it (Kafka's DescribeQuorum).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QuorumDescription {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    /// The offset after the last committed entry.
+    pub high_watermark: i64,
+    pub voters: Vec<ReplicaState>,
+    pub observers: Vec<ReplicaState>,
+}
+
 /// What `read_committed` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommittedRead {
@@ -68,6 +91,9 @@ pub trait QuorumLog: Send + Sync + 'static {
     fn barrier(&self) -> BoxFuture<'_, Result<i64, MetadataError>> {
         Box::pin(async move { Ok(*self.committed_offset().borrow()) })
     }
+
+    /// The leader's description of the quorum; `None` when this node does not lead it.
+    fn describe(&self) -> Option<QuorumDescription>;
 
     /// Stops replication and releases the log's files and listeners.
     fn shutdown(&self) -> BoxFuture<'_, ()> {

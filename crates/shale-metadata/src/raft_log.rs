@@ -19,7 +19,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::error::MetadataError;
-use crate::quorum::{BoxFuture, CommittedRead, QuorumLeader, QuorumLog};
+use crate::quorum::{
+    BoxFuture, CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, ReplicaState,
+};
 use crate::records;
 
 /// How long one append may wait for its commit before the caller is told to retry: a leader
@@ -307,6 +309,23 @@ impl QuorumLog for RaftQuorumLog {
 
     fn leader(&self) -> watch::Receiver<QuorumLeader> {
         self.leader_rx.clone()
+    }
+
+    fn describe(&self) -> Option<QuorumDescription> {
+        let progress = self.voter()?.quorum_progress()?;
+        let replica = |p: &shale_raft::ReplicaProgress| ReplicaState {
+            replica_id: i32::try_from(p.node_id).unwrap_or(i32::MAX),
+            log_end_offset: to_offset(Some(p.log_end_index)),
+            last_fetch_timestamp_ms: p.last_fetch_ms,
+            last_caught_up_timestamp_ms: p.last_caught_up_ms,
+        };
+        Some(QuorumDescription {
+            leader_id: i32::try_from(progress.leader_id).unwrap_or(i32::MAX),
+            leader_epoch: i32::try_from(progress.term).unwrap_or(i32::MAX),
+            high_watermark: to_offset(Some(progress.high_watermark)),
+            voters: progress.voters.iter().map(replica).collect(),
+            observers: progress.observers.iter().map(replica).collect(),
+        })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -39,7 +39,7 @@ use crate::forward::{self, CallError, ForwardRequest, ForwardResponse};
 use crate::image::MetadataImage;
 use crate::local_log::LocalQuorumLog;
 use crate::meta_properties;
-use crate::quorum::{CommittedRead, QuorumLeader, QuorumLog};
+use crate::quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog};
 use crate::raft_log::RaftQuorumLog;
 use crate::records::{self, Endpoint, FeatureRange};
 
@@ -640,6 +640,7 @@ impl MetadataNode {
                 cluster_id.clone(),
                 requests.clone(),
                 image_rx.clone(),
+                Arc::clone(&log),
             )
         });
         let start = Instant::now();
@@ -825,7 +826,7 @@ impl MetadataNode {
                             cluster_id: self.inner.cluster_id.clone(),
                             request: request.clone(),
                         };
-                        match forward::call(*addr, &forwarded, remaining).await {
+                        match forward::call(*addr, forwarded, remaining).await {
                             Ok(ForwardResponse {
                                 result: Err(MetadataError::NotController | MetadataError::ShutDown),
                                 ..
@@ -839,6 +840,51 @@ impl MetadataNode {
                                 return result;
                             }
                             Err(CallError::Lost) => return Err(MetadataError::NotController),
+                        }
+                    }
+                }
+                None => {}
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(MetadataError::NotController);
+            }
+            tokio::select! {
+                _ = leader.changed() => {}
+                _ = tokio::time::sleep(remaining.min(FORWARD_RETRY_BACKOFF)) => {}
+            }
+        }
+    }
+
+    /// Describes the quorum as its leader sees it (Kafka's DescribeQuorum): answered here when
+    /// this node leads, otherwise asked of the leader, retrying across elections for
+    /// `quorum_request_timeout_ms`.
+    pub async fn describe_quorum(&self) -> Result<QuorumDescription, MetadataError> {
+        let Some(forwarding) = &self.inner.forwarding else {
+            return self
+                .inner
+                .log
+                .describe()
+                .ok_or(MetadataError::NotController);
+        };
+        let deadline = Instant::now() + forwarding.timeout;
+        let mut leader = self.inner.log.leader();
+        loop {
+            let leader_id = leader.borrow_and_update().leader_id;
+            match leader_id {
+                Some(id) if id == self.inner.node_id => {
+                    if let Some(description) = self.inner.log.describe() {
+                        return Ok(description);
+                    }
+                }
+                Some(id) => {
+                    if let Some(addr) = forwarding.controller_addrs.get(&id) {
+                        let remaining = deadline.saturating_duration_since(Instant::now());
+                        match forward::describe_quorum(*addr, &self.inner.cluster_id, remaining)
+                            .await
+                        {
+                            Err(MetadataError::NotController) => {}
+                            other => return other,
                         }
                     }
                 }

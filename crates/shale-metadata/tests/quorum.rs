@@ -414,6 +414,21 @@ async fn an_observer_follows_the_committed_image() {
         .broker(4)
         .unwrap()
         .is_active());
+    // Every node, observer included, gets the leader's description of the quorum.
+    let from_observer = observer.describe_quorum().await.unwrap();
+    let from_voter = cluster.node(1).describe_quorum().await.unwrap();
+    assert_eq!(from_observer.leader_id, controller);
+    assert_eq!(from_voter.leader_id, controller);
+    assert_eq!(
+        from_voter
+            .voters
+            .iter()
+            .map(|v| v.replica_id)
+            .collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(from_voter.high_watermark > target);
+    assert!(from_voter.observers.iter().any(|o| o.replica_id == 4));
     observer.shutdown().await;
     for node in cluster.nodes.values() {
         node.shutdown().await;

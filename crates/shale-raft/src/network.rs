@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::log_store::LogStore;
+use crate::progress::ProgressTracker;
 use crate::state_machine::SnapshotSlot;
 use crate::types::{NodeId, Raft, TypeConfig};
 use crate::wire::{
@@ -100,6 +101,8 @@ pub struct PeerConnection {
     faults: Arc<LinkFaults>,
     /// Sent in the preamble; the peer refuses connections from another cluster.
     cluster_id: Arc<str>,
+    /// Told about every answer, for DescribeQuorum (voters only).
+    progress: Option<Arc<ProgressTracker>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +130,14 @@ impl PeerConnection {
             stream: None,
             faults,
             cluster_id,
+            progress: None,
         }
+    }
+
+    /// Reports every answer from the target to `progress`.
+    pub(crate) fn with_progress(mut self, progress: Arc<ProgressTracker>) -> Self {
+        self.progress = Some(progress);
+        self
     }
 
     pub fn target(&self) -> NodeId {
@@ -190,7 +200,12 @@ impl PeerConnection {
                 self.stream = None;
                 Err(CallError::Remote(self.target, message))
             }
-            Ok(response) => Ok(response),
+            Ok(response) => {
+                if let Some(progress) = &self.progress {
+                    progress.voter_answered(self.target);
+                }
+                Ok(response)
+            }
             Err(e) => {
                 self.stream = None;
                 Err(CallError::Failed(self.target, e))
@@ -238,6 +253,7 @@ pub struct NetworkFactory {
     pub self_id: NodeId,
     pub faults: Arc<LinkFaults>,
     pub cluster_id: Arc<str>,
+    pub(crate) progress: Arc<ProgressTracker>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -251,6 +267,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             self.faults.clone(),
             self.cluster_id.clone(),
         )
+        .with_progress(self.progress.clone())
     }
 }
 
@@ -342,6 +359,7 @@ pub struct ServerContext {
     pub cluster_id: Arc<str>,
     /// Where connections asking for [`wire::SERVICE_CONTROLLER`] go (preamble consumed).
     pub controller_service: Option<mpsc::Sender<TcpStream>>,
+    pub(crate) progress: Arc<ProgressTracker>,
 }
 
 /// Accepts connections until the returned task is aborted; aborting it also closes every
@@ -438,6 +456,14 @@ async fn handle_fetch(ctx: &ServerContext, fetch: FetchRequest) -> FetchResponse
     let applied_index =
         |m: &openraft::RaftMetrics<NodeId, BasicNode>| m.last_applied.map(|id| id.index);
     let deadline = tokio::time::Instant::now() + max_wait;
+    {
+        let m = metrics.borrow();
+        if m.state == openraft::ServerState::Leader {
+            let leader_end = m.last_log_index.map_or(0, |i| i + 1);
+            ctx.progress
+                .observer_fetched(fetch.observer_id, fetch.from_index, leader_end);
+        }
+    }
     loop {
         let (leader_id, applied) = {
             let m = metrics.borrow_and_update();

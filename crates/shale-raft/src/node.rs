@@ -16,6 +16,7 @@ use crate::config::RaftConfig;
 use crate::error::RaftError;
 use crate::log_store::LogStore;
 use crate::network::{spawn_server, LinkFaults, NetworkFactory, ServerContext};
+use crate::progress::{ProgressTracker, QuorumProgress, ReplicaProgress};
 use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
 use crate::types::{Batch, NodeId, Raft};
 
@@ -52,6 +53,19 @@ pub struct RaftNode {
     server: JoinHandle<()>,
     leader_watcher: JoinHandle<()>,
     leader_rx: watch::Receiver<LeaderInfo>,
+    progress: Arc<ProgressTracker>,
+}
+
+/// On the leader, marks the followers whose matched log reaches the leader's end.
+fn note_caught_up(progress: &ProgressTracker, m: &RaftMetrics<NodeId, BasicNode>) {
+    let (Some(replication), Some(last)) = (&m.replication, m.last_log_index) else {
+        return;
+    };
+    for (id, matched) in replication {
+        if matched.is_some_and(|log_id| log_id.index >= last) {
+            progress.voter_caught_up(*id);
+        }
+    }
 }
 
 impl std::fmt::Debug for RaftNode {
@@ -97,10 +111,12 @@ impl RaftNode {
         let log = LogStore::open(&config.data_dir.join("log"))?;
         let (sm, snapshots) = StateMachineStore::open(&config.data_dir, state_machine)?;
         let cluster_id: Arc<str> = Arc::from(config.cluster_id.as_str());
+        let progress = Arc::new(ProgressTracker::default());
         let network = NetworkFactory {
             self_id: config.node_id,
             faults,
             cluster_id: cluster_id.clone(),
+            progress: progress.clone(),
         };
         let raft = Raft::new(config.node_id, openraft_config, network, log.clone(), sm)
             .await
@@ -114,6 +130,7 @@ impl RaftNode {
                 snapshots,
                 cluster_id,
                 controller_service: config.controller_service.clone(),
+                progress: progress.clone(),
             },
         );
 
@@ -143,9 +160,12 @@ impl RaftNode {
         };
         let (leader_tx, leader_rx) = watch::channel(leader_info(&raft.metrics().borrow()));
         let mut metrics = raft.metrics();
+        let tracker = progress.clone();
         let leader_watcher = tokio::spawn(async move {
             while metrics.changed().await.is_ok() {
-                let leader = leader_info(&metrics.borrow_and_update());
+                let m = metrics.borrow_and_update().clone();
+                note_caught_up(&tracker, &m);
+                let leader = leader_info(&m);
                 leader_tx.send_if_modified(|current| {
                     let changed = *current != leader;
                     *current = leader;
@@ -162,6 +182,51 @@ impl RaftNode {
             server,
             leader_watcher,
             leader_rx,
+            progress,
+        })
+    }
+
+    /// The leader's view of every replica (Kafka's DescribeQuorum); `None` when this node is
+    /// not the leader.
+    pub fn quorum_progress(&self) -> Option<QuorumProgress> {
+        let m = self.raft.metrics().borrow().clone();
+        if m.state != openraft::ServerState::Leader {
+            return None;
+        }
+        let leader_end = m.last_log_index.map_or(0, |i| i + 1);
+        let matched = m.replication.clone().unwrap_or_default();
+        let now = crate::progress::wall_clock_ms();
+        let voters = self
+            .voters
+            .iter()
+            .map(|(id, _)| {
+                if *id == self.node_id {
+                    return ReplicaProgress {
+                        node_id: *id,
+                        log_end_index: leader_end,
+                        last_fetch_ms: now,
+                        last_caught_up_ms: now,
+                    };
+                }
+                let (last_fetch_ms, last_caught_up_ms) = self.progress.voter_times(*id);
+                ReplicaProgress {
+                    node_id: *id,
+                    log_end_index: matched
+                        .get(id)
+                        .copied()
+                        .flatten()
+                        .map_or(0, |log_id| log_id.index + 1),
+                    last_fetch_ms,
+                    last_caught_up_ms,
+                }
+            })
+            .collect();
+        Some(QuorumProgress {
+            leader_id: self.node_id,
+            term: m.current_term,
+            high_watermark: m.last_applied.map_or(0, |id| id.index + 1),
+            voters,
+            observers: self.progress.observers(),
         })
     }
 

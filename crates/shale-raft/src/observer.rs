@@ -154,6 +154,7 @@ async fn follow(
     let mut next_index = 0u64;
     loop {
         let request = Request::Fetch(FetchRequest {
+            observer_id: config.observer_id,
             from_index: next_index,
             max_wait_ms: config.fetch_max_wait_ms,
             max_bytes: config.fetch_max_bytes,

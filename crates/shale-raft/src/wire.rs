@@ -94,6 +94,8 @@ pub enum Response {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FetchRequest {
+    /// The observer's node id, so the leader can report it (DescribeQuorum).
+    pub observer_id: u64,
     pub from_index: u64,
     pub max_wait_ms: u64,
     pub max_bytes: u64,

@@ -194,3 +194,50 @@ async fn committed_log_serves_pull_readers_on_voters_and_observers() {
         node.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_reports_every_voter_and_observer() {
+    let cluster = Cluster::start(3, no_tweak).await;
+    let leader = cluster.wait_leader(&[1, 2, 3]).await;
+    let (observer, _machine) = observer(&cluster, 100);
+    let mut last = 0;
+    for i in 0..5 {
+        last = cluster.propose(vec![&payload(i)]).await;
+    }
+    cluster.wait_applied(&[1, 2, 3], last).await;
+    observer.wait_applied(last, WAIT).await.unwrap();
+    let followers: Vec<u64> = [1, 2, 3].into_iter().filter(|id| *id != leader).collect();
+    assert!(cluster.node(followers[0]).quorum_progress().is_none());
+    // Followers' matched indexes and the observer's next fetch reach the end as they settle.
+    let progress = tokio::time::timeout(WAIT, async {
+        loop {
+            let p = cluster.node(leader).quorum_progress().unwrap();
+            let settled = p.voters.iter().all(|v| v.log_end_index == p.high_watermark)
+                && p.observers
+                    .iter()
+                    .any(|o| o.log_end_index == p.high_watermark);
+            if settled {
+                return p;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(progress.leader_id, leader);
+    assert_eq!(progress.high_watermark, last + 1);
+    assert_eq!(
+        progress
+            .voters
+            .iter()
+            .map(|v| v.node_id)
+            .collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(progress
+        .voters
+        .iter()
+        .all(|v| v.last_fetch_ms > 0 && v.last_caught_up_ms > 0));
+    assert_eq!(progress.observers[0].node_id, 100);
+    observer.shutdown();
+}

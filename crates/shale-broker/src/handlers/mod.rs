@@ -4,6 +4,7 @@ pub mod api_versions;
 pub mod cluster;
 pub mod configs;
 pub mod delete_records;
+pub mod describe_quorum;
 pub mod fetch;
 pub mod list_offsets;
 pub mod metadata;
