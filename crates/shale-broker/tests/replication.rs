@@ -1,0 +1,457 @@
+//! Replicated partitions on a three-node cluster of in-process brokers (combined broker and
+//! controller roles, a Raft metadata quorum on loopback): followers copy the leader's
+//! batches byte for byte, the ISR and high watermark follow them, acks=all waits for the
+//! ISR, `min.insync.replicas` refuses writes, and leadership moves on controlled shutdown
+//! without losing an acknowledged record.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use shale_broker::config::{BrokerConfig, StaticProperties, ValueOrigin};
+use shale_broker::replication::client::BrokerClient;
+use shale_broker::{Broker, BrokerHandle};
+use shale_log::TopicPartition;
+use shale_metadata::{ControllerRequest, ControllerResponse, CreatableTopic};
+
+const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
+
+/// A port nobody listens on right now (the voters' addresses must be known up front).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node {
+    id: i32,
+    handle: Option<BrokerHandle>,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn broker(&self) -> &Arc<Broker> {
+        &self.handle.as_ref().expect("running").broker
+    }
+
+    fn bootstrap(&self) -> String {
+        let (_, addr) = &self.handle.as_ref().expect("running").bound[0];
+        addr.to_string()
+    }
+}
+
+struct Cluster {
+    nodes: Vec<Node>,
+}
+
+impl Cluster {
+    async fn start(size: i32, extra: &[(&str, &str)]) -> Cluster {
+        let controller_ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
+        let voters = (1..=size)
+            .map(|id| format!("{id}@127.0.0.1:{}", controller_ports[(id - 1) as usize]))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut nodes = Vec::new();
+        for id in 1..=size {
+            let dir = tempfile::tempdir().unwrap();
+            let data = dir.path().join("data");
+            let mut props = StaticProperties::default();
+            let controller_port = controller_ports[(id - 1) as usize];
+            let listeners =
+                format!("PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}");
+            let id_text = id.to_string();
+            let data_text = data.display().to_string();
+            let base: Vec<(&str, &str)> = vec![
+                ("node.id", &id_text),
+                ("process.roles", "broker,controller"),
+                ("controller.quorum.voters", &voters),
+                ("controller.listener.names", "CONTROLLER"),
+                ("listeners", &listeners),
+                ("advertised.listeners", "PLAINTEXT://127.0.0.1:0"),
+                ("log.dirs", &data_text),
+                ("replica.fetch.backoff.ms", "50"),
+                ("replica.fetch.wait.max.ms", "100"),
+                ("broker.heartbeat.interval.ms", "200"),
+                ("broker.session.timeout.ms", "3000"),
+                ("offsets.topic.replication.factor", "3"),
+            ];
+            for (k, v) in base.iter().chain(extra.iter()) {
+                props.set(k, v, ValueOrigin::Override);
+            }
+            let config = BrokerConfig::from_properties(props).unwrap();
+            shale_metadata::meta_properties::format(
+                &config.log_dirs,
+                id,
+                CLUSTER_ID,
+                true,
+            )
+            .unwrap();
+            nodes.push((id, config, dir));
+        }
+        // Every voter must be up for the quorum to elect, so they start together.
+        let started = futures_start(nodes.iter().map(|(_, c, _)| c.clone()).collect()).await;
+        let nodes = nodes
+            .into_iter()
+            .zip(started)
+            .map(|((id, _, dir), handle)| Node {
+                id,
+                handle: Some(handle),
+                _dir: dir,
+            })
+            .collect();
+        let cluster = Cluster { nodes };
+        cluster
+            .wait(|image| image.brokers().filter(|b| b.is_active()).count() == size as usize)
+            .await;
+        cluster
+    }
+
+    fn running(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.handle.is_some())
+    }
+
+    fn node(&self, id: i32) -> &Node {
+        self.nodes.iter().find(|n| n.id == id).unwrap()
+    }
+
+    /// Waits until every running node's image satisfies `f` and its partitions follow it.
+    async fn wait(&self, f: impl Fn(&shale_metadata::MetadataImage) -> bool) {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let images: Vec<_> = self.running().map(|n| n.broker().image()).collect();
+                if images.iter().all(|i| f(i)) {
+                    for (n, image) in self.running().zip(images) {
+                        n.broker().wait_reconciled(image.offset).await;
+                    }
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("cluster state not reached in time");
+    }
+
+    async fn create_topic(&self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        let broker = self.running().next().unwrap().broker().clone();
+        let topic = CreatableTopic {
+            name: name.to_string(),
+            num_partitions: partitions,
+            replication_factor: 3,
+            assignments: Vec::new(),
+            configs: configs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                .collect(),
+        };
+        let response = broker
+            .metadata
+            .submit(ControllerRequest::CreateTopics {
+                topics: vec![topic],
+                validate_only: false,
+            })
+            .await
+            .unwrap();
+        let ControllerResponse::CreateTopics(results) = response else {
+            panic!("{response:?}");
+        };
+        assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+        self.wait(|image| image.topic(name).is_some()).await;
+    }
+
+    fn leader_of(&self, topic: &str, partition: i32) -> i32 {
+        let image = self.running().next().unwrap().broker().image();
+        image.topic(topic).unwrap().partitions[&partition].leader
+    }
+
+    /// Waits until every replica of the partition has the leader's log up to the same end
+    /// and high watermark, then checks they are byte-identical.
+    async fn wait_replicas_identical(&self, topic: &str, partition: i32) -> (i64, Bytes) {
+        let tp = TopicPartition::new(topic, partition);
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let states: Vec<(i64, i64)> = self
+                    .running()
+                    .filter_map(|n| n.broker().replicas.get(&tp))
+                    .map(|p| (p.log.log_end_offset(), p.high_watermark()))
+                    .collect();
+                if states.len() == self.running().count()
+                    && states.windows(2).all(|w| w[0] == w[1])
+                    && states.iter().all(|(leo, hw)| leo == hw)
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("replicas did not converge");
+        let mut logs = Vec::new();
+        for n in self.running() {
+            let p = n.broker().replicas.get(&tp).unwrap();
+            let hw = p.high_watermark();
+            let bytes = p
+                .log
+                .read(p.log.log_start_offset(), usize::MAX >> 1, hw, true)
+                .unwrap()
+                .to_bytes()
+                .unwrap();
+            logs.push((n.id, hw, bytes));
+        }
+        for w in logs.windows(2) {
+            assert_eq!(w[0].1, w[1].1, "high watermarks of {} and {}", w[0].0, w[1].0);
+            assert!(w[0].2 == w[1].2, "logs of {} and {} differ", w[0].0, w[1].0);
+        }
+        let (_, hw, bytes) = logs.remove(0);
+        (hw, bytes)
+    }
+
+    async fn shutdown(&mut self, id: i32) {
+        let node = self.nodes.iter_mut().find(|n| n.id == id).unwrap();
+        node.handle.take().unwrap().shutdown().await;
+    }
+
+    async fn shutdown_all(mut self) {
+        for n in self.nodes.iter_mut() {
+            if let Some(h) = n.handle.take() {
+                h.shutdown().await;
+            }
+        }
+    }
+}
+
+async fn futures_start(configs: Vec<BrokerConfig>) -> Vec<BrokerHandle> {
+    let tasks: Vec<_> = configs
+        .into_iter()
+        .map(|c| tokio::spawn(async move { Broker::start(c).await.unwrap() }))
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+/// One record batch (magic 2, uncompressed, no producer) holding `values`.
+fn batch(values: &[&[u8]]) -> Vec<u8> {
+    let mut records = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let mut body = Vec::new();
+        body.push(0u8); // attributes
+        put_varint(&mut body, 0); // timestamp delta
+        put_varint(&mut body, i as i64); // offset delta
+        put_varint(&mut body, -1); // key
+        put_varint(&mut body, v.len() as i64);
+        body.extend_from_slice(v);
+        put_varint(&mut body, 0); // headers
+        put_varint(&mut records, body.len() as i64);
+        records.extend_from_slice(&body);
+    }
+    let now = 1_700_000_000_000i64;
+    let mut after_crc = Vec::new();
+    after_crc.extend_from_slice(&0i16.to_be_bytes()); // attributes
+    after_crc.extend_from_slice(&(values.len() as i32 - 1).to_be_bytes());
+    after_crc.extend_from_slice(&now.to_be_bytes());
+    after_crc.extend_from_slice(&now.to_be_bytes());
+    after_crc.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
+    after_crc.extend_from_slice(&(-1i16).to_be_bytes());
+    after_crc.extend_from_slice(&(-1i32).to_be_bytes());
+    after_crc.extend_from_slice(&(values.len() as i32).to_be_bytes());
+    after_crc.extend_from_slice(&records);
+    let crc = crc32c(&after_crc);
+    let mut out = Vec::new();
+    out.extend_from_slice(&0i64.to_be_bytes()); // base offset
+    out.extend_from_slice(&((after_crc.len() + 9) as i32).to_be_bytes()); // batch length
+    out.extend_from_slice(&(-1i32).to_be_bytes()); // partition leader epoch
+    out.push(2); // magic
+    out.extend_from_slice(&crc.to_be_bytes());
+    out.extend_from_slice(&after_crc);
+    out
+}
+
+/// CRC-32C (Castagnoli), bit by bit: the test builds a handful of small batches.
+fn crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    loop {
+        if z < 0x80 {
+            out.push(z as u8);
+            return;
+        }
+        out.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+}
+
+/// Produces one batch with `acks` to `bootstrap`; returns (error code, base offset).
+async fn produce(
+    bootstrap: &str,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    timeout_ms: i32,
+    values: &[&[u8]],
+) -> (i16, i64) {
+    let mut client = BrokerClient::connect(bootstrap, "test".into(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let request = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(timeout_ms)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(Bytes::from(batch(values))))])]);
+    let response = client
+        .call(
+            ApiKey::Produce,
+            9,
+            RequestKind::Produce(request),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let ResponseKind::Produce(response) = response else {
+        panic!("{response:?}");
+    };
+    let p = &response.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+fn count_records(bytes: &Bytes) -> i64 {
+    shale_log::batch::parse_batches(bytes)
+        .unwrap()
+        .iter()
+        .map(|h| i64::from(h.record_count))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acks_all_is_answered_once_every_isr_member_has_the_batch() {
+    let cluster = Cluster::start(3, &[]).await;
+    cluster.create_topic("r3", 1, &[]).await;
+    cluster
+        .wait(|image| image.topic("r3").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let leader = cluster.leader_of("r3", 0);
+    let bootstrap = cluster.node(leader).bootstrap();
+    let mut offsets = Vec::new();
+    for i in 0..20 {
+        let value = format!("record-{i}");
+        let (code, base) = produce(&bootstrap, "r3", 0, -1, 10_000, &[value.as_bytes()]).await;
+        assert_eq!(code, 0, "produce {i}");
+        // acks=all: by the time of the answer the leader's high watermark covers the batch.
+        let p = cluster
+            .node(leader)
+            .broker()
+            .replicas
+            .get(&TopicPartition::new("r3", 0))
+            .unwrap();
+        assert!(p.high_watermark() > base);
+        offsets.push(base);
+    }
+    assert_eq!(offsets, (0..20).collect::<Vec<i64>>());
+    // A follower refuses produce with NOT_LEADER_OR_FOLLOWER.
+    let follower = cluster.running().find(|n| n.id != leader).unwrap();
+    let (code, _) = produce(&follower.bootstrap(), "r3", 0, -1, 1_000, &[b"x"]).await;
+    assert_eq!(code, 6);
+
+    let (hw, bytes) = cluster.wait_replicas_identical("r3", 0).await;
+    assert_eq!(hw, 20);
+    assert_eq!(count_records(&bytes), 20);
+    cluster.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn controlled_shutdown_of_the_leader_keeps_every_acknowledged_record() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster
+        .create_topic("failover", 1, &[("min.insync.replicas", "2")])
+        .await;
+    cluster
+        .wait(|image| image.topic("failover").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let first_leader = cluster.leader_of("failover", 0);
+    let bootstrap = cluster.node(first_leader).bootstrap();
+    for i in 0..10 {
+        let value = format!("before-{i}");
+        let (code, _) = produce(&bootstrap, "failover", 0, -1, 10_000, &[value.as_bytes()]).await;
+        assert_eq!(code, 0);
+    }
+    cluster.shutdown(first_leader).await;
+    cluster
+        .wait(|image| {
+            let p = &image.topic("failover").unwrap().partitions[&0];
+            p.leader >= 0 && p.leader != first_leader
+        })
+        .await;
+    let second_leader = cluster.leader_of("failover", 0);
+    let bootstrap = cluster.node(second_leader).bootstrap();
+    for i in 0..10 {
+        let value = format!("after-{i}");
+        let (code, base) =
+            produce(&bootstrap, "failover", 0, -1, 10_000, &[value.as_bytes()]).await;
+        assert_eq!(code, 0, "produce after failover");
+        assert_eq!(base, 10 + i);
+    }
+    let (hw, bytes) = cluster.wait_replicas_identical("failover", 0).await;
+    assert_eq!(hw, 20);
+    assert_eq!(count_records(&bytes), 20);
+    cluster.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster
+        .create_topic("strict", 1, &[("min.insync.replicas", "3")])
+        .await;
+    cluster
+        .wait(|image| image.topic("strict").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let leader = cluster.leader_of("strict", 0);
+    let bootstrap = cluster.node(leader).bootstrap();
+    assert_eq!(produce(&bootstrap, "strict", 0, -1, 10_000, &[b"a"]).await.0, 0);
+    let follower = cluster.running().map(|n| n.id).find(|id| *id != leader).unwrap();
+    cluster.shutdown(follower).await;
+    cluster
+        .wait(|image| image.topic("strict").unwrap().partitions[&0].isr.len() == 2)
+        .await;
+    // NOT_ENOUGH_REPLICAS (19) for acks=all; acks=1 still writes.
+    assert_eq!(produce(&bootstrap, "strict", 0, -1, 10_000, &[b"b"]).await.0, 19);
+    assert_eq!(produce(&bootstrap, "strict", 0, 1, 10_000, &[b"c"]).await.0, 0);
+    let isr: BTreeMap<i32, usize> = cluster
+        .running()
+        .map(|n| {
+            (
+                n.id,
+                n.broker().image().topic("strict").unwrap().partitions[&0].isr.len(),
+            )
+        })
+        .collect();
+    assert!(isr.values().all(|l| *l == 2), "{isr:?}");
+    cluster.shutdown_all().await;
+}
