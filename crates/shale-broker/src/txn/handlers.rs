@@ -216,7 +216,7 @@ async fn add_partitions_batched(
         } else if txn.verify_only {
             match broker
                 .txn
-                .verify_or_add(
+                .verify_or_add_here(
                     broker,
                     &transactional_id,
                     txn.producer_id.0,

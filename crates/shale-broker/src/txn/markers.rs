@@ -8,6 +8,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, ProducerId, RequestKind, ResponseKind, TopicName, WriteTxnMarkersRequest,
+};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_txn::coordinator::{MarkerRequest, TopicPartition as TxnTopicPartition};
 use shale_txn::TransactionVersion;
@@ -42,13 +49,13 @@ pub trait MarkerTransport: Send + Sync + std::fmt::Debug {
     ) -> MarkerFuture<'a>;
 }
 
-/// Writes markers for partitions this broker leads. A remote leader needs an inter-broker
-/// client sending WriteTxnMarkers; until the cluster has one, its partitions answer
-/// NOT_LEADER_OR_FOLLOWER and the coordinator keeps retrying.
+/// Writes markers itself for partitions this broker leads and sends WriteTxnMarkers (v1) to
+/// the leaders of the others. A leader that cannot be reached answers REQUEST_TIMED_OUT for
+/// all its partitions, which the coordinator retries.
 #[derive(Debug, Default)]
-pub struct LocalMarkerTransport;
+pub struct BrokerMarkerTransport;
 
-impl MarkerTransport for LocalMarkerTransport {
+impl MarkerTransport for BrokerMarkerTransport {
     fn send<'a>(
         &'a self,
         broker: &'a Arc<Broker>,
@@ -56,18 +63,91 @@ impl MarkerTransport for LocalMarkerTransport {
         entries: Vec<TxnMarkerEntry>,
     ) -> MarkerFuture<'a> {
         Box::pin(async move {
-            let mut results = Vec::with_capacity(entries.len());
-            for entry in entries {
-                if leader_id == broker.node_id() {
-                    results.push(write_entry(broker, &entry).await);
-                } else {
-                    let code = ResponseError::NotLeaderOrFollower.code();
-                    results.push(entry.partitions.into_iter().map(|tp| (tp, code)).collect());
+            if leader_id == broker.node_id() {
+                let mut results = Vec::with_capacity(entries.len());
+                for entry in &entries {
+                    results.push(write_entry(broker, entry).await);
                 }
+                return results;
             }
-            results
+            send_remote(broker, leader_id, entries).await
         })
     }
+}
+
+async fn send_remote(
+    broker: &Arc<Broker>,
+    leader_id: i32,
+    entries: Vec<TxnMarkerEntry>,
+) -> Vec<MarkerResults> {
+    let request = WriteTxnMarkersRequest::default().with_markers(
+        entries
+            .iter()
+            .map(|entry| {
+                let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
+                for tp in &entry.partitions {
+                    match topics.last_mut() {
+                        Some(t) if t.name.0.as_str() == tp.topic => {
+                            t.partition_indexes.push(tp.partition)
+                        }
+                        _ => topics.push(
+                            WritableTxnMarkerTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
+                                .with_partition_indexes(vec![tp.partition]),
+                        ),
+                    }
+                }
+                WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(entry.marker.producer_id))
+                    .with_producer_epoch(entry.marker.producer_epoch)
+                    .with_transaction_result(entry.marker.commit)
+                    .with_coordinator_epoch(entry.marker.coordinator_epoch)
+                    .with_topics(topics)
+            })
+            .collect(),
+    );
+    let answered = broker
+        .txn
+        .peers
+        .call(
+            broker,
+            leader_id,
+            ApiKey::WriteTxnMarkers,
+            1,
+            RequestKind::WriteTxnMarkers(request),
+        )
+        .await;
+    let response = match answered {
+        Ok(ResponseKind::WriteTxnMarkers(response)) => Some(response),
+        Ok(_) => None,
+        Err(e) => {
+            warn!(leader_id, "cannot send transaction markers: {e}");
+            None
+        }
+    };
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            // Results are matched by partition; anything missing is retried.
+            let answered = response.as_ref().and_then(|r| r.markers.get(i));
+            entry
+                .partitions
+                .into_iter()
+                .map(|tp| {
+                    let code = answered
+                        .and_then(|m| m.topics.iter().find(|t| t.name.0.as_str() == tp.topic))
+                        .and_then(|t| {
+                            t.partitions
+                                .iter()
+                                .find(|p| p.partition_index == tp.partition)
+                        })
+                        .map_or(ResponseError::RequestTimedOut.code(), |p| p.error_code);
+                    (tp, code)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Writes one entry's marker to each of its partitions on this broker (WriteTxnMarkers).

@@ -12,6 +12,7 @@ pub mod control;
 pub mod gate;
 pub mod handlers;
 pub mod markers;
+pub mod peers;
 pub mod produce;
 mod state_log;
 
@@ -36,7 +37,8 @@ use crate::partitions::led_partitions;
 use crate::time::now_ms;
 use crate::Broker;
 use gate::TxnGate;
-use markers::{LocalMarkerTransport, MarkerTransport};
+use markers::{BrokerMarkerTransport, MarkerTransport};
+use peers::PeerClients;
 
 /// Fault injection for the crash test: when this environment variable names a transactional
 /// id, the process aborts right after that id's PrepareCommit is logged and before any marker
@@ -59,6 +61,9 @@ pub struct TxnService {
     /// Serialises transactional appends against marker writes on each partition.
     pub gate: TxnGate,
     transport: Arc<dyn MarkerTransport>,
+    /// Connections to the other brokers (markers to their partitions, verifications with
+    /// their coordinators).
+    pub peers: PeerClients,
     crash_after_prepare_commit: Option<String>,
 }
 
@@ -89,7 +94,8 @@ impl TxnService {
             served: Mutex::new(HashMap::new()),
             creating: tokio::sync::Mutex::new(()),
             gate: TxnGate::default(),
-            transport: Arc::new(LocalMarkerTransport),
+            transport: Arc::new(BrokerMarkerTransport),
+            peers: PeerClients::default(),
             crash_after_prepare_commit: std::env::var(CRASH_AFTER_PREPARE_COMMIT_ENV)
                 .ok()
                 .filter(|id| !id.is_empty()),
@@ -260,11 +266,9 @@ impl TxnService {
     }
 
     /// KIP-890 on the partition leader: whether `partitions` are part of the producer's
-    /// ongoing transaction (transaction version 1), or adds them to it (version 2). A
-    /// coordinator on another broker cannot be asked yet (no inter-broker client): version 1
-    /// batches are then appended unverified, as with Kafka's
-    /// `transaction.partition.verification.enable=false`, version 2 ones are refused as
-    /// retriable.
+    /// ongoing transaction (transaction version 1), or adds them to it (version 2). The
+    /// coordinator is asked directly when it is this broker, with AddPartitionsToTxn v5
+    /// (`verify_only` for version 1) when it is another.
     pub async fn verify_or_add(
         &self,
         broker: &Arc<Broker>,
@@ -274,7 +278,47 @@ impl TxnService {
         partitions: &BTreeSet<TxnTopicPartition>,
         version: TransactionVersion,
     ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
-        let all_ok = || partitions.iter().map(|tp| (tp.clone(), Ok(()))).collect();
+        let partition = self.partition_for(transactional_id);
+        let leader = broker
+            .image()
+            .topic(TXN_STATE_TOPIC)
+            .and_then(|t| t.partition(partition))
+            .map(|p| p.leader);
+        if let Some(leader) = leader.filter(|&l| l >= 0 && l != broker.node_id()) {
+            return self
+                .verify_remotely(
+                    broker,
+                    leader,
+                    transactional_id,
+                    (producer_id, producer_epoch),
+                    partitions,
+                    version,
+                )
+                .await;
+        }
+        self.verify_or_add_here(
+            broker,
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            version,
+        )
+        .await
+    }
+
+    /// [`Self::verify_or_add`] by the coordinator on this broker, never forwarded (the
+    /// AddPartitionsToTxn v4+ API: NOT_COORDINATOR when this broker is not it).
+    pub async fn verify_or_add_here(
+        &self,
+        broker: &Arc<Broker>,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TxnTopicPartition>,
+        version: TransactionVersion,
+    ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
+        let partition = self.partition_for(transactional_id);
         if version == TransactionVersion::V2 {
             return self
                 .execute(broker, transactional_id, |c, now| {
@@ -288,19 +332,98 @@ impl TxnService {
                     )
                 })
                 .await
-                .map(|_| all_ok());
+                .map(|_| partitions.iter().map(|tp| (tp.clone(), Ok(()))).collect());
         }
-        let partition = self.partition_for(transactional_id);
         let verified = self.coordinators.lock().get(&partition).map(|c| {
             c.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
         });
-        match verified {
-            Some(result) => result,
-            None => match self.not_served_error(broker, partition) {
-                TxnCoordinatorError::NotCoordinator => Ok(all_ok()),
-                other => Err(other),
-            },
+        verified.unwrap_or_else(|| Err(self.not_served_error(broker, partition)))
+    }
+
+    /// AddPartitionsToTxn v5 to the coordinator on broker `leader`.
+    async fn verify_remotely(
+        &self,
+        broker: &Arc<Broker>,
+        leader: i32,
+        transactional_id: &str,
+        (producer_id, producer_epoch): (i64, i16),
+        partitions: &BTreeSet<TxnTopicPartition>,
+        version: TransactionVersion,
+    ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
+        use kafka_protocol::messages::add_partitions_to_txn_request::{
+            AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+        };
+        use kafka_protocol::messages::{
+            AddPartitionsToTxnRequest, ApiKey, ProducerId, RequestKind, ResponseKind, TopicName,
+            TransactionalId,
+        };
+        use kafka_protocol::protocol::StrBytes;
+        let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+        for tp in partitions {
+            match topics.last_mut() {
+                Some(t) if t.name.0.as_str() == tp.topic => t.partitions.push(tp.partition),
+                _ => topics.push(
+                    AddPartitionsToTxnTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
+                        .with_partitions(vec![tp.partition]),
+                ),
+            }
         }
+        let request = AddPartitionsToTxnRequest::default().with_transactions(vec![
+            AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_string(
+                    transactional_id.to_owned(),
+                )))
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(producer_epoch)
+                .with_verify_only(version != TransactionVersion::V2)
+                .with_topics(topics),
+        ]);
+        let response = self
+            .peers
+            .call(
+                broker,
+                leader,
+                ApiKey::AddPartitionsToTxn,
+                5,
+                RequestKind::AddPartitionsToTxn(request),
+            )
+            .await;
+        let response = match response {
+            Ok(ResponseKind::AddPartitionsToTxn(r)) => r,
+            Ok(_) => return Err(TxnCoordinatorError::CoordinatorNotAvailable),
+            Err(e) => {
+                warn!(leader, "cannot reach the transaction coordinator: {e}");
+                return Err(TxnCoordinatorError::CoordinatorNotAvailable);
+            }
+        };
+        if response.error_code != 0 {
+            return Err(peers::coordinator_error(response.error_code));
+        }
+        let results = response.results_by_transaction.first();
+        Ok(partitions
+            .iter()
+            .map(|tp| {
+                let code = results
+                    .and_then(|r| {
+                        r.topic_results
+                            .iter()
+                            .find(|t| t.name.0.as_str() == tp.topic)
+                    })
+                    .and_then(|t| {
+                        t.results_by_partition
+                            .iter()
+                            .find(|p| p.partition_index == tp.partition)
+                    })
+                    .map_or(-1, |p| p.partition_error_code);
+                let result = if code == 0 {
+                    Ok(())
+                } else {
+                    Err(peers::coordinator_error(code))
+                };
+                (tp.clone(), result)
+            })
+            .collect())
     }
 
     /// Looks at the coordinator state of `transactional_id` without changing it.
