@@ -709,6 +709,16 @@ impl MetadataNode {
                         "no active controller answered yet; retrying the broker registration"
                     );
                 }
+                // The registration of this broker before a crash is alive until its session
+                // expires (broker.session.timeout.ms); Kafka's brokers retry until then.
+                Err(MetadataError::DuplicateBrokerRegistration(reason)) => {
+                    tracing::info!(
+                        node_id = config.node_id,
+                        %reason,
+                        "the previous registration has not expired yet; retrying"
+                    );
+                    tokio::time::sleep(node.inner.heartbeat_interval).await;
+                }
                 other => break other?,
             }
         }

@@ -1,0 +1,369 @@
+//! Multi-node clusters of real `shale` processes: three combined nodes (topics through any
+//! node, failover after kill -9 of the active controller, catch-up after a restart, a restart
+//! of all nodes at once), three controllers with two broker-only nodes, and the start-up
+//! refusals of misconfigured or unformatted nodes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/cluster.rs"]
+mod cluster_support;
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cluster_support::{call, describe_quorum, view, Cluster, ClusterView, Role, WAIT_MAX};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+/// CreateTopics through `addr`; the error code of the one topic.
+fn create_topic(addr: &str, name: &str, partitions: i32) -> i16 {
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_string(name.into())))
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)])
+        .with_timeout_ms(30_000);
+    match call(
+        addr,
+        ApiKey::CreateTopics,
+        7,
+        RequestKind::CreateTopics(request),
+    ) {
+        ResponseKind::CreateTopics(r) => r.topics[0].error_code,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Creates a topic as a client would: through any running broker, retrying retriable errors.
+/// A retry that finds the topic means an earlier attempt (whose answer was lost with a
+/// crashed controller) committed it.
+fn create_retrying(cluster: &mut Cluster, name: &str, partitions: i32) {
+    let deadline = Instant::now() + WAIT_MAX;
+    let mut retried = false;
+    loop {
+        for id in cluster.brokers() {
+            let code = create_topic(&cluster.node(id).bootstrap(), name, partitions);
+            if code == 0 || (retried && code == ResponseError::TopicAlreadyExists.code()) {
+                return;
+            }
+            assert!(
+                code == ResponseError::NotController.code()
+                    || code == ResponseError::RequestTimedOut.code(),
+                "creating {name} through node {id}: error {code}"
+            );
+            retried = true;
+        }
+        assert!(Instant::now() < deadline, "creating {name}: no controller");
+    }
+}
+
+/// Waits until every running broker answers Metadata with the same view, holding `brokers`
+/// and `topics`; returns that view.
+fn await_same_view(cluster: &mut Cluster, brokers: &[i32], topics: &[&str]) -> ClusterView {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let views: BTreeMap<i32, ClusterView> = cluster
+            .brokers()
+            .into_iter()
+            .map(|id| (id, view(&cluster.node(id).bootstrap())))
+            .collect();
+        let first = views.values().next().unwrap().clone();
+        let complete = views.values().all(|v| *v == first)
+            && first.brokers.iter().map(|b| b.0).collect::<Vec<_>>() == brokers
+            && topics.iter().all(|t| first.topics.contains_key(*t));
+        if complete {
+            return first;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nodes never agreed on brokers {brokers:?} and topics {topics:?}: {views:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the quorum leader reports every voter's log end at the high watermark, and
+/// checks that every broker is told the same quorum. Returns the high watermark.
+fn await_quorum_settled(cluster: &mut Cluster, voters: &[i32]) -> i64 {
+    let deadline = Instant::now() + WAIT_MAX;
+    let via = cluster.brokers()[0];
+    loop {
+        let response = cluster.describe_quorum(via);
+        let p = &response.topics[0].partitions[0];
+        let ids: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id.0).collect();
+        assert_eq!(ids, voters);
+        if p.current_voters
+            .iter()
+            .all(|v| v.log_end_offset == p.high_watermark)
+        {
+            for id in cluster.brokers() {
+                let other = describe_quorum(&cluster.node(id).bootstrap());
+                let q = &other.topics[0].partitions[0];
+                assert_eq!(q.leader_id, p.leader_id, "node {id}");
+                assert!(q.high_watermark >= p.high_watermark, "node {id}");
+            }
+            return p.high_watermark;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "voters never caught up: {response:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn bootstrap_all(cluster: &mut Cluster) -> String {
+    cluster
+        .brokers()
+        .into_iter()
+        .map(|id| cluster.node(id).bootstrap())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Produces one record to each partition of `topic` through any broker: the client finds
+/// each partition's leader.
+fn produce_to_every_partition(cluster: &mut Cluster, topic: &str, partitions: i32, tag: &str) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap_all(cluster))
+        .set("message.timeout.ms", "30000")
+        .create()
+        .unwrap();
+    for partition in 0..partitions {
+        let payload = format!("{tag}-{partition}");
+        producer
+            .send(
+                BaseRecord::<(), _>::to(topic)
+                    .partition(partition)
+                    .payload(&payload),
+            )
+            .unwrap();
+    }
+    producer.flush(WAIT_MAX).unwrap();
+}
+
+/// Every record of every partition of `topic`, read from the leaders.
+fn consume_all(cluster: &mut Cluster, topic: &str, partitions: i32, count: usize) -> Vec<String> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap_all(cluster))
+        .set("group.id", "unused-assign-only")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for partition in 0..partitions {
+        tpl.add_partition_offset(topic, partition, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let deadline = Instant::now() + WAIT_MAX;
+    let mut out = Vec::new();
+    while out.len() < count && Instant::now() < deadline {
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            let m = m.expect("consume");
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn three_combined_nodes_agree_fail_over_catch_up_and_restart_together() {
+    let mut cluster = Cluster::combined(3);
+    let all = [1, 2, 3];
+    // Topics created through any node appear on all, with every broker listed.
+    for id in all {
+        let code = create_topic(&cluster.node(id).bootstrap(), &format!("from-{id}"), 3);
+        assert_eq!(code, 0, "through node {id}");
+    }
+    let before = await_same_view(&mut cluster, &all, &["from-1", "from-2", "from-3"]);
+    assert_eq!(
+        before.cluster_id.as_deref(),
+        Some(cluster.cluster_id.as_str())
+    );
+    for (id, host, port) in &before.brokers {
+        assert_eq!(host, "127.0.0.1");
+        assert_eq!(Some(*port as u16), cluster.node(*id).client_port);
+    }
+    // Partitions with one replica are spread over the brokers and served by their leaders.
+    produce_to_every_partition(&mut cluster, "from-1", 3, "first");
+    assert_eq!(
+        consume_all(&mut cluster, "from-1", 3, 3),
+        vec!["first-0", "first-1", "first-2"]
+    );
+    await_quorum_settled(&mut cluster, &all);
+
+    // kill -9 of the active controller: another voter takes over and the next change commits.
+    let leader = cluster.quorum_leader(1);
+    cluster.kill(leader);
+    let killed_at = Instant::now();
+    create_retrying(&mut cluster, "after-failover", 2);
+    let failover = killed_at.elapsed();
+    let survivors: Vec<i32> = all.iter().copied().filter(|id| *id != leader).collect();
+    let new_leader = cluster.quorum_leader(survivors[0]);
+    assert_ne!(new_leader, leader);
+    eprintln!("kill -9 of controller {leader} to the next committed topic: {failover:?}");
+
+    // The restarted node catches up with what it missed.
+    cluster.start_nodes(&[leader]);
+    let topics = ["from-1", "from-2", "from-3", "after-failover"];
+    let caught_up = await_same_view(&mut cluster, &all, &topics);
+    assert_eq!(caught_up.topics["from-1"], before.topics["from-1"]);
+    await_quorum_settled(&mut cluster, &all);
+
+    // All three crash at once and come back: every record is kept.
+    cluster.kill_all();
+    cluster.start_nodes(&all);
+    create_retrying(&mut cluster, "after-full-restart", 1);
+    let after = await_same_view(
+        &mut cluster,
+        &all,
+        &[
+            "from-1",
+            "from-2",
+            "from-3",
+            "after-failover",
+            "after-full-restart",
+        ],
+    );
+    for topic in topics {
+        assert_eq!(after.topics[topic].0, caught_up.topics[topic].0, "{topic}");
+    }
+    await_quorum_settled(&mut cluster, &all);
+    // The records written before the crashes are still served by their partitions' leaders.
+    assert_eq!(
+        consume_all(&mut cluster, "from-1", 3, 3),
+        vec!["first-0", "first-1", "first-2"]
+    );
+}
+
+#[test]
+fn three_controllers_serve_two_broker_only_nodes() {
+    let mut cluster = Cluster::separated(3, 2);
+    let brokers = [4, 5];
+    create_topic(&cluster.node(4).bootstrap(), "spread", 4);
+    let seen = await_same_view(&mut cluster, &brokers, &["spread"]);
+    // Only the brokers are listed and host partitions; clients are told a broker as the
+    // controller, since they cannot reach controller-only nodes.
+    for (_, leader, replicas) in &seen.topics["spread"].1 {
+        assert!(brokers.contains(leader));
+        assert!(replicas.iter().all(|r| brokers.contains(r)));
+    }
+    for id in brokers {
+        let m = cluster_support::metadata(&cluster.node(id).bootstrap());
+        assert!(
+            brokers.contains(&m.controller_id.0),
+            "told {:?}",
+            m.controller_id
+        );
+    }
+    // The quorum: three voters; the brokers follow as observers.
+    let quorum = cluster.describe_quorum(5);
+    let p = &quorum.topics[0].partitions[0];
+    assert!([1, 2, 3].contains(&p.leader_id.0));
+    let mut observers: Vec<i32> = p.observers.iter().map(|o| o.replica_id.0).collect();
+    observers.sort();
+    assert_eq!(observers, brokers);
+    assert_eq!(quorum.nodes.len(), 3);
+    produce_to_every_partition(&mut cluster, "spread", 4, "sep");
+    assert_eq!(consume_all(&mut cluster, "spread", 4, 4).len(), 4);
+
+    // Losing the active controller leaves two of three: the brokers carry on with the next.
+    let leader = p.leader_id.0;
+    cluster.kill(leader);
+    create_retrying(&mut cluster, "after-controller-loss", 1);
+    await_same_view(&mut cluster, &brokers, &["spread", "after-controller-loss"]);
+}
+
+/// Runs `shale serve` with these overrides and returns its failure output.
+fn refused_start(data: &std::path::Path, overrides: &[String], env: &[(&str, &str)]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shale"));
+    cmd.arg("serve")
+        .arg("--override")
+        .arg(format!("log.dirs={}", data.display()));
+    for o in overrides {
+        cmd.arg("--override").arg(o);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.env("RUST_BACKTRACE", "0").output().unwrap();
+    assert!(!out.status.success(), "started: {out:?}");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn misconfigured_and_unformatted_nodes_refuse_to_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let port = common::free_port();
+    let controller = common::free_port();
+    let voters = format!(
+        "1@127.0.0.1:{controller},2@127.0.0.1:{}",
+        common::free_port()
+    );
+    let combined = vec![
+        "node.id=1".to_string(),
+        format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"),
+        format!("controller.quorum.voters={voters}"),
+    ];
+    // A quorum node that was never formatted.
+    let out = refused_start(&data, &combined, &[]);
+    assert!(out.contains("shale format"), "{out}");
+
+    // Formatted for one cluster, started for another.
+    let format = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["format", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk"])
+        .arg("--override")
+        .arg(format!("log.dirs={}", data.display()))
+        .args(combined.iter().flat_map(|o| ["--override", o.as_str()]))
+        .output()
+        .unwrap();
+    assert!(format.status.success(), "{format:?}");
+    let out = refused_start(
+        &data,
+        &combined,
+        &[("CLUSTER_ID", "AAAAAAAAAAAAAAAAAAAAAA")],
+    );
+    assert!(out.contains("another cluster"), "{out}");
+
+    // A broker-only node listed as a voter; a controller without its listener.
+    let out = refused_start(
+        &data,
+        &[
+            "node.id=1".to_string(),
+            "process.roles=broker".to_string(),
+            format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
+            format!("controller.quorum.voters={voters}"),
+        ],
+        &[],
+    );
+    assert!(
+        out.contains("controller.quorum.voters") && out.contains("broker role"),
+        "{out}"
+    );
+    let out = refused_start(
+        &data,
+        &[
+            "node.id=1".to_string(),
+            format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
+            format!("controller.quorum.voters={voters}"),
+        ],
+        &[],
+    );
+    assert!(out.contains("controller.listener.names"), "{out}");
+    let _ = Role::Combined;
+}
