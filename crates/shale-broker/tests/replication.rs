@@ -33,6 +33,7 @@ fn free_port() -> u16 {
 
 struct Node {
     id: i32,
+    config: BrokerConfig,
     handle: Option<BrokerHandle>,
     _dir: tempfile::TempDir,
 }
@@ -87,13 +88,8 @@ impl Cluster {
                 props.set(k, v, ValueOrigin::Override);
             }
             let config = BrokerConfig::from_properties(props).unwrap();
-            shale_metadata::meta_properties::format(
-                &config.log_dirs,
-                id,
-                CLUSTER_ID,
-                true,
-            )
-            .unwrap();
+            shale_metadata::meta_properties::format(&config.log_dirs, id, CLUSTER_ID, true)
+                .unwrap();
             nodes.push((id, config, dir));
         }
         // Every voter must be up for the quorum to elect, so they start together.
@@ -101,8 +97,9 @@ impl Cluster {
         let nodes = nodes
             .into_iter()
             .zip(started)
-            .map(|((id, _, dir), handle)| Node {
+            .map(|((id, config, dir), handle)| Node {
                 id,
+                config,
                 handle: Some(handle),
                 _dir: dir,
             })
@@ -207,8 +204,23 @@ impl Cluster {
             logs.push((n.id, hw, bytes));
         }
         for w in logs.windows(2) {
-            assert_eq!(w[0].1, w[1].1, "high watermarks of {} and {}", w[0].0, w[1].0);
-            assert!(w[0].2 == w[1].2, "logs of {} and {} differ", w[0].0, w[1].0);
+            assert_eq!(
+                w[0].1, w[1].1,
+                "high watermarks of {} and {}",
+                w[0].0, w[1].0
+            );
+            if w[0].2 != w[1].2 {
+                let at = w[0].2.iter().zip(w[1].2.iter()).position(|(a, b)| a != b);
+                panic!(
+                    "logs of {} and {} differ: {} and {} bytes, first difference at {at:?}\n{:?}\n{:?}",
+                    w[0].0,
+                    w[1].0,
+                    w[0].2.len(),
+                    w[1].2.len(),
+                    shale_log::batch::parse_batches(&w[0].2).unwrap(),
+                    shale_log::batch::parse_batches(&w[1].2).unwrap()
+                );
+            }
         }
         let (_, hw, bytes) = logs.remove(0);
         (hw, bytes)
@@ -217,6 +229,13 @@ impl Cluster {
     async fn shutdown(&mut self, id: i32) {
         let node = self.nodes.iter_mut().find(|n| n.id == id).unwrap();
         node.handle.take().unwrap().shutdown().await;
+    }
+
+    /// Starts a stopped node again on its data (its client port changes).
+    async fn restart(&mut self, id: i32) {
+        let node = self.nodes.iter_mut().find(|n| n.id == id).unwrap();
+        assert!(node.handle.is_none());
+        node.handle = Some(Broker::start(node.config.clone()).await.unwrap());
     }
 
     async fn shutdown_all(mut self) {
@@ -255,7 +274,11 @@ fn batch(values: &[&[u8]]) -> Vec<u8> {
         put_varint(&mut records, body.len() as i64);
         records.extend_from_slice(&body);
     }
-    let now = 1_700_000_000_000i64;
+    // Current timestamps: time-based retention would delete older ones.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     let mut after_crc = Vec::new();
     after_crc.extend_from_slice(&0i16.to_be_bytes()); // attributes
     after_crc.extend_from_slice(&(values.len() as i32 - 1).to_be_bytes());
@@ -434,24 +457,185 @@ async fn min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small() {
         .await;
     let leader = cluster.leader_of("strict", 0);
     let bootstrap = cluster.node(leader).bootstrap();
-    assert_eq!(produce(&bootstrap, "strict", 0, -1, 10_000, &[b"a"]).await.0, 0);
-    let follower = cluster.running().map(|n| n.id).find(|id| *id != leader).unwrap();
+    assert_eq!(
+        produce(&bootstrap, "strict", 0, -1, 10_000, &[b"a"])
+            .await
+            .0,
+        0
+    );
+    let follower = cluster
+        .running()
+        .map(|n| n.id)
+        .find(|id| *id != leader)
+        .unwrap();
     cluster.shutdown(follower).await;
     cluster
         .wait(|image| image.topic("strict").unwrap().partitions[&0].isr.len() == 2)
         .await;
     // NOT_ENOUGH_REPLICAS (19) for acks=all; acks=1 still writes.
-    assert_eq!(produce(&bootstrap, "strict", 0, -1, 10_000, &[b"b"]).await.0, 19);
-    assert_eq!(produce(&bootstrap, "strict", 0, 1, 10_000, &[b"c"]).await.0, 0);
+    assert_eq!(
+        produce(&bootstrap, "strict", 0, -1, 10_000, &[b"b"])
+            .await
+            .0,
+        19
+    );
+    assert_eq!(
+        produce(&bootstrap, "strict", 0, 1, 10_000, &[b"c"]).await.0,
+        0
+    );
     let isr: BTreeMap<i32, usize> = cluster
         .running()
         .map(|n| {
             (
                 n.id,
-                n.broker().image().topic("strict").unwrap().partitions[&0].isr.len(),
+                n.broker().image().topic("strict").unwrap().partitions[&0]
+                    .isr
+                    .len(),
             )
         })
         .collect();
     assert!(isr.values().all(|l| *l == 2), "{isr:?}");
+    cluster.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_follower_catches_up_and_rejoins_the_isr() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster
+        .create_topic("rejoin", 1, &[("min.insync.replicas", "2")])
+        .await;
+    cluster
+        .wait(|image| image.topic("rejoin").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let leader = cluster.leader_of("rejoin", 0);
+    let bootstrap = cluster.node(leader).bootstrap();
+    for i in 0..5 {
+        let value = format!("all-three-{i}");
+        assert_eq!(
+            produce(&bootstrap, "rejoin", 0, -1, 10_000, &[value.as_bytes()])
+                .await
+                .0,
+            0
+        );
+    }
+    let follower = cluster
+        .running()
+        .map(|n| n.id)
+        .find(|id| *id != leader)
+        .unwrap();
+    cluster.shutdown(follower).await;
+    cluster
+        .wait(|image| {
+            !image.topic("rejoin").unwrap().partitions[&0]
+                .isr
+                .contains(&follower)
+        })
+        .await;
+    // Two in sync still satisfy min.insync.replicas=2.
+    for i in 0..5 {
+        let value = format!("two-of-three-{i}");
+        assert_eq!(
+            produce(&bootstrap, "rejoin", 0, -1, 10_000, &[value.as_bytes()])
+                .await
+                .0,
+            0
+        );
+    }
+    cluster.restart(follower).await;
+    // The leader proposes the caught-up follower back (AlterPartition).
+    cluster
+        .wait(|image| image.topic("rejoin").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let (hw, bytes) = cluster.wait_replicas_identical("rejoin", 0).await;
+    assert_eq!(hw, 10);
+    assert_eq!(count_records(&bytes), 10);
+    cluster.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reassignment_moves_a_replica_while_the_partition_stays_writable() {
+    let cluster = Cluster::start(3, &[]).await;
+    let broker = cluster.node(1).broker().clone();
+    let response = broker
+        .metadata
+        .submit(ControllerRequest::CreateTopics {
+            topics: vec![CreatableTopic {
+                name: "moving".into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![(0, vec![1, 2])],
+                configs: Vec::new(),
+            }],
+            validate_only: false,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(response, ControllerResponse::CreateTopics(ref r) if r[0].1.is_ok()));
+    cluster
+        .wait(|image| {
+            image
+                .topic("moving")
+                .is_some_and(|t| t.partitions[&0].isr.len() == 2)
+        })
+        .await;
+    let leader = cluster.leader_of("moving", 0);
+    for i in 0..5 {
+        let value = format!("before-move-{i}");
+        let bootstrap = cluster.node(leader).bootstrap();
+        assert_eq!(
+            produce(&bootstrap, "moving", 0, -1, 10_000, &[value.as_bytes()])
+                .await
+                .0,
+            0
+        );
+    }
+    let response = broker
+        .metadata
+        .submit(ControllerRequest::AlterPartitionReassignments {
+            partitions: vec![shale_metadata::ReassignablePartition {
+                topic: "moving".into(),
+                partition: 0,
+                replicas: Some(vec![1, 3]),
+            }],
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(response, ControllerResponse::AlterPartitionReassignments(ref r) if r[0].1.is_ok()),
+        "{response:?}"
+    );
+    // Broker 3 catches up, joins the ISR, and the controller completes the move.
+    cluster
+        .wait(|image| {
+            let p = &image.topic("moving").unwrap().partitions[&0];
+            p.replicas == vec![1, 3] && !p.is_reassigning() && p.isr.len() == 2
+        })
+        .await;
+    let leader = cluster.leader_of("moving", 0);
+    let bootstrap = cluster.node(leader).bootstrap();
+    assert_eq!(
+        produce(&bootstrap, "moving", 0, -1, 10_000, &[b"after-move"])
+            .await
+            .0,
+        0
+    );
+    let tp = TopicPartition::new("moving", 0);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while cluster.node(2).broker().replicas.get(&tp).is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the removed replica is deleted");
+    for id in [1, 3] {
+        let p = cluster.node(id).broker().replicas.get(&tp).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while p.high_watermark() < 6 || p.log.log_end_offset() < 6 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("both replicas hold every record");
+    }
     cluster.shutdown_all().await;
 }
