@@ -81,6 +81,8 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_target(false)
+        // Colour codes only on a terminal: logs redirected to files stay greppable.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     match cli.command {
         Command::Serve { config, overrides } => serve(config, overrides),
