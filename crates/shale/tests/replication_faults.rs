@@ -1,0 +1,319 @@
+//! The replication fault harness: three real `shale` processes (combined roles) on loopback,
+//! an idempotent acks=all producer writing to a topic with replication factor 3 and
+//! `min.insync.replicas=2`, and kill -9 of the partition leader and then of a follower while
+//! it writes. A checker then reads the partition and every replica's files and reports lost
+//! acknowledged records, duplicates, reordering, an offset holding another record, and
+//! replicas whose logs differ. Bounded: the writer stops after a fixed number of records.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/cluster.rs"]
+mod cluster_support;
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cluster_support::{call, metadata, Cluster, WAIT_MAX};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+const TOPIC: &str = "faults";
+
+fn create_replicated_topic(cluster: &mut Cluster) {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let id = cluster.brokers()[0];
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_num_partitions(1)
+                .with_replication_factor(3)
+                .with_configs(vec![CreatableTopicConfig::default()
+                    .with_name(StrBytes::from_static_str("min.insync.replicas"))
+                    .with_value(Some(StrBytes::from_static_str("2")))])])
+            .with_timeout_ms(30_000);
+        let code = match call(
+            &cluster.node(id).bootstrap(),
+            ApiKey::CreateTopics,
+            7,
+            RequestKind::CreateTopics(request),
+        ) {
+            ResponseKind::CreateTopics(r) => r.topics[0].error_code,
+            other => panic!("{other:?}"),
+        };
+        if code == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "cannot create the topic: {code}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The partition's leader and ISR as broker `via` reports them.
+fn leader_and_isr(cluster: &Cluster, via: i32) -> (i32, Vec<i32>) {
+    let m = metadata(&cluster.node(via).bootstrap());
+    let t = m
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC))
+        .expect("topic known");
+    let p = &t.partitions[0];
+    (p.leader_id.0, p.isr_nodes.iter().map(|b| b.0).collect())
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_MAX;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        // Polls other processes' state; nothing to await in-process.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the writer learnt: per record number, the acknowledged offset (or none).
+type Acks = Arc<Mutex<BTreeMap<u64, Option<i64>>>>;
+
+fn start_writer(
+    bootstrap: String,
+    stop: Arc<AtomicBool>,
+    acks: Acks,
+    records_max: u64,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            .set("message.timeout.ms", "30000")
+            .set("request.timeout.ms", "5000")
+            .set("topic.metadata.refresh.interval.ms", "500")
+            .create()
+            .unwrap();
+        let mut next = 0u64;
+        while !stop.load(Ordering::Acquire) && next < records_max {
+            let window: Vec<u64> = (next..(next + 20).min(records_max)).collect();
+            next += window.len() as u64;
+            let futures: Vec<_> = window
+                .iter()
+                .map(|i| {
+                    let key = i.to_string();
+                    let value = format!("value-{i}");
+                    producer
+                        .send_result(
+                            FutureRecord::to(TOPIC)
+                                .partition(0)
+                                .key(&key)
+                                .payload(&value),
+                        )
+                        .map_err(|(e, _)| e)
+                })
+                .collect();
+            for (i, f) in window.into_iter().zip(futures) {
+                let offset = match f {
+                    Ok(delivery) => match runtime.block_on(delivery) {
+                        Ok(Ok(d)) => Some(d.offset),
+                        _ => None,
+                    },
+                    Err(_) => None,
+                };
+                acks.lock().unwrap().insert(i, offset);
+            }
+        }
+    })
+}
+
+/// Every segment file of the partition on node `data`, concatenated in offset order.
+fn replica_bytes(data: &Path) -> Vec<u8> {
+    let dir = data.join(format!("{TOPIC}-0"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "log"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| std::fs::read(f).unwrap_or_default())
+        .collect()
+}
+
+/// Reads the whole partition through `bootstrap` (up to the high watermark): offset ->
+/// record number.
+fn read_partition(bootstrap: &str) -> BTreeMap<i64, u64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "checker")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    let mut out = BTreeMap::new();
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "checker could not read the partition"
+        );
+        match consumer.poll(Duration::from_millis(500)) {
+            Some(Ok(m)) => {
+                let key: u64 = std::str::from_utf8(m.key().unwrap())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!(
+                    out.insert(m.offset(), key).is_none(),
+                    "offset {} read twice",
+                    m.offset()
+                );
+            }
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => return out,
+            Some(Err(e)) => panic!("checker read failed: {e}"),
+            None => {}
+        }
+    }
+}
+
+/// The checker: problems found, empty when none.
+fn check(
+    acks: &BTreeMap<u64, Option<i64>>,
+    read: &BTreeMap<i64, u64>,
+    replicas: &[(i32, Vec<u8>)],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (record, offset) in acks {
+        if let Some(offset) = offset {
+            match read.get(offset) {
+                None => problems.push(format!("acknowledged record {record} at {offset} lost")),
+                Some(found) if found != record => problems.push(format!(
+                    "offset {offset} acknowledged for record {record} holds record {found}"
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    let mut seen = BTreeMap::new();
+    for (offset, record) in read {
+        if let Some(first) = seen.insert(*record, *offset) {
+            problems.push(format!(
+                "record {record} duplicated at {first} and {offset}"
+            ));
+        }
+    }
+    let order: Vec<u64> = read.values().copied().collect();
+    if let Some(w) = order.windows(2).find(|w| w[0] >= w[1]) {
+        problems.push(format!("records out of order: {} before {}", w[0], w[1]));
+    }
+    for w in replicas.windows(2) {
+        if w[0].1 != w[1].1 {
+            problems.push(format!(
+                "replicas {} and {} differ ({} and {} bytes)",
+                w[0].0,
+                w[1].0,
+                w[0].1.len(),
+                w[1].1.len()
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
+    let mut cluster = Cluster::combined(3);
+    // Faster fetch retries than Kafka's defaults keep the run short.
+    cluster.kill_all();
+    cluster.overrides = vec![
+        "replica.fetch.backoff.ms=100".into(),
+        "replica.fetch.wait.max.ms=200".into(),
+        "replica.lag.time.max.ms=3000".into(),
+    ];
+    cluster.start_nodes(&[1, 2, 3]);
+    create_replicated_topic(&mut cluster);
+    wait_until("a full ISR", || {
+        let (leader, isr) = leader_and_isr(&cluster, 1);
+        leader > 0 && isr.len() == 3
+    });
+    let bootstrap = (1..=3)
+        .map(|id| cluster.node(id).bootstrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    let acks: Acks = Default::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = start_writer(bootstrap, stop.clone(), acks.clone(), 3_000);
+    let acked = |acks: &Acks| {
+        acks.lock()
+            .unwrap()
+            .values()
+            .filter(|o| o.is_some())
+            .count()
+    };
+
+    wait_until("first acknowledgements", || acked(&acks) >= 200);
+    let (leader, _) = leader_and_isr(&cluster, 1);
+    cluster.kill(leader);
+    let survivor = (1..=3).find(|id| *id != leader).unwrap();
+    wait_until("a new leader", || {
+        let (l, _) = leader_and_isr(&cluster, survivor);
+        l > 0 && l != leader
+    });
+    let before = acked(&acks);
+    wait_until("writes after failover", || acked(&acks) >= before + 200);
+    cluster.start_nodes(&[leader]);
+    wait_until("the old leader back in the ISR", || {
+        leader_and_isr(&cluster, survivor).1.len() == 3
+    });
+
+    let (current, _) = leader_and_isr(&cluster, survivor);
+    let follower = (1..=3).find(|id| *id != current).unwrap();
+    cluster.kill(follower);
+    let before = acked(&acks);
+    wait_until("writes with a follower down", || {
+        acked(&acks) >= before + 200
+    });
+    cluster.start_nodes(&[follower]);
+
+    stop.store(true, Ordering::Release);
+    writer.join().unwrap();
+    wait_until("a full ISR after the faults", || {
+        leader_and_isr(&cluster, survivor).1.len() == 3
+    });
+    // Replicas converge once the followers fetched everything.
+    let mut replicas = Vec::new();
+    wait_until("replicas to converge", || {
+        replicas = (1..=3)
+            .map(|id| (id, replica_bytes(&cluster.node(id).data)))
+            .collect::<Vec<_>>();
+        replicas.windows(2).all(|w| w[0].1.len() == w[1].1.len())
+    });
+    let (leader_now, _) = leader_and_isr(&cluster, survivor);
+    let read = read_partition(&cluster.node(leader_now).bootstrap());
+    let acks = acks.lock().unwrap().clone();
+    let acknowledged = acks.values().filter(|o| o.is_some()).count();
+    assert!(
+        acknowledged >= 600,
+        "only {acknowledged} records acknowledged"
+    );
+    let problems = check(&acks, &read, &replicas);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
