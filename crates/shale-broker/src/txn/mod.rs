@@ -557,8 +557,13 @@ impl TxnService {
                 }
             }
         }
+        // Each delivery on its own task: a partition leader that cannot be reached must not
+        // hold up the next sweep of the other transactions.
         for (partition, m) in markers {
-            self.complete_markers(broker, partition, m).await;
+            let broker = broker.clone();
+            tokio::spawn(async move {
+                broker.txn.complete_markers(&broker, partition, m).await;
+            });
         }
     }
 }
