@@ -4,13 +4,18 @@
 //! are handled one after another, as Kafka does: a producer pipelining several Produce requests
 //! on a connection relies on them being appended in the order sent (idempotent sequences, and
 //! record order for everyone). Concurrency comes from connections, not from within one.
+//!
+//! Consumer Fetch answers skip the generic encoder: their record sets go from the segment
+//! files to the socket with `sendfile` (see `frame_writer`).
+
+mod frame_writer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use kafka_protocol::messages::ApiKey;
-use shale_protocol::{RequestHeader, FRAME_LEN_PREFIX_BYTES};
+use kafka_protocol::messages::{ApiKey, RequestKind};
+use shale_protocol::{FetchFrame, RequestHeader, FRAME_LEN_PREFIX_BYTES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -18,6 +23,8 @@ use tracing::{debug, warn};
 
 use crate::api_table;
 use crate::dispatch::{self, RequestContext};
+use crate::handlers::fetch;
+use crate::handlers::fetch::encode::FileRecords;
 use crate::Broker;
 
 /// First allocation for a frame; larger frames grow as their bytes arrive.
@@ -35,6 +42,8 @@ enum Job {
 enum Outcome {
     /// Bytes to write (length prefix included).
     Respond(BytesMut),
+    /// A Fetch frame whose record sets are still in their segment files.
+    RespondFetch(FetchFrame<FileRecords>),
     /// acks=0 produce: nothing is sent back.
     Silent,
     /// The request was invalid in a way that ends the connection.
@@ -73,6 +82,12 @@ pub async fn serve(
             match outcome {
                 Outcome::Respond(bytes) => {
                     if writer.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                Outcome::RespondFetch(frame) => {
+                    if let Err(e) = frame_writer::write_fetch_frame(writer.as_ref(), frame).await {
+                        debug!(%peer, "closing connection: fetch response not sent: {e}");
                         return;
                     }
                 }
@@ -200,6 +215,18 @@ async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Ou
             warn!(peer = %ctx.peer, api_key = ctx.header.api_key, "closing connection on a malformed request: {e}");
             return Outcome::Close;
         }
+    };
+    let request = match request {
+        RequestKind::Fetch(r) if fetch::served_as_frame(&r) => {
+            return match fetch::handle_frame(&broker, &ctx, r).await {
+                Ok(frame) => Outcome::RespondFetch(frame),
+                Err(e) => {
+                    warn!(peer = %ctx.peer, "cannot encode response: {e}");
+                    Outcome::Close
+                }
+            };
+        }
+        other => other,
     };
     match dispatch::handle(&broker, &ctx, request).await {
         Ok(Some(response)) => match shale_protocol::encode_response(&ctx.header, &response) {

@@ -1,19 +1,26 @@
 //! Fetch: reads up to the high watermark (read_uncommitted) or the last stable offset
 //! (read_committed), long-polls until `min_bytes` or `max_wait_ms`, and answers sessionless
 //! (KIP-227 allows a broker to decline sessions by answering session id 0).
+//!
+//! Consumer fetches are answered by [`handle_frame`]: record sets stay ranges of segment
+//! files that the connection sends with `sendfile` (see `encode`).
+
+pub mod encode;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_log::{LogError, TopicPartition};
+use shale_log::TopicPartition;
+use shale_protocol::{FetchFrame, ProtocolError, RecordSet};
 use uuid::Uuid;
+
+use self::encode::{FetchAnswer, FileRecords};
 
 use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
@@ -42,19 +49,53 @@ pub async fn handle(
     request: FetchRequest,
 ) -> FetchResponse {
     let version = ctx.version();
-    if version >= 7 && request.session_id != 0 {
-        return FetchResponse::default()
-            .with_error_code(ResponseError::FetchSessionIdNotFound.code())
-            .with_session_id(0);
-    }
-    if version >= 7 && request.session_epoch > 0 {
-        return FetchResponse::default()
-            .with_error_code(ResponseError::InvalidFetchSessionEpoch.code())
-            .with_session_id(0);
+    if let Some(refusal) = session_refusal(&request, version) {
+        return refusal;
     }
     if let Some(follower) = crate::replication::serve::follower_id(&request, version) {
         return crate::replication::serve::handle(broker, version, follower, request).await;
     }
+    fetch(broker, version, request).await.into_response()
+}
+
+/// Whether [`handle_frame`] answers this request: fetches of consumers, not of followers
+/// (a replica id, before v15, or a replica state, from v15, names a follower).
+pub fn served_as_frame(request: &FetchRequest) -> bool {
+    request.replica_id.0 < 0 && request.replica_state.replica_id.0 < 0
+}
+
+/// A consumer's fetch answered as a frame chain whose record sets the connection sends
+/// straight from the segment files.
+pub async fn handle_frame(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: FetchRequest,
+) -> Result<FetchFrame<FileRecords>, ProtocolError> {
+    let version = ctx.version();
+    let answer = match session_refusal(&request, version) {
+        Some(refusal) => FetchAnswer::without_partitions(refusal),
+        None => fetch(broker, version, request).await,
+    };
+    answer.encode(ctx.header.correlation_id, version)
+}
+
+/// KIP-227: sessions are declined; a client that names one is told to start over.
+fn session_refusal(request: &FetchRequest, version: i16) -> Option<FetchResponse> {
+    let code = if version >= 7 && request.session_id != 0 {
+        ResponseError::FetchSessionIdNotFound
+    } else if version >= 7 && request.session_epoch > 0 {
+        ResponseError::InvalidFetchSessionEpoch
+    } else {
+        return None;
+    };
+    Some(
+        FetchResponse::default()
+            .with_error_code(code.code())
+            .with_session_id(0),
+    )
+}
+
+async fn fetch(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchAnswer {
     let image = broker.image();
     let mut topics = Vec::new();
     let mut wanted = Vec::new();
@@ -127,13 +168,16 @@ pub async fn handle(
     }
 }
 
+/// One partition's answer: its topic's index, the partition fields, its record set.
+type PartitionAnswer = (usize, PartitionData, FileRecords);
+
 fn read_all(
     broker: &Arc<Broker>,
     wanted: &[WantedPartition],
     topics: &[WantedTopic],
     read_committed: bool,
     response_max_bytes: usize,
-) -> (Vec<(usize, PartitionData)>, usize, bool) {
+) -> (Vec<PartitionAnswer>, usize, bool) {
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -144,12 +188,13 @@ fn read_all(
             .with_last_stable_offset(-1)
             .with_log_start_offset(-1)
             .with_preferred_read_replica(kafka_protocol::messages::BrokerId(-1))
-            .with_records(Some(Bytes::new()));
+            .with_records(None);
         let Some(tp) = &w.tp else {
             any_error = true;
             out.push((
                 w.topic_index,
                 base.with_error_code(topics[w.topic_index].unknown_code),
+                FileRecords::default(),
             ));
             continue;
         };
@@ -158,6 +203,7 @@ fn read_all(
             out.push((
                 w.topic_index,
                 base.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+                FileRecords::default(),
             ));
             continue;
         };
@@ -166,6 +212,7 @@ fn read_all(
             out.push((
                 w.topic_index,
                 base.with_error_code(ResponseError::NotLeaderOrFollower.code()),
+                FileRecords::default(),
             ));
             continue;
         }
@@ -177,7 +224,11 @@ fn read_all(
             } else {
                 ResponseError::UnknownLeaderEpoch.code()
             };
-            out.push((w.topic_index, base.with_error_code(code)));
+            out.push((
+                w.topic_index,
+                base.with_error_code(code),
+                FileRecords::default(),
+            ));
             continue;
         }
         let hw = partition.high_watermark();
@@ -207,46 +258,54 @@ fn read_all(
                 None
             });
         if budget == 0 && !min_one {
-            out.push((w.topic_index, base));
+            out.push((w.topic_index, base, FileRecords::default()));
             continue;
         }
         let read = if w.fetch_offset >= upper && w.fetch_offset <= partition.log.log_end_offset() {
             // Nothing visible yet at this offset: an empty answer, not an error.
-            Ok(Bytes::new())
+            Ok(FileRecords::default())
         } else {
             partition
                 .log
                 .read(w.fetch_offset, budget, upper, min_one)
-                .and_then(|r| r.to_bytes().map_err(LogError::Storage))
+                .map(|r| FileRecords::new(r.slices))
         };
         match read {
-            Ok(bytes) => {
-                total += bytes.len();
-                out.push((w.topic_index, base.with_records(Some(bytes))));
+            Ok(records) => {
+                total += records.len_bytes();
+                out.push((w.topic_index, base, records));
             }
             Err(e) => {
                 any_error = true;
                 let (code, _) = log_error_code(&e);
-                out.push((w.topic_index, base.with_error_code(code)));
+                out.push((
+                    w.topic_index,
+                    base.with_error_code(code),
+                    FileRecords::default(),
+                ));
             }
         }
     }
     (out, total, any_error)
 }
 
-fn assemble(
-    topics: &[WantedTopic],
-    results: Vec<(usize, PartitionData)>,
-    version: i16,
-) -> FetchResponse {
-    let mut per_topic: Vec<Vec<PartitionData>> = topics.iter().map(|_| Vec::new()).collect();
-    for (i, p) in results {
-        per_topic[i].push(p);
+/// Groups the partition answers by topic; the record sets follow in the same order.
+fn assemble(topics: &[WantedTopic], results: Vec<PartitionAnswer>, version: i16) -> FetchAnswer {
+    let mut per_topic: Vec<Vec<(PartitionData, FileRecords)>> =
+        topics.iter().map(|_| Vec::new()).collect();
+    for (i, p, r) in results {
+        per_topic[i].push((p, r));
     }
+    let mut records = Vec::new();
     let responses = topics
         .iter()
         .zip(per_topic)
-        .map(|(t, partitions)| {
+        .map(|(t, answers)| {
+            let mut partitions = Vec::with_capacity(answers.len());
+            for (p, r) in answers {
+                partitions.push(p);
+                records.push(r);
+            }
             let r = FetchableTopicResponse::default().with_partitions(partitions);
             if version >= 13 {
                 r.with_topic_id(t.topic_id)
@@ -255,7 +314,10 @@ fn assemble(
             }
         })
         .collect();
-    FetchResponse::default()
-        .with_session_id(0)
-        .with_responses(responses)
+    FetchAnswer {
+        response: FetchResponse::default()
+            .with_session_id(0)
+            .with_responses(responses),
+        records,
+    }
 }
