@@ -83,6 +83,48 @@ fn late_and_unadded_transactional_writes_are_refused() {
 }
 
 #[test]
+fn a_version_2_producer_recovers_from_a_timeout_abort_and_its_late_writes_are_fenced() {
+    let shale = Shale::start_with(&[
+        "transaction.state.log.num.partitions=2",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=100",
+    ]);
+    let mut conn = Conn::open(&shale);
+    let (topic, txn) = ("tv2-timeout", "raw-tv2-timeout");
+    create_topic(&mut conn, topic);
+    let id = init_producer_id_with_timeout(&mut conn, txn, 1_000);
+    assert_eq!(
+        produce(&mut conn, 12, txn, topic, txn_batch(id, 0, "abandoned")),
+        0
+    );
+    assert_eq!(stable_and_end(&mut conn, topic), (0, 1));
+
+    // The coordinator aborts the transaction after its timeout, under a bumped epoch.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while describe_txn(&mut conn, txn).transaction_state.as_str() != "CompleteAbort" {
+        assert!(std::time::Instant::now() < deadline, "not aborted");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(describe_txn(&mut conn, txn).producer_epoch, id.1 + 1);
+    assert_eq!(stable_and_end(&mut conn, topic), (2, 2));
+    // A late batch of the aborted transaction cannot reopen it.
+    assert_eq!(
+        produce(&mut conn, 12, txn, topic, txn_batch(id, 1, "late")),
+        INVALID_PRODUCER_EPOCH
+    );
+
+    // The producer's abort, one epoch behind, is taken as a retry and tells it the new epoch.
+    let (code, epoch) = end_txn(&mut conn, txn, id, false);
+    assert_eq!((code, epoch), (0, id.1 + 1));
+    let next = (id.0, epoch);
+    assert_eq!(
+        produce(&mut conn, 12, txn, topic, txn_batch(next, 0, "committed")),
+        0
+    );
+    assert_eq!(end_txn(&mut conn, txn, next, true), (0, next.1 + 1));
+    assert_eq!(stable_and_end(&mut conn, topic), (4, 4));
+}
+
+#[test]
 fn admin_apis_describe_list_and_abort_transactions() {
     let shale = Shale::start_with(&["transaction.state.log.num.partitions=2"]);
     let mut conn = Conn::open(&shale);

@@ -97,6 +97,15 @@ pub fn create_topic(conn: &mut Conn, topic: &str) {
 /// FindCoordinator (which creates `__transaction_state`), then InitProducerId for a
 /// transactional id, retried while the coordinator loads.
 pub fn init_producer_id(conn: &mut Conn, transactional_id: &str) -> (i64, i16) {
+    init_producer_id_with_timeout(conn, transactional_id, 60_000)
+}
+
+/// [`init_producer_id`] with the transaction timeout the producer asks for.
+pub fn init_producer_id_with_timeout(
+    conn: &mut Conn,
+    transactional_id: &str,
+    transaction_timeout_ms: i32,
+) -> (i64, i16) {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         let req = FindCoordinatorRequest::default()
@@ -120,7 +129,7 @@ pub fn init_producer_id(conn: &mut Conn, transactional_id: &str) -> (i64, i16) {
         }
         let req = InitProducerIdRequest::default()
             .with_transactional_id(Some(tid(transactional_id)))
-            .with_transaction_timeout_ms(60_000)
+            .with_transaction_timeout_ms(transaction_timeout_ms)
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1);
         let ResponseKind::InitProducerId(r) =
