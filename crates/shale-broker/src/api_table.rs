@@ -53,6 +53,10 @@ pub const API_TABLE: &[ApiEntry] = &[
     // The metadata quorum (kafka-metadata-quorum.sh).
     api(ApiKey::DescribeQuorum, 0, 2),
     api(ApiKey::DescribeProducers, 0, 0),
+    // Replication admin, answered through the controller.
+    api(ApiKey::ElectLeaders, 0, 2),
+    api(ApiKey::AlterPartitionReassignments, 0, 1),
+    api(ApiKey::ListPartitionReassignments, 0, 0),
     // The classic group coordinator.
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::JoinGroup, 0, 9),

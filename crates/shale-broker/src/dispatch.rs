@@ -80,14 +80,24 @@ pub async fn handle(
         R::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(handlers::cluster::describe_cluster(broker, ctx, r))
         }
-        R::DescribeQuorum(r) => ResponseKind::DescribeQuorum(
-            handlers::describe_quorum::handle(broker, ctx, r).await,
-        ),
+        R::DescribeQuorum(r) => {
+            ResponseKind::DescribeQuorum(handlers::describe_quorum::handle(broker, ctx, r).await)
+        }
         R::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(handlers::cluster::describe_log_dirs(broker, ctx, r))
         }
         R::InitProducerId(r) => ResponseKind::InitProducerId(
             handlers::producer_ids::init_producer_id(broker, ctx, r).await,
+        ),
+        R::ElectLeaders(r) => ResponseKind::ElectLeaders(
+            crate::replication::admin::elect_leaders(broker, ctx.version(), r).await,
+        ),
+        R::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            crate::replication::admin::alter_partition_reassignments(broker, ctx.version(), r)
+                .await,
+        ),
+        R::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+            crate::replication::admin::list_partition_reassignments(broker, r),
         ),
         R::DescribeProducers(r) => ResponseKind::DescribeProducers(
             handlers::producer_ids::describe_producers(broker, ctx, r),

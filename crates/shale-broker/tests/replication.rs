@@ -11,8 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ElectLeadersRequest,
+    ListPartitionReassignmentsRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use shale_broker::config::{BrokerConfig, StaticProperties, ValueOrigin};
 use shale_broker::replication::client::BrokerClient;
@@ -364,6 +371,17 @@ async fn produce(
     (p.error_code, p.base_offset)
 }
 
+/// One request to `bootstrap` over a fresh connection.
+async fn call(bootstrap: &str, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
+    let mut client = BrokerClient::connect(bootstrap, "test".into(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    client
+        .call(key, version, request, Duration::from_secs(60))
+        .await
+        .unwrap()
+}
+
 fn count_records(bytes: &Bytes) -> i64 {
     shale_log::batch::parse_batches(bytes)
         .unwrap()
@@ -443,6 +461,53 @@ async fn controlled_shutdown_of_the_leader_keeps_every_acknowledged_record() {
     let (hw, bytes) = cluster.wait_replicas_identical("failover", 0).await;
     assert_eq!(hw, 20);
     assert_eq!(count_records(&bytes), 20);
+
+    // The first leader comes back, rejoins the ISR, and a preferred election (ElectLeaders)
+    // gives it back its leadership.
+    cluster.restart(first_leader).await;
+    cluster
+        .wait(|image| image.topic("failover").unwrap().partitions[&0].isr.len() == 3)
+        .await;
+    let preferred = cluster
+        .node(1)
+        .broker()
+        .image()
+        .topic("failover")
+        .unwrap()
+        .partitions[&0]
+        .replicas[0];
+    assert_eq!(preferred, first_leader);
+    let request = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(TopicName(StrBytes::from_static_str("failover")))
+            .with_partitions(vec![0])]))
+        .with_timeout_ms(10_000);
+    let ResponseKind::ElectLeaders(response) = call(
+        &cluster.node(second_leader).bootstrap(),
+        ApiKey::ElectLeaders,
+        2,
+        RequestKind::ElectLeaders(request),
+    )
+    .await
+    else {
+        panic!("not an ElectLeaders answer")
+    };
+    let result = &response.replica_election_results[0].partition_result[0];
+    assert_eq!(result.error_code, 0, "{response:?}");
+    cluster
+        .wait(|image| image.topic("failover").unwrap().partitions[&0].leader == first_leader)
+        .await;
+    let (code, base) = produce(
+        &cluster.node(first_leader).bootstrap(),
+        "failover",
+        0,
+        -1,
+        10_000,
+        &[b"back-home"],
+    )
+    .await;
+    assert_eq!((code, base), (0, 20));
     cluster.shutdown_all().await;
 }
 
@@ -589,19 +654,27 @@ async fn reassignment_moves_a_replica_while_the_partition_stays_writable() {
             0
         );
     }
-    let response = broker
-        .metadata
-        .submit(ControllerRequest::AlterPartitionReassignments {
-            partitions: vec![shale_metadata::ReassignablePartition {
-                topic: "moving".into(),
-                partition: 0,
-                replicas: Some(vec![1, 3]),
-            }],
-        })
-        .await
-        .unwrap();
-    assert!(
-        matches!(response, ControllerResponse::AlterPartitionReassignments(ref r) if r[0].1.is_ok()),
+    let request = AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_allow_replication_factor_change(false)
+        .with_topics(vec![ReassignableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("moving")))
+            .with_partitions(vec![ReassignablePartition::default()
+                .with_partition_index(0)
+                .with_replicas(Some(vec![BrokerId(1), BrokerId(3)]))])]);
+    let ResponseKind::AlterPartitionReassignments(response) = call(
+        &cluster.node(3).bootstrap(),
+        ApiKey::AlterPartitionReassignments,
+        1,
+        RequestKind::AlterPartitionReassignments(request),
+    )
+    .await
+    else {
+        panic!("not an AlterPartitionReassignments answer")
+    };
+    assert_eq!(response.error_code, 0, "{response:?}");
+    assert_eq!(
+        response.responses[0].partitions[0].error_code, 0,
         "{response:?}"
     );
     // Broker 3 catches up, joins the ISR, and the controller completes the move.
@@ -627,6 +700,19 @@ async fn reassignment_moves_a_replica_while_the_partition_stays_writable() {
     })
     .await
     .expect("the removed replica is deleted");
+    let ResponseKind::ListPartitionReassignments(listed) = call(
+        &cluster.node(1).bootstrap(),
+        ApiKey::ListPartitionReassignments,
+        0,
+        RequestKind::ListPartitionReassignments(
+            ListPartitionReassignmentsRequest::default().with_timeout_ms(10_000),
+        ),
+    )
+    .await
+    else {
+        panic!("not a ListPartitionReassignments answer")
+    };
+    assert!(listed.topics.is_empty(), "{listed:?}");
     for id in [1, 3] {
         let p = cluster.node(id).broker().replicas.get(&tp).unwrap();
         tokio::time::timeout(Duration::from_secs(30), async {

@@ -4,6 +4,7 @@
 //! ISR changes are committed through the controller (AlterPartition).
 
 pub mod acks;
+pub mod admin;
 pub mod client;
 pub mod fetcher;
 pub mod isr;
