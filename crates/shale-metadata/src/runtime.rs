@@ -370,12 +370,25 @@ async fn run_controller(
         let outcome = if entries.is_empty() {
             Ok(())
         } else {
-            match log.append(entries).await {
-                Ok(offset) => {
-                    last_written = offset;
-                    wait_for(images.clone(), failed.clone(), offset).await
+            let append = async {
+                match log.append(entries).await {
+                    Ok(offset) => {
+                        last_written = offset;
+                        wait_for(images.clone(), failed.clone(), offset).await
+                    }
+                    Err(err) => Err(err),
                 }
-                Err(err) => Err(err),
+            };
+            // A leader that lost its majority cannot commit: shutdown must not wait for the
+            // append timeout. The entry may still commit; the requester learns ShutDown.
+            tokio::select! {
+                outcome = append => outcome,
+                _ = stop.changed() => {
+                    for (reply, _) in answers {
+                        let _ = reply.send(Err(MetadataError::ShutDown));
+                    }
+                    return;
+                }
             }
         };
         for (reply, response) in answers {
