@@ -1,9 +1,12 @@
 //! The replication fault harness: three real `shale` processes (combined roles) on loopback,
 //! an idempotent acks=all producer writing to a topic with replication factor 3 and
-//! `min.insync.replicas=2`, and kill -9 of the partition leader and then of a follower while
-//! it writes. A checker then reads the partition and every replica's files and reports lost
-//! acknowledged records, duplicates, reordering, an offset holding another record, and
-//! replicas whose logs differ. Bounded: the writer stops after a fixed number of records.
+//! `min.insync.replicas=2`, and faults while it writes: kill -9 of the partition leader, of a
+//! follower and of the active controller, SIGSTOP of the leader until another one is elected,
+//! and SIGSTOP of both followers (the leader isolated, as in Jepsen's 2013 analysis: acks=all
+//! writes time out, none acknowledged is lost). A checker then reads the partition and every
+//! replica's files and reports lost acknowledged records, duplicates, reordering, an offset
+//! holding another record, and replicas whose logs differ. Bounded: the writer stops after a
+//! fixed number of records and every wait has a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/cluster.rs"]
@@ -177,10 +180,14 @@ fn read_partition(bootstrap: &str) -> BTreeMap<i64, u64> {
         );
         match consumer.poll(Duration::from_millis(500)) {
             Some(Ok(m)) => {
-                let key: u64 = std::str::from_utf8(m.key().unwrap())
-                    .unwrap()
-                    .parse()
-                    .unwrap();
+                // Records of the raw probes carry no number.
+                let Some(key) = m
+                    .key()
+                    .and_then(|k| std::str::from_utf8(k).ok())
+                    .and_then(|k| k.parse::<u64>().ok())
+                else {
+                    continue;
+                };
                 assert!(
                     out.insert(m.offset(), key).is_none(),
                     "offset {} read twice",
@@ -238,10 +245,92 @@ fn check(
     problems
 }
 
-#[test]
-fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
+/// The pid of node `data`'s process (found by its `log.dirs` argument).
+fn pid_of(data: &Path) -> i32 {
+    let wanted = format!("log.dirs={}", data.display());
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == wanted.as_bytes())
+        {
+            return pid;
+        }
+    }
+    panic!("no process for {}", data.display());
+}
+
+fn signal(pid: i32, name: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
+/// One record batch with key "probe" (magic 2, uncompressed, no producer id).
+fn probe_batch() -> Vec<u8> {
+    let key = b"probe";
+    let value = b"probe";
+    let mut body = vec![0u8]; // attributes
+    body.extend_from_slice(&[0, 0]); // timestamp delta 0, offset delta 0 (zigzag varints)
+    body.push((key.len() * 2) as u8);
+    body.extend_from_slice(key);
+    body.push((value.len() * 2) as u8);
+    body.extend_from_slice(value);
+    body.push(0); // no headers
+    let mut records = vec![(body.len() * 2) as u8];
+    records.extend_from_slice(&body);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut after_crc = Vec::new();
+    after_crc.extend_from_slice(&0i16.to_be_bytes());
+    after_crc.extend_from_slice(&0i32.to_be_bytes());
+    after_crc.extend_from_slice(&now.to_be_bytes());
+    after_crc.extend_from_slice(&now.to_be_bytes());
+    after_crc.extend_from_slice(&(-1i64).to_be_bytes());
+    after_crc.extend_from_slice(&(-1i16).to_be_bytes());
+    after_crc.extend_from_slice(&(-1i32).to_be_bytes());
+    after_crc.extend_from_slice(&1i32.to_be_bytes());
+    after_crc.extend_from_slice(&records);
+    let mut out = Vec::new();
+    out.extend_from_slice(&0i64.to_be_bytes());
+    out.extend_from_slice(&((after_crc.len() + 9) as i32).to_be_bytes());
+    out.extend_from_slice(&(-1i32).to_be_bytes());
+    out.push(2);
+    out.extend_from_slice(&crc32c::crc32c(&after_crc).to_be_bytes());
+    out.extend_from_slice(&after_crc);
+    out
+}
+
+/// An acks=all Produce of one probe record straight to `addr`: the partition's error code.
+fn produce_probe(addr: &str, timeout_ms: i32) -> i16 {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let request = kafka_protocol::messages::ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(timeout_ms)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(bytes::Bytes::from(probe_batch())))])]);
+    match call(addr, ApiKey::Produce, 9, RequestKind::Produce(request)) {
+        ResponseKind::Produce(r) => r.responses[0].partition_responses[0].error_code,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A cluster restarted with faster replica timings than Kafka's defaults (short runs).
+fn fast_cluster() -> Cluster {
     let mut cluster = Cluster::combined(3);
-    // Faster fetch retries than Kafka's defaults keep the run short.
     cluster.kill_all();
     cluster.overrides = vec![
         "replica.fetch.backoff.ms=100".into(),
@@ -254,20 +343,127 @@ fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
         let (leader, isr) = leader_and_isr(&cluster, 1);
         leader > 0 && isr.len() == 3
     });
-    let bootstrap = (1..=3)
+    cluster
+}
+
+fn all_bootstrap(cluster: &Cluster) -> String {
+    (1..=3)
         .map(|id| cluster.node(id).bootstrap())
         .collect::<Vec<_>>()
-        .join(",");
+        .join(",")
+}
+
+fn acked(acks: &Acks) -> usize {
+    acks.lock()
+        .unwrap()
+        .values()
+        .filter(|o| o.is_some())
+        .count()
+}
+
+/// Stops the writer, waits for the replicas to converge and runs the checker.
+fn stop_and_check(
+    cluster: &Cluster,
+    via: i32,
+    stop: &AtomicBool,
+    writer: std::thread::JoinHandle<()>,
+    acks: &Acks,
+    acknowledged_min: usize,
+) {
+    stop.store(true, Ordering::Release);
+    writer.join().unwrap();
+    wait_until("a full ISR after the faults", || {
+        leader_and_isr(cluster, via).1.len() == 3
+    });
+    let mut replicas = Vec::new();
+    wait_until("replicas to converge", || {
+        replicas = (1..=3)
+            .map(|id| (id, replica_bytes(&cluster.node(id).data)))
+            .collect::<Vec<_>>();
+        replicas.windows(2).all(|w| w[0].1.len() == w[1].1.len())
+    });
+    let (leader_now, _) = leader_and_isr(cluster, via);
+    let read = read_partition(&cluster.node(leader_now).bootstrap());
+    let acks = acks.lock().unwrap().clone();
+    let acknowledged = acks.values().filter(|o| o.is_some()).count();
+    assert!(
+        acknowledged >= acknowledged_min,
+        "only {acknowledged} records acknowledged"
+    );
+    let problems = check(&acks, &read, &replicas);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn sigstop_of_the_leader_isolation_and_kill_of_the_controller_lose_no_acknowledged_record() {
+    let mut cluster = fast_cluster();
     let acks: Acks = Default::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = start_writer(bootstrap, stop.clone(), acks.clone(), 3_000);
-    let acked = |acks: &Acks| {
-        acks.lock()
-            .unwrap()
-            .values()
-            .filter(|o| o.is_some())
-            .count()
-    };
+    let writer = start_writer(all_bootstrap(&cluster), stop.clone(), acks.clone(), 3_000);
+    wait_until("first acknowledgements", || acked(&acks) >= 200);
+
+    // The leader pauses until the controller fenced it and another replica leads.
+    let (leader, _) = leader_and_isr(&cluster, 1);
+    let paused = pid_of(&cluster.node(leader).data);
+    signal(paused, "STOP");
+    let survivor = (1..=3).find(|id| *id != leader).unwrap();
+    wait_until("a new leader while the old one is paused", || {
+        let (l, _) = leader_and_isr(&cluster, survivor);
+        l > 0 && l != leader
+    });
+    signal(paused, "CONT");
+    let before = acked(&acks);
+    wait_until("writes after the pause", || acked(&acks) >= before + 200);
+    wait_until("the paused leader back in the ISR", || {
+        leader_and_isr(&cluster, survivor).1.len() == 3
+    });
+
+    // Both followers pause: the leader is alone and the metadata quorum has lost its
+    // majority, so the ISR cannot shrink and an acks=all write cannot be acknowledged.
+    let (leader, _) = leader_and_isr(&cluster, survivor);
+    let followers: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
+    let pids: Vec<i32> = followers
+        .iter()
+        .map(|id| pid_of(&cluster.node(*id).data))
+        .collect();
+    for pid in &pids {
+        signal(*pid, "STOP");
+    }
+    let before = acked(&acks);
+    assert_eq!(
+        produce_probe(&cluster.node(leader).bootstrap(), 1_000),
+        kafka_protocol::ResponseError::RequestTimedOut.code(),
+        "an isolated leader acknowledged an acks=all write"
+    );
+    for pid in &pids {
+        signal(*pid, "CONT");
+    }
+    wait_until("writes after the isolation", || {
+        acked(&acks) >= before + 200
+    });
+
+    // kill -9 of the active controller.
+    let controller = cluster.quorum_leader(leader);
+    cluster.kill(controller);
+    let via = (1..=3).find(|id| *id != controller).unwrap();
+    wait_until("a new active controller", || {
+        let now = cluster.quorum_leader(via);
+        now > 0 && now != controller
+    });
+    let before = acked(&acks);
+    wait_until("writes after the controller failover", || {
+        acked(&acks) >= before + 100
+    });
+    cluster.start_nodes(&[controller]);
+    stop_and_check(&cluster, via, &stop, writer, &acks, 700);
+}
+
+#[test]
+fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
+    let mut cluster = fast_cluster();
+    let acks: Acks = Default::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = start_writer(all_bootstrap(&cluster), stop.clone(), acks.clone(), 3_000);
 
     wait_until("first acknowledgements", || acked(&acks) >= 200);
     let (leader, _) = leader_and_isr(&cluster, 1);
@@ -292,28 +488,5 @@ fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
         acked(&acks) >= before + 200
     });
     cluster.start_nodes(&[follower]);
-
-    stop.store(true, Ordering::Release);
-    writer.join().unwrap();
-    wait_until("a full ISR after the faults", || {
-        leader_and_isr(&cluster, survivor).1.len() == 3
-    });
-    // Replicas converge once the followers fetched everything.
-    let mut replicas = Vec::new();
-    wait_until("replicas to converge", || {
-        replicas = (1..=3)
-            .map(|id| (id, replica_bytes(&cluster.node(id).data)))
-            .collect::<Vec<_>>();
-        replicas.windows(2).all(|w| w[0].1.len() == w[1].1.len())
-    });
-    let (leader_now, _) = leader_and_isr(&cluster, survivor);
-    let read = read_partition(&cluster.node(leader_now).bootstrap());
-    let acks = acks.lock().unwrap().clone();
-    let acknowledged = acks.values().filter(|o| o.is_some()).count();
-    assert!(
-        acknowledged >= 600,
-        "only {acknowledged} records acknowledged"
-    );
-    let problems = check(&acks, &read, &replicas);
-    assert!(problems.is_empty(), "{problems:#?}");
+    stop_and_check(&cluster, survivor, &stop, writer, &acks, 600);
 }
