@@ -23,8 +23,12 @@ use tracing::warn;
 use super::control::ControlMarker;
 use crate::errors::append_error_code;
 use crate::groups::OFFSETS_TOPIC;
+use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
+
+/// How long a marker may wait for its replicas (Kafka's `request.timeout.ms`).
+const MARKER_REPLICATION_TIMEOUT_MS: i32 = 30_000;
 
 /// One WriteTxnMarkers entry: the marker of one producer for some partitions of one leader.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,13 +195,36 @@ async fn write_marker(
     }
     // Under the partition's transaction gate: a produce that verified its transaction with
     // the coordinator must not append after this marker (KIP-890 part 1).
-    broker
+    let required_offset = broker
         .txn
         .gate
         .write_marker(&log_tp, marker.producer_id, || {
-            hosted.append_marker(marker, now_ms())
+            hosted
+                .append_marker(marker, now_ms())
+                .map(|()| hosted.log.log_end_offset())
         })
         .map_err(|e| append_error_code(&e).0)?;
+    // Followers waiting in a fetch take the marker at once.
+    broker.replicas.notify_appended();
+    // Like Kafka's marker appends (acks=all): written only once the in-sync replicas have
+    // it, or a new leader could miss it and keep the transaction open there.
+    let min_insync_replicas = broker
+        .topic_config_value(&broker.image(), &tp.topic, "min.insync.replicas")
+        .and_then(|v| v.parse::<i32>().ok())
+        .unwrap_or(broker.config.min_insync_replicas);
+    let pending = PendingAck {
+        partition: hosted.clone(),
+        required_offset,
+        min_insync_replicas,
+    };
+    let code = acks::wait_all(vec![pending], MARKER_REPLICATION_TIMEOUT_MS)
+        .await
+        .first()
+        .copied()
+        .unwrap_or(0);
+    if code != 0 {
+        return Err(code);
+    }
     if tp.topic == OFFSETS_TOPIC {
         if let Err(e) = broker
             .groups

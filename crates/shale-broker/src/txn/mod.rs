@@ -23,9 +23,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use shale_metadata::MetadataImage;
 use shale_txn::coordinator::{
-    AppendPurpose, MarkerRequest, PartitionVerification, TopicPartition as TxnTopicPartition,
-    TxnAppend, TxnCoordinator, TxnCoordinatorConfig, TxnCoordinatorError, TxnDecision, TxnReply,
-    TxnResult,
+    AppendOutcome, AppendPurpose, MarkerRequest, PartitionVerification,
+    TopicPartition as TxnTopicPartition, TxnAppend, TxnCoordinator, TxnCoordinatorConfig,
+    TxnCoordinatorError, TxnDecision, TxnLogAppendError, TxnReply, TxnResult,
 };
 use shale_txn::TransactionVersion;
 use tracing::{error, info, warn};
@@ -232,7 +232,7 @@ impl TxnService {
         decide: impl FnOnce(&mut TxnCoordinator, i64) -> TxnDecision,
     ) -> TxnResult {
         let partition = self.partition_for(transactional_id);
-        let outcome = {
+        let (append, appended) = {
             let mut coordinators = self.coordinators.lock();
             let Some(coordinator) = coordinators.get_mut(&partition) else {
                 return Err(self.not_served_error(broker, partition));
@@ -240,16 +240,40 @@ impl TxnService {
             match decide(coordinator, now_ms()) {
                 TxnDecision::Reply(result) => return result,
                 TxnDecision::Append(append) => {
-                    let result = state_log::append(broker, partition, &append.record);
-                    self.maybe_crash_after(&append, &result);
-                    coordinator.complete_append(append, result)
+                    let appended = state_log::append(broker, partition, &append.record);
+                    (append, appended)
                 }
             }
         };
+        let outcome = self.complete_append(partition, append, appended).await;
         if let Some(markers) = outcome.markers {
             self.complete_markers(broker, partition, markers).await;
         }
         outcome.reply.unwrap_or(Ok(TxnReply::Done))
+    }
+
+    /// Waits until the record of `append` is replicated (the transition is committed only
+    /// then, as with Kafka's acks=all appends to the transaction log; the pending state keeps
+    /// other transitions of the id out meanwhile), then applies it.
+    async fn complete_append(
+        &self,
+        partition: i32,
+        append: TxnAppend,
+        appended: Result<state_log::LogAppended, TxnLogAppendError>,
+    ) -> AppendOutcome {
+        let result = match appended {
+            Ok(appended) => state_log::await_replication(appended).await,
+            Err(e) => Err(e),
+        };
+        self.maybe_crash_after(&append, &result);
+        let mut coordinators = self.coordinators.lock();
+        match coordinators.get_mut(&partition) {
+            Some(coordinator) => coordinator.complete_append(append, result),
+            None => AppendOutcome {
+                reply: Some(Err(TxnCoordinatorError::NotCoordinator)),
+                markers: None,
+            },
+        }
     }
 
     fn maybe_crash_after<E>(&self, append: &TxnAppend, result: &Result<(), E>) {
@@ -500,7 +524,7 @@ impl TxnService {
             );
             return;
         }
-        let appends = {
+        let (append, appended) = {
             let mut coordinators = self.coordinators.lock();
             let Some(coordinator) = coordinators.get_mut(&partition) else {
                 return;
@@ -513,8 +537,8 @@ impl TxnService {
             );
             match decision {
                 TxnDecision::Append(append) => {
-                    let result = state_log::append(broker, partition, &append.record);
-                    coordinator.complete_append(append, result)
+                    let appended = state_log::append(broker, partition, &append.record);
+                    (append, appended)
                 }
                 TxnDecision::Reply(Err(e)) => {
                     warn!(
@@ -526,7 +550,8 @@ impl TxnService {
                 TxnDecision::Reply(Ok(_)) => return,
             }
         };
-        if let Some(Err(e)) = appends.reply {
+        let outcome = self.complete_append(partition, append, appended).await;
+        if let Some(Err(e)) = outcome.reply {
             warn!(
                 transactional_id = %markers.transactional_id,
                 "cannot log the transaction complete: {e}"
@@ -538,23 +563,27 @@ impl TxnService {
     /// transactional ids.
     async fn abort_timed_out(&self, broker: &Arc<Broker>) {
         let now = now_ms();
-        let mut markers: Vec<(i32, MarkerRequest)> = Vec::new();
+        let mut written = Vec::new();
         {
             let mut coordinators = self.coordinators.lock();
             for (&partition, coordinator) in coordinators.iter_mut() {
                 let mut appends: Vec<TxnAppend> = coordinator.abort_timed_out(now);
                 appends.extend(coordinator.expire_transactional_ids(now));
                 for append in appends {
-                    let result = state_log::append(broker, partition, &append.record);
-                    let outcome = coordinator.complete_append(append, result);
-                    if let Some(m) = outcome.markers {
-                        info!(
-                            transactional_id = %m.transactional_id,
-                            "aborting a transaction that outlived its timeout"
-                        );
-                        markers.push((partition, m));
-                    }
+                    let appended = state_log::append(broker, partition, &append.record);
+                    written.push((partition, append, appended));
                 }
+            }
+        }
+        let mut markers: Vec<(i32, MarkerRequest)> = Vec::new();
+        for (partition, append, appended) in written {
+            let outcome = self.complete_append(partition, append, appended).await;
+            if let Some(m) = outcome.markers {
+                info!(
+                    transactional_id = %m.transactional_id,
+                    "aborting a transaction that outlived its timeout"
+                );
+                markers.push((partition, m));
             }
         }
         // Each delivery on its own task: a partition leader that cannot be reached must not

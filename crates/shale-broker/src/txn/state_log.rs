@@ -1,16 +1,21 @@
 //! `__transaction_state` as the coordinator's log: one record per transition, appended as a
-//! RecordBatch v2 of its own; replayed in full when this broker becomes a partition's leader.
+//! RecordBatch v2 of its own and committed once the in-sync replicas have it; replayed in
+//! full when this broker becomes a partition's leader.
 
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
 use shale_log::batch::{parse_batches, HEADER_LEN};
 use shale_log::records::{batch_body, decode_records, BatchBuilder};
-use shale_log::{AppendOrigin, LogError, TopicPartition};
+use shale_log::{LogError, TopicPartition};
 use shale_txn::coordinator::{
     decode_txn_log_record, encode_txn_log_record, TxnCoordinator, TxnLogAppendError, TxnLogRecord,
 };
 use tracing::warn;
 
 use super::TXN_STATE_TOPIC;
-use crate::partitions::Partition;
+use crate::partitions::{AppendError, Partition};
+use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
 
@@ -19,13 +24,25 @@ const LOAD_READ_BYTES: usize = 5 * 1024 * 1024;
 /// Upper bound of one decompressed batch while loading.
 const DECOMPRESSED_BATCH_BYTES_MAX: u64 = 256 * 1024 * 1024;
 
-/// Writes one record to the local leader of `partition`. With a single replica the write is
-/// committed once it is in the log.
+/// A transaction-log record written to the leader, not yet known to be replicated.
+pub struct LogAppended {
+    partition: Arc<Partition>,
+    /// The high watermark that covers the record.
+    required_offset: i64,
+    min_insync_replicas: i32,
+}
+
+/// How long a transaction-log record may wait for its replicas (Kafka's
+/// `request.timeout.ms` for the coordinator's appends).
+const REPLICATION_TIMEOUT_MS: i32 = 30_000;
+
+/// Writes one record to the local leader of `partition`; [`await_replication`] then says
+/// whether it is committed.
 pub fn append(
     broker: &Broker,
     partition: i32,
     record: &TxnLogRecord,
-) -> Result<(), TxnLogAppendError> {
+) -> Result<LogAppended, TxnLogAppendError> {
     let tp = TopicPartition {
         topic: TXN_STATE_TOPIC.to_owned(),
         partition,
@@ -42,16 +59,42 @@ pub fn append(
     let mut builder = BatchBuilder::new(now);
     builder.push(now, Some(&key), value.as_deref());
     let mut batch = builder.build().map_err(log_error)?;
-    hosted
-        .log
-        .append(
-            &mut batch,
-            hosted.leader_epoch(),
-            now,
-            AppendOrigin::Coordinator,
-        )
-        .map_err(log_error)?;
-    Ok(())
+    let appended = hosted
+        .append_coordinator(&mut batch, now)
+        .map_err(|e| match e {
+            AppendError::Log(e) => log_error(e),
+            AppendError::Producer(_) => TxnLogAppendError::Unavailable,
+        })?;
+    // Followers waiting in a fetch take the record at once.
+    broker.replicas.notify_appended();
+    let min_insync_replicas = broker
+        .topic_config_value(&broker.image(), TXN_STATE_TOPIC, "min.insync.replicas")
+        .and_then(|v| v.parse::<i32>().ok())
+        .unwrap_or(broker.config.transaction_state_log_min_isr);
+    Ok(LogAppended {
+        partition: hosted,
+        required_offset: appended.last_offset + 1,
+        min_insync_replicas,
+    })
+}
+
+/// Waits until the in-sync replicas have the record (immediately on a single replica).
+pub async fn await_replication(appended: LogAppended) -> Result<(), TxnLogAppendError> {
+    let pending = PendingAck {
+        partition: appended.partition,
+        required_offset: appended.required_offset,
+        min_insync_replicas: appended.min_insync_replicas,
+    };
+    let code = acks::wait_all(vec![pending], REPLICATION_TIMEOUT_MS)
+        .await
+        .first()
+        .copied()
+        .unwrap_or(0);
+    match code {
+        0 => Ok(()),
+        c if c == ResponseError::NotLeaderOrFollower.code() => Err(TxnLogAppendError::NotLeader),
+        _ => Err(TxnLogAppendError::Unavailable),
+    }
 }
 
 fn log_error(e: LogError) -> TxnLogAppendError {
