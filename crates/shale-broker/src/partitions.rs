@@ -315,9 +315,14 @@ fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
         info!(dir = %log.dir().display(), "rebuilding aborted-transaction indexes from the log");
         None
     } else {
+        // After a crash, index entries of markers above the flushed part may be lost: the
+        // replay starts at or below it so it indexes them again.
+        let replay_bound = log
+            .txn_index_unflushed_from()
+            .map_or(end, |from| from.min(end));
         match ProducerStateManager::load_latest_snapshot(
             log.dir(),
-            end,
+            replay_bound,
             expiration_ms,
             crate::time::now_ms(),
         ) {

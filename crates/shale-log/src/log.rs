@@ -58,6 +58,9 @@ pub struct Log {
     pub(crate) cleaner_lock: Mutex<()>,
     /// Offset below which the log was compacted by this process (the dirty-ratio baseline).
     pub(crate) cleaned_up_to: AtomicI64,
+    /// After an unclean shutdown, the base of the first segment recovery validated: pages
+    /// from there on may have been lost, transaction index entries included (`log_txn.rs`).
+    pub(crate) unflushed_from: Option<i64>,
 }
 
 fn now_wall_ms() -> i64 {
@@ -142,7 +145,7 @@ impl Log {
             fsync_dir(dir)?;
         }
 
-        let log = Log {
+        let mut log = Log {
             tp,
             dir: dir.to_path_buf(),
             config: RwLock::new(config),
@@ -160,13 +163,15 @@ impl Log {
             start_checkpoint: opts.start_checkpoint.clone(),
             cleaner_lock: Mutex::new(()),
             cleaned_up_to: AtomicI64::new(i64::MIN),
+            unflushed_from: None,
         };
-        log.load(&opts, now)?;
+        log.unflushed_from = log.load(&opts, now)?;
         Ok(log)
     }
 
-    /// Computes the log end offset, recovering unflushed segments after an unclean shutdown.
-    fn load(&self, opts: &OpenOptions, now: i64) -> Result<(), LogError> {
+    /// Computes the log end offset, recovering unflushed segments after an unclean shutdown;
+    /// returns the base of the first recovered segment then.
+    fn load(&self, opts: &OpenOptions, now: i64) -> Result<Option<i64>, LogError> {
         let config = self.config();
         let first_base = self.first_segment()?.base_offset;
         let mut need_recovery = !opts.clean_shutdown;
@@ -181,8 +186,15 @@ impl Log {
                 }
             }
         }
+        let mut unflushed_from = None;
         if need_recovery {
             let rp = opts.recovery_point.unwrap_or(0);
+            unflushed_from = self
+                .segments
+                .read()
+                .range(..=rp)
+                .next_back()
+                .map_or(Some(first_base), |(base, _)| Some(*base));
             leo = Some(self.recover_from(rp, &config)?);
         }
         let leo = leo.unwrap_or(first_base);
@@ -211,7 +223,7 @@ impl Log {
         }
         self.active_segment()?
             .reopen_for_append(config.index_bytes_max())?;
-        Ok(())
+        Ok(unflushed_from)
     }
 
     /// Validates segments from the one holding `recovery_point` on; cuts at the first bad

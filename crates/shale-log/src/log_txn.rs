@@ -66,6 +66,14 @@ impl Log {
         Ok(rebuilt)
     }
 
+    /// After an unclean shutdown, the offset from which transaction index entries may have
+    /// been lost with unflushed pages (segments below it were flushed with their indexes). A
+    /// rebuild replays producer state from a snapshot at or below it; `None` after a clean
+    /// shutdown.
+    pub fn txn_index_unflushed_from(&self) -> Option<i64> {
+        self.unflushed_from
+    }
+
     /// Drops the entries of aborted transactions whose marker is at or after `offset` in
     /// every segment, before a producer-state replay from `offset` indexes them again.
     pub fn truncate_aborted_txns_from(&self, offset: i64) -> Result<(), LogError> {

@@ -178,3 +178,31 @@ fn a_torn_index_is_reported_for_a_rebuild() {
     assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
     assert!(!log.load_txn_indexes().unwrap());
 }
+
+#[test]
+fn an_unclean_shutdown_reports_where_index_entries_may_be_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("t", 0);
+    {
+        let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+        let log = m.get_or_create(&tp, small_config()).unwrap();
+        append(&log, 10);
+        log.roll(NOW).unwrap();
+        log.flush().unwrap();
+        append(&log, 5);
+        log.append_aborted_txn(aborted(1, 10, 14)).unwrap();
+        // Dropped without a shutdown: no clean-shutdown marker.
+    }
+    {
+        let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+        let log = m.get(&tp).unwrap();
+        let from = log.txn_index_unflushed_from().expect("unclean shutdown");
+        assert!(
+            from <= 10 && log.segment_base_offsets().contains(&from),
+            "a segment base at or below the unflushed data: {from}"
+        );
+        m.shutdown().unwrap();
+    }
+    let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
+    assert_eq!(m.get(&tp).unwrap().txn_index_unflushed_from(), None);
+}
