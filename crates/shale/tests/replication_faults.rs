@@ -330,6 +330,10 @@ fn produce_probe(addr: &str, timeout_ms: i32) -> i16 {
 
 /// A cluster restarted with faster replica timings than Kafka's defaults (short runs).
 fn fast_cluster() -> Cluster {
+    fast_cluster_with(&[])
+}
+
+fn fast_cluster_with(extra: &[&str]) -> Cluster {
     let mut cluster = Cluster::combined(3);
     cluster.kill_all();
     cluster.overrides = vec![
@@ -337,6 +341,9 @@ fn fast_cluster() -> Cluster {
         "replica.fetch.wait.max.ms=200".into(),
         "replica.lag.time.max.ms=3000".into(),
     ];
+    cluster
+        .overrides
+        .extend(extra.iter().map(|e| e.to_string()));
     cluster.start_nodes(&[1, 2, 3]);
     create_replicated_topic(&mut cluster);
     wait_until("a full ISR", || {
@@ -489,4 +496,96 @@ fn kill_9_of_leader_and_follower_loses_no_acknowledged_record() {
     });
     cluster.start_nodes(&[follower]);
     stop_and_check(&cluster, survivor, &stop, writer, &acks, 600);
+}
+
+/// The group coordinator of `group` as broker `via` answers FindCoordinator.
+fn coordinator_of(cluster: &Cluster, via: i32, group: &str) -> i32 {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    let mut found = -1;
+    wait_until("a group coordinator", || {
+        let request = FindCoordinatorRequest::default()
+            .with_key(StrBytes::from_string(group.to_string()))
+            .with_key_type(0);
+        match call(
+            &cluster.node(via).bootstrap(),
+            ApiKey::FindCoordinator,
+            3,
+            RequestKind::FindCoordinator(request),
+        ) {
+            ResponseKind::FindCoordinator(r) if r.error_code == 0 => {
+                found = r.node_id.0;
+                true
+            }
+            ResponseKind::FindCoordinator(_) => false,
+            other => panic!("{other:?}"),
+        }
+    });
+    found
+}
+
+fn group_consumer(bootstrap: &str, group: &str) -> BaseConsumer {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[TOPIC]).unwrap();
+    consumer
+}
+
+/// Polls until a record arrives; returns its offset.
+fn next_offset(consumer: &BaseConsumer) -> i64 {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        assert!(Instant::now() < deadline, "no record for the group");
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            return m.offset();
+        }
+    }
+}
+
+#[test]
+fn a_group_resumes_from_its_committed_offset_after_its_coordinator_is_killed() {
+    let mut cluster = fast_cluster_with(&["offsets.topic.replication.factor=3"]);
+    let acks: Acks = Default::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = start_writer(all_bootstrap(&cluster), stop, acks.clone(), 100);
+    writer.join().unwrap();
+    assert_eq!(acked(&acks), 100);
+
+    let group = "survivors";
+    let consumer = group_consumer(&all_bootstrap(&cluster), group);
+    let mut last = -1;
+    while last < 49 {
+        last = next_offset(&consumer);
+    }
+    let mut commit = TopicPartitionList::new();
+    commit
+        .add_partition_offset(TOPIC, 0, Offset::Offset(50))
+        .unwrap();
+    consumer
+        .commit(&commit, rdkafka::consumer::CommitMode::Sync)
+        .unwrap();
+    drop(consumer);
+
+    let coordinator = coordinator_of(&cluster, 1, group);
+    cluster.kill(coordinator);
+    let via = (1..=3).find(|id| *id != coordinator).unwrap();
+    wait_until("another coordinator", || {
+        coordinator_of(&cluster, via, group) != coordinator
+    });
+    let bootstrap = (1..=3)
+        .filter(|id| *id != coordinator)
+        .map(|id| cluster.node(id).bootstrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    let consumer = group_consumer(&bootstrap, group);
+    assert_eq!(
+        next_offset(&consumer),
+        50,
+        "the group lost its committed offset"
+    );
 }

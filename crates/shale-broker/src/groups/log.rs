@@ -20,7 +20,13 @@ impl OffsetsLog {
         OffsetsLog { broker }
     }
 
-    fn append_now(&self, partition: i32, records: Vec<EncodedRecord>) -> Result<(), GroupLogError> {
+    /// Appends locally; returns what the write must wait for to be replicated (nothing for
+    /// an empty write).
+    fn append_now(
+        &self,
+        partition: i32,
+        records: Vec<EncodedRecord>,
+    ) -> Result<Option<Replication>, GroupLogError> {
         let broker = self.broker.upgrade().ok_or(GroupLogError::NotLeader)?;
         let tp = TopicPartition {
             topic: OFFSETS_TOPIC.to_owned(),
@@ -31,7 +37,7 @@ impl OffsetsLog {
             return Err(GroupLogError::NotLeader);
         }
         if records.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let now = now_ms();
         // Magic 2, no compression, attributes 0, producer id -1: Kafka's coordinator batch.
@@ -40,22 +46,66 @@ impl OffsetsLog {
             builder.push(now, Some(key), value.as_deref());
         }
         let mut batch = builder.build().map_err(log_error)?;
-        hosted
+        let appended = hosted
             .append_coordinator(&mut batch, now)
             .map_err(|e| match e {
                 crate::partitions::AppendError::Log(l) => log_error(l),
                 other => GroupLogError::Other(other.to_string()),
             })?;
         broker.replicas.notify_appended();
-        Ok(())
+        let min_insync_replicas = broker
+            .topic_config_value(&broker.image(), OFFSETS_TOPIC, "min.insync.replicas")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(broker.config.min_insync_replicas);
+        let timeout_ms = broker
+            .config
+            .properties
+            .get("offsets.commit.timeout.ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(OFFSETS_COMMIT_TIMEOUT_MS);
+        Ok(Some(Replication {
+            partition: hosted,
+            required_offset: appended.last_offset + 1,
+            min_insync_replicas,
+            timeout_ms,
+        }))
     }
+}
+
+/// Kafka's `offsets.commit.timeout.ms` default.
+const OFFSETS_COMMIT_TIMEOUT_MS: i32 = 5_000;
+
+/// A coordinator write waiting for the ISR, as Kafka's coordinator appends with acks=all.
+struct Replication {
+    partition: std::sync::Arc<crate::partitions::Partition>,
+    required_offset: i64,
+    min_insync_replicas: i32,
+    timeout_ms: i32,
 }
 
 impl GroupLog for OffsetsLog {
     fn append(&self, partition: i32, records: Vec<EncodedRecord>) -> AppendFuture<'_> {
-        // The write lands in the page cache; with a single replica it is committed once written.
         let result = self.append_now(partition, records);
-        Box::pin(async move { result })
+        Box::pin(async move {
+            let Some(r) = result? else {
+                return Ok(());
+            };
+            // The coordinator answers only once the write survives the loss of its leader.
+            let code = crate::replication::acks::wait_replicated(
+                r.partition,
+                r.required_offset,
+                r.min_insync_replicas,
+                r.timeout_ms,
+            )
+            .await;
+            match code {
+                0 => Ok(()),
+                c if c == kafka_protocol::ResponseError::NotLeaderOrFollower.code() => {
+                    Err(GroupLogError::NotLeader)
+                }
+                _ => Err(GroupLogError::Unavailable),
+            }
+        })
     }
 }
 

@@ -55,3 +55,26 @@ async fn wait_one(p: PendingAck, deadline: tokio::time::Instant) -> i16 {
         }
     }
 }
+
+/// Waits until `required_offset` is replicated to the ISR of `partition` (a coordinator's
+/// write to its internal topic, as Kafka appends them with acks=all): the error code as for
+/// a produce, 0 on success.
+pub async fn wait_replicated(
+    partition: Arc<Partition>,
+    required_offset: i64,
+    min_insync_replicas: i32,
+    timeout_ms: i32,
+) -> i16 {
+    wait_all(
+        vec![PendingAck {
+            partition,
+            required_offset,
+            min_insync_replicas,
+        }],
+        timeout_ms,
+    )
+    .await
+    .first()
+    .copied()
+    .unwrap_or(0)
+}
