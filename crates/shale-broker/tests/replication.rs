@@ -171,6 +171,56 @@ impl Cluster {
         self.wait(|image| image.topic(name).is_some()).await;
     }
 
+    /// Creates a one-partition topic on `replicas` (the first leads).
+    async fn create_assigned(&self, name: &str, replicas: Vec<i32>, configs: &[(&str, &str)]) {
+        let broker = self.running().next().unwrap().broker().clone();
+        let response = broker
+            .metadata
+            .submit(ControllerRequest::CreateTopics {
+                topics: vec![CreatableTopic {
+                    name: name.into(),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    assignments: vec![(0, replicas.clone())],
+                    configs: configs
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                        .collect(),
+                }],
+                validate_only: false,
+            })
+            .await
+            .unwrap();
+        assert!(
+            matches!(response, ControllerResponse::CreateTopics(ref r) if r[0].1.is_ok()),
+            "{response:?}"
+        );
+        self.wait(|image| {
+            image
+                .topic(name)
+                .is_some_and(|t| t.partitions[&0].isr.len() == replicas.len())
+        })
+        .await;
+    }
+
+    /// The partition's log on node `id`: (log end, bytes up to it).
+    fn log_of(&self, id: i32, topic: &str) -> (i64, Bytes) {
+        let p = self
+            .node(id)
+            .broker()
+            .replicas
+            .get(&TopicPartition::new(topic, 0))
+            .unwrap();
+        let end = p.log.log_end_offset();
+        let bytes = p
+            .log
+            .read(p.log.log_start_offset(), usize::MAX >> 1, end, true)
+            .unwrap()
+            .to_bytes()
+            .unwrap();
+        (end, bytes)
+    }
+
     fn leader_of(&self, topic: &str, partition: i32) -> i32 {
         let image = self.running().next().unwrap().broker().image();
         image.topic(topic).unwrap().partitions[&partition].leader
@@ -231,6 +281,22 @@ impl Cluster {
         }
         let (_, hw, bytes) = logs.remove(0);
         (hw, bytes)
+    }
+
+    /// Waits until nodes `ids` hold the same log end and bytes for partition 0 of `topic`.
+    async fn wait_replicas_identical_on(&self, ids: &[i32], topic: &str) {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let logs: Vec<(i64, Bytes)> =
+                    ids.iter().map(|id| self.log_of(*id, topic)).collect();
+                if logs.windows(2).all(|w| w[0] == w[1]) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("replicas did not converge");
     }
 
     async fn shutdown(&mut self, id: i32) {
@@ -723,5 +789,120 @@ async fn reassignment_moves_a_replica_while_the_partition_stays_writable() {
         .await
         .expect("both replicas hold every record");
     }
+    cluster.shutdown_all().await;
+}
+
+/// KIP-101, first scenario: a follower that restarts must not cut its log back to its own
+/// high watermark (which lags the leader's, and here starts at the log start): if it did and
+/// then became leader, acknowledged records would be gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kip101_a_restarted_follower_keeps_acknowledged_records_and_can_lead() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster.create_assigned("kip101a", vec![1, 2], &[]).await;
+    for i in 0..10 {
+        let value = format!("acked-{i}");
+        let (code, _) = produce(
+            &cluster.node(1).bootstrap(),
+            "kip101a",
+            0,
+            -1,
+            10_000,
+            &[value.as_bytes()],
+        )
+        .await;
+        assert_eq!(code, 0);
+    }
+    cluster.shutdown(2).await;
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| image.topic("kip101a").unwrap().partitions[&0].isr.len() == 2)
+        .await;
+    cluster.shutdown(1).await;
+    cluster
+        .wait(|image| image.topic("kip101a").unwrap().partitions[&0].leader == 2)
+        .await;
+    let (end, bytes) = cluster.log_of(2, "kip101a");
+    assert_eq!(end, 10);
+    assert_eq!(count_records(&bytes), 10);
+    let (code, base) = produce(
+        &cluster.node(2).bootstrap(),
+        "kip101a",
+        0,
+        -1,
+        10_000,
+        &[b"after"],
+    )
+    .await;
+    assert_eq!((code, base), (0, 10));
+    cluster.shutdown_all().await;
+}
+
+/// KIP-101, second scenario: two replicas whose logs diverge at the same offset under
+/// different leader epochs. The old leader, back as follower, must drop its divergent record
+/// (OffsetForLeaderEpoch) and copy the new leader's, leaving byte-identical logs. The
+/// divergence needs an unclean election, which the topic allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kip101_divergent_logs_are_truncated_to_the_new_leaders_epoch() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster
+        .create_assigned(
+            "kip101b",
+            vec![1, 2],
+            &[("unclean.leader.election.enable", "true")],
+        )
+        .await;
+    let (code, _) = produce(
+        &cluster.node(1).bootstrap(),
+        "kip101b",
+        0,
+        -1,
+        10_000,
+        &[b"m1"],
+    )
+    .await;
+    assert_eq!(code, 0);
+    cluster.wait_replicas_identical_on(&[1, 2], "kip101b").await;
+    // The follower leaves (controlled: out of the ISR); the leader alone writes m2.
+    cluster.shutdown(2).await;
+    cluster
+        .wait(|image| image.topic("kip101b").unwrap().partitions[&0].isr == vec![1])
+        .await;
+    let (code, base) = produce(
+        &cluster.node(1).bootstrap(),
+        "kip101b",
+        0,
+        -1,
+        10_000,
+        &[b"m2-old"],
+    )
+    .await;
+    assert_eq!((code, base), (0, 1));
+    cluster.shutdown(1).await;
+    // The out-of-sync replica comes back and is elected uncleanly; it writes its own offset 1.
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| image.topic("kip101b").unwrap().partitions[&0].leader == 2)
+        .await;
+    let (code, base) = produce(
+        &cluster.node(2).bootstrap(),
+        "kip101b",
+        0,
+        -1,
+        10_000,
+        &[b"m2-new"],
+    )
+    .await;
+    assert_eq!((code, base), (0, 1));
+    cluster.restart(1).await;
+    cluster
+        .wait(|image| image.topic("kip101b").unwrap().partitions[&0].isr.len() == 2)
+        .await;
+    cluster.wait_replicas_identical_on(&[1, 2], "kip101b").await;
+    let (end, bytes) = cluster.log_of(1, "kip101b");
+    assert_eq!(end, 2);
+    assert!(
+        bytes.windows(6).any(|w| w == b"m2-new") && !bytes.windows(6).any(|w| w == b"m2-old"),
+        "the old leader kept its divergent record"
+    );
     cluster.shutdown_all().await;
 }
