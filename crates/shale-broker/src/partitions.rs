@@ -548,10 +548,13 @@ impl ReplicaManager {
                 log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
             }
             let producers = load_producers(&log, self.producer_id_expiration_ms);
-            // Without a high-watermark checkpoint a replicated partition starts from its log
-            // start: followers' fetches raise it, and nothing unreplicated is exposed.
+            // A replicated partition starts from its checkpointed high watermark (else its
+            // log start): followers' fetches raise it, and nothing unreplicated is exposed.
             let hw = if a.role.assignment.replicas.len() > 1 {
-                log.log_start_offset()
+                crate::replication::checkpoint::lookup(log.dir(), &tp)
+                    .map_or(log.log_start_offset(), |hw| {
+                        hw.clamp(log.log_start_offset(), log.log_end_offset())
+                    })
             } else {
                 log.log_end_offset()
             };

@@ -63,16 +63,33 @@ pub fn submit(broker: &Arc<Broker>, partition: &Arc<Partition>, proposal: IsrPro
 }
 
 /// Kafka's isr-expiration task: every half `replica.lag.time.max.ms`, each led partition
-/// drops the followers that have not caught up within it.
+/// drops the followers that have not caught up within it. The same task writes the
+/// high-watermark checkpoints (every `replica.high.watermark.checkpoint.interval.ms` and a
+/// last time at shutdown).
 pub async fn expiration_loop(broker: Arc<Broker>) {
     let lag_ms = broker.config.replica_lag_time_max_ms.max(2);
     let mut every = tokio::time::interval(Duration::from_millis((lag_ms / 2) as u64));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let checkpoint_ms: u64 = broker
+        .config
+        .properties
+        .get("replica.high.watermark.checkpoint.interval.ms")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(5_000);
+    let mut checkpoints = tokio::time::interval(Duration::from_millis(checkpoint_ms.max(1)));
+    checkpoints.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shutdown = broker.shutdown_signal();
     loop {
         tokio::select! {
             _ = every.tick() => {}
-            _ = shutdown.changed() => return,
+            _ = checkpoints.tick() => {
+                checkpoint_high_watermarks(&broker).await;
+                continue;
+            }
+            _ = shutdown.changed() => {
+                checkpoint_high_watermarks(&broker).await;
+                return;
+            }
         }
         let now = now_ms();
         for partition in broker.replicas.all() {
@@ -85,4 +102,25 @@ pub async fn expiration_loop(broker: Arc<Broker>) {
             }
         }
     }
+}
+
+/// Writes every hosted partition's high watermark to its log directory's checkpoint.
+async fn checkpoint_high_watermarks(broker: &Arc<Broker>) {
+    let mut by_dir: std::collections::HashMap<std::path::PathBuf, Vec<_>> = Default::default();
+    for p in broker.replicas.all() {
+        if let Some(log_dir) = p.log.dir().parent() {
+            by_dir
+                .entry(log_dir.to_path_buf())
+                .or_default()
+                .push((p.tp.clone(), p.high_watermark()));
+        }
+    }
+    let _ = tokio::task::spawn_blocking(move || {
+        for (dir, entries) in by_dir {
+            if let Err(e) = super::checkpoint::write(&dir, &entries) {
+                tracing::warn!(dir = %dir.display(), "cannot write the high-watermark checkpoint: {e}");
+            }
+        }
+    })
+    .await;
 }

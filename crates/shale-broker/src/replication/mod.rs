@@ -5,6 +5,7 @@
 
 pub mod acks;
 pub mod admin;
+pub mod checkpoint;
 pub mod client;
 pub mod fetcher;
 pub mod isr;

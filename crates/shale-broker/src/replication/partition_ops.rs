@@ -36,6 +36,8 @@ impl Partition {
     /// epochs and CRCs kept) and replays them into producer state.
     pub fn append_as_follower(&self, records: &mut [u8], now_ms: i64) -> Result<(), AppendError> {
         let mut producers = self.producers.lock();
+        // A fetch answered after this broker became leader must not extend its log.
+        self.refuse_if_leading()?;
         let info = self
             .log
             .append(records, -1, now_ms, AppendOrigin::Replication)?;
@@ -69,6 +71,16 @@ impl Partition {
         Ok(())
     }
 
+    fn refuse_if_leading(&self) -> Result<(), LogError> {
+        if self.replication.isr_len().is_some() {
+            return Err(LogError::InvalidArgument(format!(
+                "{} is led here: replication writes refused",
+                self.tp
+            )));
+        }
+        Ok(())
+    }
+
     /// As follower: the high watermark is the leader's, capped by the local log end; the
     /// log start follows the leader's (retention, DeleteRecords) up to the local end.
     pub fn update_follower_high_watermark(
@@ -89,6 +101,8 @@ impl Partition {
     /// state for the shorter log. The high watermark follows down if it was above.
     pub fn truncate_as_follower(&self, offset: i64, expiration_ms: i64) -> Result<(), LogError> {
         let mut producers = self.producers.lock();
+        // A leader never truncates its own log.
+        self.refuse_if_leading()?;
         self.log.truncate_to(offset)?;
         *producers = self.reload_producers(expiration_ms);
         drop(producers);
