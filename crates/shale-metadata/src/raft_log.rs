@@ -241,13 +241,21 @@ impl QuorumLog for RaftQuorumLog {
 
     fn append(&self, entries: Vec<Bytes>) -> BoxFuture<'_, Result<i64, MetadataError>> {
         Box::pin(async move {
-            let mut last = *self.committed_rx.borrow();
-            // One batch per entry: the Raft index becomes the entry's offset. They are
-            // proposed in order, each after the previous one committed.
-            for entry in entries {
-                last = self.propose(vec![entry]).await?;
+            if entries.is_empty() {
+                return Ok(*self.committed_rx.borrow());
             }
-            Ok(last)
+            // One batch per entry: the Raft index becomes the entry's offset. They are handed
+            // to Raft in order and replicated together (one fsync and round trip for the group).
+            let node = match &self.role {
+                Role::Voter(_) => self.voter().ok_or(MetadataError::ShutDown)?,
+                Role::Observer(_) => return Err(MetadataError::NotController),
+            };
+            let batches = entries.into_iter().map(|entry| vec![entry]).collect();
+            match tokio::time::timeout(APPEND_TIMEOUT, node.propose_many(batches)).await {
+                Ok(Ok(indexes)) => Ok(to_offset(indexes.last().copied())),
+                Ok(Err(err)) => Err(map_raft_error(err)),
+                Err(_) => Err(MetadataError::NotController),
+            }
         })
     }
 

@@ -267,6 +267,52 @@ impl RaftNode {
         }
     }
 
+    /// Replicates several batches in this order, pipelined: all are handed to Raft before the
+    /// first commit is awaited, so they share appends, fsyncs and round trips. Returns each
+    /// batch's log index once all are committed and applied locally. On an error, batches
+    /// before the failed one may have committed.
+    pub async fn propose_many(&self, batches: Vec<Vec<Bytes>>) -> Result<Vec<u64>, RaftError> {
+        for records in &batches {
+            let size_bytes: usize = records.iter().map(Bytes::len).sum();
+            if size_bytes > MAX_PROPOSAL_BYTES {
+                return Err(RaftError::ProposalTooLarge {
+                    size_bytes,
+                    limit_bytes: MAX_PROPOSAL_BYTES,
+                });
+            }
+        }
+        let mut pending = Vec::with_capacity(batches.len());
+        for records in batches {
+            // Sending in turn fixes the log order; only the waiting is concurrent.
+            let receiver = self
+                .raft
+                .client_write_ff(Batch(records))
+                .await
+                .map_err(map_fatal)?;
+            pending.push(receiver);
+        }
+        let mut indexes = Vec::with_capacity(pending.len());
+        for receiver in pending {
+            match receiver.await {
+                Ok(Ok(response)) => indexes.push(response.log_id.index),
+                Ok(Err(ClientWriteError::ForwardToLeader(forward))) => {
+                    let leader_addr = forward
+                        .leader_node
+                        .as_ref()
+                        .and_then(|node| node.addr.parse().ok())
+                        .or_else(|| forward.leader_id.and_then(|id| self.voter_addr(id)));
+                    return Err(RaftError::NotLeader {
+                        leader_id: forward.leader_id,
+                        leader_addr,
+                    });
+                }
+                Ok(Err(e)) => return Err(RaftError::Internal(e.to_string())),
+                Err(_) => return Err(RaftError::Stopped("the raft core stopped".into())),
+            }
+        }
+        Ok(indexes)
+    }
+
     fn voter_addr(&self, id: u64) -> Option<SocketAddr> {
         self.voters
             .iter()

@@ -280,3 +280,17 @@ async fn one_port_serves_the_controller_service_and_refuses_other_clusters() {
     assert!(String::from_utf8_lossy(&answer).contains("cluster-b"));
     node.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_proposals_commit_in_the_order_given() {
+    let cluster = Cluster::start(3, no_tweak).await;
+    let leader = cluster.wait_leader(&[1, 2, 3]).await;
+    let batches: Vec<Vec<Bytes>> = (0..40).map(|i| vec![Bytes::from(payload(i))]).collect();
+    let indexes = cluster.node(leader).propose_many(batches).await.unwrap();
+    assert_eq!(indexes.len(), 40);
+    assert!(indexes.windows(2).all(|w| w[1] == w[0] + 1), "{indexes:?}");
+    let last = *indexes.last().unwrap();
+    cluster.wait_applied(&[1, 2, 3], last).await;
+    let expected: Vec<Vec<u8>> = (0..40).map(payload).collect();
+    cluster.assert_payloads(&[1, 2, 3], &expected);
+}
