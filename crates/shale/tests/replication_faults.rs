@@ -3,7 +3,10 @@
 //! `min.insync.replicas=2`, and faults while it writes: kill -9 of the partition leader, of a
 //! follower and of the active controller, SIGSTOP of the leader until another one is elected,
 //! and SIGSTOP of both followers (the leader isolated, as in Jepsen's 2013 analysis: acks=all
-//! writes time out, none acknowledged is lost). A checker then reads the partition and every
+//! writes time out, none acknowledged is lost), and a cut of the links from the followers to
+//! the leader through a TCP proxy the test controls (the ISR shrinks after
+//! `replica.lag.time.max.ms`, acks=all is refused with NOT_ENOUGH_REPLICAS, the followers rejoin
+//! once the link heals). A checker then reads the partition and every
 //! replica's files and reports lost acknowledged records, duplicates, reordering, an offset
 //! holding another record, and replicas whose logs differ. Bounded: the writer stops after a
 //! fixed number of records and every wait has a deadline.
@@ -588,4 +591,287 @@ fn a_group_resumes_from_its_committed_offset_after_its_coordinator_is_killed() {
         50,
         "the group lost its committed offset"
     );
+}
+
+/// A TCP proxy the test controls: forwards to `target` until cut, then closes every
+/// connection through it and refuses new ones until healed.
+struct LinkProxy {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl LinkProxy {
+    fn start(target: u16) -> LinkProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<std::net::TcpStream>>> = Default::default();
+        let (cut_flag, open_list) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for inbound in listener.incoming() {
+                let Ok(inbound) = inbound else { continue };
+                if cut_flag.load(Ordering::Acquire) {
+                    drop(inbound);
+                    continue;
+                }
+                let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let mut list = open_list.lock().unwrap();
+                list.push(inbound.try_clone().unwrap());
+                list.push(outbound.try_clone().unwrap());
+                drop(list);
+                for (mut from, mut to) in [
+                    (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
+                    (outbound, inbound),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        LinkProxy { port, cut, open }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::Release);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.cut.store(false, Ordering::Release);
+    }
+}
+
+/// Three combined nodes whose replication traffic (`inter.broker.listener.name=REPLICATION`)
+/// reaches each node through a [`LinkProxy`].
+struct ProxiedCluster {
+    _tmp: tempfile::TempDir,
+    client_ports: Vec<u16>,
+    proxies: Vec<LinkProxy>,
+    data: Vec<std::path::PathBuf>,
+    children: Vec<std::process::Child>,
+}
+
+impl Drop for ProxiedCluster {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl ProxiedCluster {
+    fn start() -> ProxiedCluster {
+        use std::io::BufRead;
+        let tmp = tempfile::tempdir().unwrap();
+        let shale = env!("CARGO_BIN_EXE_shale");
+        let client_ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+        let replication_ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+        let controller_ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+        let proxies: Vec<LinkProxy> = replication_ports
+            .iter()
+            .map(|p| LinkProxy::start(*p))
+            .collect();
+        let voters = (0..3)
+            .map(|i| format!("{}@127.0.0.1:{}", i + 1, controller_ports[i]))
+            .collect::<Vec<_>>()
+            .join(",");
+        let cluster_id = String::from_utf8(
+            std::process::Command::new(shale)
+                .arg("random-uuid")
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+        .trim()
+        .to_string();
+        let data: Vec<_> = (1..=3)
+            .map(|id| tmp.path().join(format!("node-{id}")))
+            .collect();
+        let args = |i: usize| -> Vec<String> {
+            [
+                format!("node.id={}", i + 1),
+                "process.roles=broker,controller".to_string(),
+                format!(
+                    "listeners=PLAINTEXT://127.0.0.1:{},REPLICATION://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                    client_ports[i], replication_ports[i], controller_ports[i]
+                ),
+                format!(
+                    "advertised.listeners=PLAINTEXT://127.0.0.1:{},REPLICATION://127.0.0.1:{}",
+                    client_ports[i], proxies[i].port
+                ),
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string(),
+                "inter.broker.listener.name=REPLICATION".to_string(),
+                "controller.listener.names=CONTROLLER".to_string(),
+                format!("controller.quorum.voters={voters}"),
+                format!("log.dirs={}", data[i].display()),
+                "offsets.topic.replication.factor=1".to_string(),
+                "broker.heartbeat.interval.ms=200".to_string(),
+                "broker.session.timeout.ms=2000".to_string(),
+                "replica.fetch.backoff.ms=100".to_string(),
+                "replica.fetch.wait.max.ms=200".to_string(),
+                "replica.lag.time.max.ms=2000".to_string(),
+                "replica.socket.timeout.ms=2000".to_string(),
+            ]
+            .into_iter()
+            .flat_map(|p| ["--override".to_string(), p])
+            .collect()
+        };
+        for i in 0..3 {
+            let out = std::process::Command::new(shale)
+                .arg("format")
+                .arg("--cluster-id")
+                .arg(&cluster_id)
+                .args(args(i))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "format: {out:?}");
+        }
+        let mut children = Vec::new();
+        let mut ready = Vec::new();
+        for i in 0..3 {
+            let mut child = std::process::Command::new(shale)
+                .arg("serve")
+                .args(args(i))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stdout)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    if line.contains(common::READY_LINE) {
+                        let _ = tx.send(());
+                    }
+                }
+            });
+            children.push(child);
+            ready.push(rx);
+        }
+        for rx in ready {
+            rx.recv_timeout(WAIT_MAX).expect("node ready");
+        }
+        ProxiedCluster {
+            _tmp: tmp,
+            client_ports,
+            proxies,
+            data,
+            children,
+        }
+    }
+
+    fn addr(&self, id: i32) -> String {
+        format!("127.0.0.1:{}", self.client_ports[(id - 1) as usize])
+    }
+
+    fn bootstrap(&self) -> String {
+        (1..=3)
+            .map(|id| self.addr(id))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The partition's leader and ISR as the broker at `addr` reports them.
+fn leader_and_isr_at(addr: &str) -> Option<(i32, Vec<i32>)> {
+    let m = metadata(addr);
+    let t = m
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC))?;
+    let p = t.partitions.first()?;
+    Some((p.leader_id.0, p.isr_nodes.iter().map(|b| b.0).collect()))
+}
+
+fn create_topic_at(addr: &str) {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let request = CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_num_partitions(1)
+                .with_replication_factor(3)
+                .with_configs(vec![CreatableTopicConfig::default()
+                    .with_name(StrBytes::from_static_str("min.insync.replicas"))
+                    .with_value(Some(StrBytes::from_static_str("2")))])])
+            .with_timeout_ms(30_000);
+        let code = match call(
+            addr,
+            ApiKey::CreateTopics,
+            7,
+            RequestKind::CreateTopics(request),
+        ) {
+            ResponseKind::CreateTopics(r) => r.topics[0].error_code,
+            other => panic!("{other:?}"),
+        };
+        if code == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "cannot create the topic: {code}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_leader_cut_off_from_its_followers_shrinks_the_isr_and_refuses_acks_all() {
+    let cluster = ProxiedCluster::start();
+    create_topic_at(&cluster.addr(1));
+    let mut leader = 0;
+    wait_until("a full ISR", || match leader_and_isr_at(&cluster.addr(1)) {
+        Some((l, isr)) if l > 0 && isr.len() == 3 => {
+            leader = l;
+            true
+        }
+        _ => false,
+    });
+    let acks: Acks = Default::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = start_writer(cluster.bootstrap(), stop.clone(), acks.clone(), 3_000);
+    wait_until("first acknowledgements", || acked(&acks) >= 200);
+
+    // Followers can no longer fetch from the leader; it still reaches the controller.
+    cluster.proxies[(leader - 1) as usize].cut();
+    wait_until("the ISR shrunk to the leader", || {
+        leader_and_isr_at(&cluster.addr(leader)) == Some((leader, vec![leader]))
+    });
+    assert_eq!(
+        produce_probe(&cluster.addr(leader), 5_000),
+        kafka_protocol::ResponseError::NotEnoughReplicas.code(),
+        "acks=all accepted below min.insync.replicas"
+    );
+    cluster.proxies[(leader - 1) as usize].heal();
+    wait_until("the followers back in the ISR", || {
+        leader_and_isr_at(&cluster.addr(leader)).is_some_and(|(_, isr)| isr.len() == 3)
+    });
+    let before = acked(&acks);
+    wait_until("writes after the link healed", || {
+        acked(&acks) >= before + 200
+    });
+    stop.store(true, Ordering::Release);
+    writer.join().unwrap();
+
+    let mut replicas = Vec::new();
+    wait_until("replicas to converge", || {
+        replicas = (1..=3)
+            .map(|id| (id, replica_bytes(&cluster.data[(id - 1) as usize])))
+            .collect::<Vec<_>>();
+        replicas.windows(2).all(|w| w[0].1.len() == w[1].1.len())
+    });
+    let (leader_now, _) = leader_and_isr_at(&cluster.addr(leader)).unwrap();
+    let read = read_partition(&cluster.addr(leader_now));
+    let acks = acks.lock().unwrap().clone();
+    let problems = check(&acks, &read, &replicas);
+    assert!(problems.is_empty(), "{problems:#?}");
 }
