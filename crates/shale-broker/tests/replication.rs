@@ -906,3 +906,49 @@ async fn kip101_divergent_logs_are_truncated_to_the_new_leaders_epoch() {
     );
     cluster.shutdown_all().await;
 }
+
+/// A follower whose log ends below the leader's log start (records deleted while it was
+/// away) restarts its log at the leader's log start and catches up from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_follower_behind_the_leaders_log_start_restarts_there() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster.create_assigned("trimmed", vec![1, 2], &[]).await;
+    cluster.shutdown(2).await;
+    cluster
+        .wait(|image| image.topic("trimmed").unwrap().partitions[&0].isr == vec![1])
+        .await;
+    for i in 0..10 {
+        let value = format!("r{i}");
+        let (code, _) = produce(
+            &cluster.node(1).bootstrap(),
+            "trimmed",
+            0,
+            -1,
+            10_000,
+            &[value.as_bytes()],
+        )
+        .await;
+        assert_eq!(code, 0);
+    }
+    let leader = cluster
+        .node(1)
+        .broker()
+        .replicas
+        .get(&TopicPartition::new("trimmed", 0))
+        .unwrap();
+    assert_eq!(leader.delete_records_before(8).unwrap(), 8);
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| image.topic("trimmed").unwrap().partitions[&0].isr.len() == 2)
+        .await;
+    cluster.wait_replicas_identical_on(&[1, 2], "trimmed").await;
+    let follower = cluster
+        .node(2)
+        .broker()
+        .replicas
+        .get(&TopicPartition::new("trimmed", 0))
+        .unwrap();
+    assert_eq!(follower.log.log_start_offset(), 8);
+    assert_eq!(follower.log.log_end_offset(), 10);
+    cluster.shutdown_all().await;
+}

@@ -733,6 +733,21 @@ impl Log {
         result.map_err(|e| self.mark_offline_on_storage(e))
     }
 
+    /// Deletes everything and restarts the log empty at `offset`, which may lie beyond the
+    /// current end (Kafka's `truncateFullyAndStartAt`: a follower whose log ends below its
+    /// leader's log start).
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        if offset < 0 {
+            return Err(LogError::InvalidArgument(format!(
+                "restart the log at {offset}"
+            )));
+        }
+        self.check_online()?;
+        let _w = self.writer.lock();
+        self.truncate_fully_locked(offset, now_wall_ms())
+            .map_err(|e| self.mark_offline_on_storage(e))
+    }
+
     fn truncate_locked(&self, offset: i64) -> Result<(), LogError> {
         let later: Vec<Arc<Segment>> = self
             .segments

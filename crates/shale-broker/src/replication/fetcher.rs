@@ -496,9 +496,24 @@ async fn fetch_once(
             };
             if p.error_code != 0 {
                 if p.error_code == ResponseError::OffsetOutOfRange.code() {
-                    // The leader's log no longer matches where this one ends: find the
-                    // common point again.
-                    update_state(partitions, tp, &state.target, |s| s.truncated = false);
+                    let leo = partition.log.log_end_offset();
+                    if p.log_start_offset > leo {
+                        // Everything here is older than the leader's log start: start over
+                        // from there.
+                        info!(%tp, from = leo, to = p.log_start_offset, "restarting below the leader's log start");
+                        if let Err(e) = partition.restart_as_follower_at(
+                            p.log_start_offset,
+                            broker.config.producer_id_expiration_ms,
+                        ) {
+                            warn!(%tp, "cannot restart the log: {e}");
+                        } else {
+                            continue;
+                        }
+                    } else {
+                        // The leader's log no longer matches where this one ends: find the
+                        // common point again.
+                        update_state(partitions, tp, &state.target, |s| s.truncated = false);
+                    }
                 } else {
                     debug!(%tp, code = p.error_code, "fetch error");
                 }

@@ -71,6 +71,19 @@ impl Partition {
         Ok(())
     }
 
+    /// As follower whose log ends below the leader's log start: restarts the log empty at
+    /// the leader's log start (Kafka's `truncateFullyAndStartAt`).
+    pub fn restart_as_follower_at(&self, offset: i64, expiration_ms: i64) -> Result<(), LogError> {
+        let mut producers = self.producers.lock();
+        self.refuse_if_leading()?;
+        self.log.truncate_fully_and_start_at(offset)?;
+        *producers = self.reload_producers(expiration_ms);
+        drop(producers);
+        self.high_watermark.store(offset, Ordering::Release);
+        self.replication.reset_high_watermark(offset);
+        Ok(())
+    }
+
     fn refuse_if_leading(&self) -> Result<(), LogError> {
         if self.replication.isr_len().is_some() {
             return Err(LogError::InvalidArgument(format!(
