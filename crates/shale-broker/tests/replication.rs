@@ -952,3 +952,54 @@ async fn a_follower_behind_the_leaders_log_start_restarts_there() {
     assert_eq!(follower.log.log_end_offset(), 10);
     cluster.shutdown_all().await;
 }
+
+/// KIP-279: leadership moves twice in quick succession between replicas that each wrote
+/// records the other never saw. The last follower's log holds an epoch the leader never
+/// had; it must cut back to where its own older epoch ends, not to the leader's end of that
+/// epoch, or it would keep a record that diverges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kip279_fast_double_failover_leaves_identical_logs() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let unclean = [("unclean.leader.election.enable", "true")];
+    cluster
+        .create_assigned("kip279", vec![1, 2], &unclean)
+        .await;
+    let write = |cluster: &Cluster, id: i32, value: &'static [u8]| {
+        let addr = cluster.node(id).bootstrap();
+        async move { produce(&addr, "kip279", 0, -1, 10_000, &[value]).await }
+    };
+    assert_eq!(write(&cluster, 1, b"value-m0").await, (0, 0));
+    cluster.wait_replicas_identical_on(&[1, 2], "kip279").await;
+    // Node 1 alone writes a1 at offset 1.
+    cluster.shutdown(2).await;
+    cluster
+        .wait(|image| image.topic("kip279").unwrap().partitions[&0].isr == vec![1])
+        .await;
+    assert_eq!(write(&cluster, 1, b"value-a1").await, (0, 1));
+    // Node 2 leads next (uncleanly) and writes b1, b2 at offsets 1 and 2.
+    cluster.shutdown(1).await;
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| image.topic("kip279").unwrap().partitions[&0].leader == 2)
+        .await;
+    assert_eq!(write(&cluster, 2, b"value-b1").await, (0, 1));
+    assert_eq!(write(&cluster, 2, b"value-b2").await, (0, 2));
+    // Node 1 leads again before node 2 is back, and writes c2 at offset 2.
+    cluster.shutdown(2).await;
+    cluster.restart(1).await;
+    cluster
+        .wait(|image| image.topic("kip279").unwrap().partitions[&0].leader == 1)
+        .await;
+    assert_eq!(write(&cluster, 1, b"value-c2").await, (0, 2));
+    // Node 2 returns as follower: its b1 and b2 go, node 1's a1 and c2 come.
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| image.topic("kip279").unwrap().partitions[&0].isr.len() == 2)
+        .await;
+    cluster.wait_replicas_identical_on(&[1, 2], "kip279").await;
+    let (end, bytes) = cluster.log_of(2, "kip279");
+    assert_eq!(end, 3);
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(has(b"value-a1") && has(b"value-c2") && !has(b"value-b1") && !has(b"value-b2"));
+    cluster.shutdown_all().await;
+}
