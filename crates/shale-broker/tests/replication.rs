@@ -15,10 +15,12 @@ use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ElectLeadersRequest,
-    ListPartitionReassignmentsRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ElectLeadersRequest, FetchRequest,
+    ListPartitionReassignmentsRequest, MetadataRequest, ProduceRequest, RequestKind, ResponseKind,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use shale_broker::config::{BrokerConfig, StaticProperties, ValueOrigin};
@@ -448,6 +450,29 @@ async fn call(bootstrap: &str, key: ApiKey, version: i16, request: RequestKind) 
         .unwrap()
 }
 
+/// A consumer Fetch of partition 0 at offset 0 with `current_leader_epoch`: its error code.
+async fn fetch_error(bootstrap: &str, topic: &str, current_leader_epoch: i32) -> i16 {
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(current_leader_epoch)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let ResponseKind::Fetch(response) =
+        call(bootstrap, ApiKey::Fetch, 12, RequestKind::Fetch(request)).await
+    else {
+        panic!("not a Fetch answer")
+    };
+    response.responses[0].partitions[0].error_code
+}
+
 fn count_records(bytes: &Bytes) -> i64 {
     shale_log::batch::parse_batches(bytes)
         .unwrap()
@@ -517,6 +542,43 @@ async fn controlled_shutdown_of_the_leader_keeps_every_acknowledged_record() {
         .await;
     let second_leader = cluster.leader_of("failover", 0);
     let bootstrap = cluster.node(second_leader).bootstrap();
+    // Clients with stale metadata: an older leader epoch is fenced, a newer one unknown, and
+    // Metadata shows the stopped broker offline and out of the ISR.
+    let epoch = cluster
+        .node(second_leader)
+        .broker()
+        .image()
+        .topic("failover")
+        .unwrap()
+        .partitions[&0]
+        .leader_epoch;
+    assert_eq!(fetch_error(&bootstrap, "failover", epoch - 1).await, 74);
+    assert_eq!(fetch_error(&bootstrap, "failover", epoch + 1).await, 75);
+    assert_eq!(fetch_error(&bootstrap, "failover", epoch).await, 0);
+    cluster
+        .wait(|image| image.broker(first_leader).is_some_and(|b| b.fenced))
+        .await;
+    let ResponseKind::Metadata(metadata) = call(
+        &bootstrap,
+        ApiKey::Metadata,
+        12,
+        RequestKind::Metadata(MetadataRequest::default().with_topics(None)),
+    )
+    .await
+    else {
+        panic!("not a Metadata answer")
+    };
+    let topic = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "failover"))
+        .unwrap();
+    let p = &topic.partitions[0];
+    assert_eq!(p.leader_id.0, second_leader);
+    assert_eq!(p.leader_epoch, epoch);
+    assert_eq!(p.replica_nodes.len(), 3);
+    assert!(!p.isr_nodes.contains(&BrokerId(first_leader)));
+    assert_eq!(p.offline_replicas, vec![BrokerId(first_leader)]);
     for i in 0..10 {
         let value = format!("after-{i}");
         let (code, base) =
