@@ -192,8 +192,12 @@ impl LeaderState {
     /// A follower not heard from at this epoch holds it where it is (the caller keeps the
     /// larger of this and the current high watermark, which never moves backwards).
     pub fn high_watermark_candidate(&self, leader_end_offset: i64) -> i64 {
-        self.maximal_isr()
+        // Runs on every append: the maximal ISR is walked without building it.
+        let pending = self.pending_isr.iter().flatten();
+        self.assignment
+            .isr
             .iter()
+            .chain(pending)
             .map(|r| {
                 if *r == self.leader_id {
                     leader_end_offset
@@ -201,8 +205,7 @@ impl LeaderState {
                     self.followers.get(r).map_or(-1, |f| f.log_end_offset)
                 }
             })
-            .min()
-            .unwrap_or(leader_end_offset)
+            .fold(leader_end_offset, i64::min)
     }
 
     /// After a fetch: propose adding `follower_id` when it has reached the high watermark
