@@ -295,6 +295,18 @@ async fn metadata_node_config(config: &BrokerConfig) -> Result<MetadataNodeConfi
     controller.broker_heartbeat_interval_ms = config.broker_heartbeat_interval_ms;
     controller.unclean_leader_election_enable = config.unclean_leader_election_enable;
     controller.min_insync_replicas = config.min_insync_replicas;
+    // Preferred-leader rebalancing (Kafka's keys, read as given; the controller has the
+    // defaults).
+    if let Some(v) = config.properties.get("auto.leader.rebalance.enable") {
+        controller.auto_leader_rebalance_enable = v.trim().eq_ignore_ascii_case("true");
+    }
+    if let Some(seconds) = config
+        .properties
+        .get("leader.imbalance.check.interval.seconds")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        controller.leader_imbalance_check_interval_ms = seconds.max(1) * 1000;
+    }
     let mut node = MetadataNodeConfig::new(config.node_id, config.metadata_log_dir.clone());
     node.log_dirs = config.log_dirs.clone();
     node.controller = controller;

@@ -1065,3 +1065,36 @@ async fn kip279_fast_double_failover_leaves_identical_logs() {
     assert!(has(b"value-a1") && has(b"value-c2") && !has(b"value-b1") && !has(b"value-b2"));
     cluster.shutdown_all().await;
 }
+
+/// `auto.leader.rebalance.enable`: once the preferred replica is back in the ISR, the
+/// controller's periodic check (`leader.imbalance.check.interval.seconds`) moves leadership
+/// back to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leadership_returns_to_the_preferred_replica_by_itself() {
+    let mut cluster = Cluster::start(3, &[("leader.imbalance.check.interval.seconds", "1")]).await;
+    cluster
+        .create_assigned("rebalanced", vec![1, 2, 3], &[])
+        .await;
+    cluster.shutdown(1).await;
+    cluster
+        .wait(|image| {
+            let p = &image.topic("rebalanced").unwrap().partitions[&0];
+            p.leader > 1 && !p.isr.contains(&1)
+        })
+        .await;
+    cluster.restart(1).await;
+    cluster
+        .wait(|image| image.topic("rebalanced").unwrap().partitions[&0].leader == 1)
+        .await;
+    let (code, base) = produce(
+        &cluster.node(1).bootstrap(),
+        "rebalanced",
+        0,
+        -1,
+        10_000,
+        &[b"home-again"],
+    )
+    .await;
+    assert_eq!((code, base), (0, 0));
+    cluster.shutdown_all().await;
+}
