@@ -1,6 +1,6 @@
 //! Each segment's aborted-transaction index (`<base>.txnindex`, Kafka's layout): opened on
 //! first use, truncated, flushed and deleted with its segment. The entry format and search
-//! live in `shale_txn::TxnIndex`; this file ties an index to its segment's lifecycle.
+//! live in `crate::txn_index`; this file ties an index to its segment's lifecycle.
 
 use std::path::PathBuf;
 

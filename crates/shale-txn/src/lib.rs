@@ -1,5 +1,5 @@
-//! Producer ids, producer state (idempotence and transactions), the aborted-transaction
-//! index and the transaction coordinator.
+//! Producer ids, producer state (idempotence and transactions) and the transaction
+//! coordinator. The aborted-transaction index lives with the segments in `shale-log`.
 //!
 //! Everything here is domain logic: no wire types, no dependency on other Shale crates.
 //!
@@ -10,10 +10,10 @@
 //!   with [`ProducerStateError::kafka_error_code`].
 //! - WriteTxnMarkers: [`ProducerStateManager::check_marker`], append the control batch, then
 //!   [`ProducerStateManager::complete_txn`]; for an aborted [`CompletedTxn`] append an
-//!   [`AbortedTxn`] to the active segment's [`TxnIndex`].
+//!   entry to the log with `shale_log::Log::append_aborted_txn`.
 //! - High watermark moves: [`ProducerStateManager::on_high_watermark_updated`]; the last stable
 //!   offset is [`ProducerStateManager::last_stable_offset`]. A read_committed fetch stops there
-//!   and lists the aborted transactions from [`collect_aborted_txns`].
+//!   and lists the aborted transactions from `shale_log::Log::collect_aborted_txns`.
 //! - Segment roll / shutdown: [`ProducerStateManager::write_snapshot`] at
 //!   [`ProducerStateManager::map_end_offset`]; keep a few with
 //!   [`producer_state::retain_newest_snapshots`].
@@ -27,7 +27,6 @@ pub mod allocator;
 pub mod coordinator;
 pub mod error;
 pub mod producer_state;
-pub mod txn_index;
 
 pub use allocator::{ProducerIdAllocator, ProducerIdAllocatorError, PRODUCER_ID_BLOCK_SIZE};
 pub use error::ProducerStateError;
@@ -35,7 +34,4 @@ pub use producer_state::{
     BatchMetadata, CompletedTxn, ProducerBatch, ProducerSnapshotEntry, ProducerStateManager,
     SequenceCheck, TransactionVersion, TxnMarker, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
     NUM_BATCHES_TO_RETAIN,
-};
-pub use txn_index::{
-    collect_aborted_txns, AbortedTxn, TxnIndex, TxnIndexError, TxnIndexSearchResult,
 };
