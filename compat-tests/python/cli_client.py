@@ -1,6 +1,6 @@
 """Apache Kafka's command-line tools (from kafka-tools), run as Java classes:
 TopicCommand, ConfigCommand, ConsumerGroupCommand, DeleteRecordsCommand, GetOffsetShell,
-BrokerApiVersionsCommand, ClusterTool, ConsoleProducer/ConsoleConsumer and the verifiable
+BrokerApiVersionsCommand, ClusterTool, TransactionsCommand, ConsoleProducer/ConsoleConsumer and the verifiable
 producer and consumer. Outputs are parsed and checked against expected values."""
 
 import json
@@ -385,6 +385,67 @@ def scenario_errors(ctx):
     check("RecordTooLargeException" in out + err, "record too large reported as RecordTooLargeException")
 
 
+def txn_cmd(ctx, *args, **kw):
+    return tool("TransactionsCommand", "--bootstrap-server", ctx.bootstrap, *args, **kw)
+
+
+def rows(out):
+    return [line.split() for line in out.splitlines()[1:] if line.strip()]
+
+
+def perf_producer(ctx, topic, txn_id, records, throughput, duration_ms):
+    return ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={QUIET_LOG4J}", "-cp", f"{LIB}/*",
+            TOOLS + "ProducerPerformance", "--topic", topic, "--num-records", str(records),
+            "--record-size", "100", "--throughput", str(throughput), "--transactional-id", txn_id,
+            "--transaction-duration-ms", str(duration_ms),
+            "--command-property", f"bootstrap.servers={ctx.bootstrap}"]
+
+
+def scenario_transactions_cli(ctx):
+    topic, txn_id = ctx.topic(), f"{ctx.prefix}-txn"
+    create_topic(ctx, topic)
+    proc = subprocess.run(perf_producer(ctx, topic, txn_id, 500, -1, 100), capture_output=True, timeout=90)
+    check_eq(proc.returncode, 0, f"ProducerPerformance exit ({proc.stderr.decode()[-400:]})")
+
+    _, out, _ = txn_cmd(ctx, "list")
+    listed = {r[0]: r for r in rows(out)}
+    check(txn_id in listed, f"{txn_id} listed: {out!r}")
+    check_eq(listed[txn_id][3], "CompleteCommit", "listed state")
+    _, out, _ = txn_cmd(ctx, "describe", "--transactional-id", txn_id)
+    described = rows(out)[0]
+    check_eq((described[1], described[4]), (txn_id, "CompleteCommit"), "described id and state")
+    _, out, _ = txn_cmd(ctx, "describe-producers", "--topic", topic, "--partition", "0")
+    check_eq([r[5] for r in rows(out)], ["None"], "no open transaction on the partition")
+    check_eq(len(console_consume(ctx, topic, 500, "--isolation-level", "read_committed")), 500,
+             "committed records")
+
+    # A producer killed inside a long transaction leaves it open; abort it by hand.
+    open_id = f"{ctx.prefix}-open"
+    producer = subprocess.Popen(perf_producer(ctx, topic, open_id, 100000, 50, 600000),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, start_offset = time.time() + 60, None
+        while start_offset is None and time.time() < deadline:
+            _, out, _ = txn_cmd(ctx, "describe-producers", "--topic", topic, "--partition", "0")
+            opened = [r for r in rows(out) if r[5] != "None"]
+            start_offset = opened[0][5] if opened else None
+            time.sleep(0.5)
+        check(start_offset is not None, "the long transaction opened")
+    finally:
+        producer.kill()
+        producer.wait()
+    _, out, _ = txn_cmd(ctx, "list", "--duration-filter", "0")
+    check(open_id in {r[0] for r in rows(out)}, f"open transaction listed: {out!r}")
+    _, out, _ = txn_cmd(ctx, "find-hanging", "--topic", topic, "--max-transaction-timeout", "1")
+    check_eq(rows(out), [], "a transaction its coordinator knows is not hanging")
+    txn_cmd(ctx, "abort", "--topic", topic, "--partition", "0", "--start-offset", start_offset)
+    _, out, _ = txn_cmd(ctx, "describe-producers", "--topic", topic, "--partition", "0")
+    check_eq([r[5] for r in rows(out)], ["None", "None"], "no open transaction after the abort")
+    # The committed records are readable again past the aborted ones.
+    check_eq(len(console_consume(ctx, topic, 500, "--isolation-level", "read_committed")), 500,
+             "committed records after the abort")
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -400,6 +461,7 @@ SCENARIOS = {
     "delete_records": scenario_delete_records,
     "consumer_lag": scenario_consumer_lag,
     "errors": scenario_errors,
+    "transactions": scenario_transactions_cli,
 }
 
 
