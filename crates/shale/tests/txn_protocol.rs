@@ -21,6 +21,7 @@ use txn_raw::*;
 
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
+const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 
 #[test]
 fn late_and_unadded_transactional_writes_are_refused() {
@@ -80,6 +81,55 @@ fn late_and_unadded_transactional_writes_are_refused() {
     );
     // Two markers, no transaction left open: the last stable offset is the log end.
     assert_eq!(stable_and_end(&mut conn, topic), (4, 4));
+}
+
+#[test]
+fn verification_can_be_turned_off_for_version_1_and_idle_ids_expire() {
+    let shale = Shale::start_with(&[
+        "transaction.state.log.num.partitions=2",
+        "transaction.partition.verification.enable=false",
+        "transactional.id.expiration.ms=300",
+        "transaction.remove.expired.transaction.cleanup.interval.ms=100",
+    ]);
+    let mut conn = Conn::open(&shale);
+    let (topic, txn) = ("unverified", "raw-unverified");
+    create_topic(&mut conn, topic);
+    let id = init_producer_id(&mut conn, txn);
+
+    // Without verification a version 1 batch for an unadded partition is appended, as Kafka
+    // does with `transaction.partition.verification.enable=false`: the transaction it opens
+    // holds the last stable offset back.
+    assert_eq!(
+        produce(&mut conn, 11, txn, topic, txn_batch(id, 0, "unverified")),
+        0
+    );
+    assert_eq!(stable_and_end(&mut conn, topic), (0, 1));
+    // Version 2 produces still add their partition, so they stay safe.
+    let (other_topic, other) = ("verified", "raw-verified");
+    create_topic(&mut conn, other_topic);
+    let other_id = init_producer_id(&mut conn, other);
+    assert_eq!(
+        produce(
+            &mut conn,
+            12,
+            other,
+            other_topic,
+            txn_batch(other_id, 0, "added")
+        ),
+        0
+    );
+    assert_eq!(
+        describe_txn(&mut conn, other).transaction_state.as_str(),
+        "Ongoing"
+    );
+    assert_eq!(end_txn(&mut conn, other, other_id, true).0, 0);
+
+    // An id idle for longer than `transactional.id.expiration.ms` is removed by the sweep.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while describe_txn(&mut conn, other).error_code != TRANSACTIONAL_ID_NOT_FOUND {
+        assert!(std::time::Instant::now() < deadline, "idle id not expired");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]

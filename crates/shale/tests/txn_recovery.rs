@@ -161,7 +161,9 @@ fn an_open_transaction_aborted_after_a_kill_stays_hidden_even_with_a_torn_index(
         .data_dir()
         .join(format!("{topic}-0"))
         .join(format!("{:020}.txnindex", 0));
-    let len = std::fs::metadata(&index).expect("the abort was indexed").len();
+    let len = std::fs::metadata(&index)
+        .expect("the abort was indexed")
+        .len();
     assert_eq!(len, 34, "one entry in Kafka's layout");
     std::fs::OpenOptions::new()
         .write(true)

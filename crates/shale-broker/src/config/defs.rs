@@ -163,6 +163,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("transaction.max.timeout.ms", Int, Some("900000"), Some(1)),
     def("transactional.id.expiration.ms", Int, Some("604800000"), Some(1)),
     def("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, Some("10000"), Some(1)),
+    def("transaction.remove.expired.transaction.cleanup.interval.ms", Int, Some("3600000"), Some(1)),
+    def("transaction.partition.verification.enable", Boolean, Some("true"), None),
     def("producer.id.expiration.ms", Int, Some("86400000"), Some(1)),
     def("group.initial.rebalance.delay.ms", Int, Some("3000"), Some(0)),
     def("group.min.session.timeout.ms", Int, Some("6000"), Some(0)),

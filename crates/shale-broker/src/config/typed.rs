@@ -86,6 +86,8 @@ pub struct BrokerConfig {
     pub transaction_max_timeout_ms: i64,
     pub transactional_id_expiration_ms: i64,
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+    pub transaction_partition_verification_enable: bool,
     pub producer_id_expiration_ms: i64,
     pub group_initial_rebalance_delay_ms: i64,
     pub group_min_session_timeout_ms: i64,
@@ -238,6 +240,11 @@ impl BrokerConfig {
             transaction_abort_timed_out_transaction_cleanup_interval_ms: r
                 .int("transaction.abort.timed.out.transaction.cleanup.interval.ms")?
                 as i64,
+            transaction_remove_expired_transaction_cleanup_interval_ms: r
+                .int("transaction.remove.expired.transaction.cleanup.interval.ms")?
+                as i64,
+            transaction_partition_verification_enable: r
+                .boolean("transaction.partition.verification.enable")?,
             producer_id_expiration_ms: r.int("producer.id.expiration.ms")? as i64,
             group_initial_rebalance_delay_ms: r.int("group.initial.rebalance.delay.ms")? as i64,
             group_min_session_timeout_ms: r.int("group.min.session.timeout.ms")? as i64,

@@ -559,16 +559,18 @@ impl TxnService {
         }
     }
 
-    /// One pass of the timer: aborts transactions older than their timeout and expires idle
+    /// One pass of a timer: aborts transactions older than their timeout, or expires idle
     /// transactional ids.
-    async fn abort_timed_out(&self, broker: &Arc<Broker>) {
+    async fn sweep(&self, broker: &Arc<Broker>, sweep: Sweep) {
         let now = now_ms();
         let mut written = Vec::new();
         {
             let mut coordinators = self.coordinators.lock();
             for (&partition, coordinator) in coordinators.iter_mut() {
-                let mut appends: Vec<TxnAppend> = coordinator.abort_timed_out(now);
-                appends.extend(coordinator.expire_transactional_ids(now));
+                let appends: Vec<TxnAppend> = match sweep {
+                    Sweep::AbortTimedOut => coordinator.abort_timed_out(now),
+                    Sweep::ExpireIds => coordinator.expire_transactional_ids(now),
+                };
                 for append in appends {
                     let appended = state_log::append(broker, partition, &append.record);
                     written.push((partition, append, appended));
@@ -611,20 +613,33 @@ pub fn partition_set<'a>(
         .collect()
 }
 
+/// What one timer pass of the coordinator does.
+#[derive(Clone, Copy, Debug)]
+enum Sweep {
+    AbortTimedOut,
+    ExpireIds,
+}
+
 /// Aborts timed-out transactions every
-/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms` and removes expired
+/// transactional ids every `transaction.remove.expired.transaction.cleanup.interval.ms`.
 pub async fn timeout_loop(broker: Arc<Broker>) {
-    let every = Duration::from_millis(
+    let interval = |ms: i64| tokio::time::interval(Duration::from_millis(ms.max(10) as u64));
+    let mut abort_ticks = interval(
         broker
             .config
-            .transaction_abort_timed_out_transaction_cleanup_interval_ms
-            .max(10) as u64,
+            .transaction_abort_timed_out_transaction_cleanup_interval_ms,
     );
-    let mut ticks = tokio::time::interval(every);
+    let mut expire_ticks = interval(
+        broker
+            .config
+            .transaction_remove_expired_transaction_cleanup_interval_ms,
+    );
     let mut shutdown = broker.shutdown_signal();
     loop {
         tokio::select! {
-            _ = ticks.tick() => broker.txn.abort_timed_out(&broker).await,
+            _ = abort_ticks.tick() => broker.txn.sweep(&broker, Sweep::AbortTimedOut).await,
+            _ = expire_ticks.tick() => broker.txn.sweep(&broker, Sweep::ExpireIds).await,
             _ = shutdown.changed() => return,
         }
     }

@@ -65,6 +65,13 @@ pub async fn append_client(
     } else {
         TransactionVersion::Legacy
     };
+    // As in Kafka, only version 1 transactions may skip verification: with version 2 the
+    // produce itself adds the partition to the transaction.
+    if version == TransactionVersion::Legacy
+        && !broker.config.transaction_partition_verification_enable
+    {
+        return append(records);
+    }
     let token = gate.begin_verification(&partition.tp, producer_id);
     let tp = TxnTopicPartition::new(partition.tp.topic.clone(), partition.tp.partition);
     let verified = broker
