@@ -9,7 +9,9 @@
    node is restarted (and caught up) before the next round.
 2. Throughput: C connections spread over the three nodes send CreateTopics (one topic of one
    partition each: a topic record and a partition record) back to back for S seconds;
-   records/s counts the metadata records committed.
+   records/s counts the metadata records committed. Each answer also waits for the broker to
+   host the new partition, so this is the rate clients see, not the quorum's ceiling (for that:
+   `cargo bench -p shale-metadata -- quorum3`).
 
 Speaks just enough of Kafka's protocol (CreateTopics v4) to need no client library.
 """
