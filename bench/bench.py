@@ -504,12 +504,15 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
         if cpu_before is not None and cpu_after is not None:
             result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
         result["broker_rss_mib_after"] = broker.rss_mib()
+        # Other work on the 2-core machine moves every figure: keep the load beside each run.
+        result["loadavg_1m_after"] = load_average()
         if not broker.alive():
             result["ok"] = False
             result["error"] = f"broker exited with code {broker.proc.returncode}"
             result["broker_log_tail"] = broker.tail()
         runs[label] = result
-        summary = {k: result.get(k) for k in ("ok", "mb_per_s", "records_per_s", "fetch_mb_per_s", "broker_cpu_s", "wall_s")}
+        summary = {k: result.get(k) for k in ("ok", "mb_per_s", "records_per_s", "fetch_mb_per_s", "broker_cpu_s", "wall_s",
+                                              "loadavg_1m_after")}
         log(f"{broker.name}: {label} {summary}")
 
     def produce(label, topic, acks, records):
