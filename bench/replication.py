@@ -76,7 +76,7 @@ def load_average():
 
 
 # ---------------------------------------------------------------------------------------------
-# DescribeQuorum v0 (flexible) through a broker: who is the active controller.
+# DescribeQuorum v2 (flexible) through a broker: who is the active controller.
 
 
 def _uvarint(data, pos):
@@ -94,7 +94,7 @@ def active_controller(port):
     """The metadata quorum's leader id, asked of the broker on `port`; None when unknown."""
     topic = b"__cluster_metadata"
     client_id = b"replication-bench"
-    header = struct.pack(">hhih", 55, 0, 7, len(client_id)) + client_id + b"\x00"
+    header = struct.pack(">hhih", 55, 2, 7, len(client_id)) + client_id + b"\x00"
     body = bytes([2, len(topic) + 1]) + topic + bytes([2]) + struct.pack(">i", 0) + b"\x00\x00\x00"
     frame = header + body
     try:
@@ -107,15 +107,21 @@ def active_controller(port):
     pos = 4  # correlation id
     _, pos = _uvarint(data, pos)  # header tagged fields (count 0)
     (error,) = struct.unpack_from(">h", data, pos)
-    pos += 2
+    pos = _skip_compact_string(data, pos + 2)  # error message
     if error != 0:
         return None
     _, pos = _uvarint(data, pos)  # topics
-    name_len, pos = _uvarint(data, pos)
-    pos += name_len - 1
+    pos = _skip_compact_string(data, pos)  # topic name
     _, pos = _uvarint(data, pos)  # partitions
-    _, partition_error, leader_id = struct.unpack_from(">ihi", data, pos)
+    _, partition_error = struct.unpack_from(">ih", data, pos)
+    pos = _skip_compact_string(data, pos + 6)  # error message
+    (leader_id,) = struct.unpack_from(">i", data, pos)
     return leader_id if partition_error == 0 and leader_id >= 0 else None
+
+
+def _skip_compact_string(data, pos):
+    length_plus_one, pos = _uvarint(data, pos)
+    return pos + max(length_plus_one - 1, 0)
 
 
 def _recv(sock, count):
@@ -467,8 +473,8 @@ def failover_round(cluster, round_no):
 # ---------------------------------------------------------------------------------------------
 
 
-def measure(cluster, cfg):
-    out = {"load_start": load_average()}
+def measure(cluster, cfg, out):
+    out["load_start"] = load_average()
     cluster.start()
     try:
         create_topic(cluster.bootstrap, "warmup", [1, 2, 3], 2)
@@ -485,17 +491,15 @@ def measure(cluster, cfg):
             result["load_before"] = load_before
             out[f"produce_rf{rf}"] = result
             log(f"{cluster.name} RF {rf}: {result.get('mb_per_s')} MB/s, {result.get('records_per_s')} records/s")
-        rounds = []
+        rounds = out["failover_rounds"] = []
         for round_no in range(cfg.failovers):
             rounds.append(failover_round(cluster, round_no))
-        out["failover_rounds"] = rounds
         times = [r["failover_ms"] for r in rounds]
         out["failover_median_ms"] = statistics.median(times)
         out["failover_min_ms"] = min(times)
         out["failover_max_ms"] = max(times)
-        out["load_end"] = load_average()
-        return out
     finally:
+        out["load_end"] = load_average()
         cluster.stop()
 
 
@@ -572,13 +576,13 @@ def main():
     try:
         if cfg.only != "kafka":
             try:
-                results["shale"] = measure(ShaleCluster(workroot, logs, cfg.shale_bin), cfg)
+                measure(ShaleCluster(workroot, logs, cfg.shale_bin), cfg, results.setdefault("shale", {}))
             except BenchError as err:
                 failures.append(f"shale: {err}")
                 log(f"shale FAILED: {err}")
         if cfg.only != "shale":
             try:
-                results["kafka"] = measure(KafkaCluster(workroot, logs, cfg.kafka_lib), cfg)
+                measure(KafkaCluster(workroot, logs, cfg.kafka_lib), cfg, results.setdefault("kafka", {}))
             except BenchError as err:
                 failures.append(f"kafka: {err}")
                 log(f"kafka FAILED: {err}")
