@@ -547,17 +547,18 @@ def table(results):
         return None if a is None or not b else a / b
 
     rows = ["| Metric | Shale | Kafka | Shale/Kafka |", "|---|---:|---:|---:|"]
-    for rf in (3, 1):
+    throughput = any("produce_rf3" in r for r in (s, k))
+    for rf in (3, 1) if throughput else ():
         for key, unit in (("mb_per_s", "MB/s"), ("records_per_s", "records/s")):
             sv, kv = value(s, f"produce_rf{rf}", key), value(k, f"produce_rf{rf}", key)
             label = "RF 3, min.insync.replicas=2" if rf == 3 else "RF 1"
             digits = 1 if unit == "MB/s" else 0
             rows.append(f"| Produce 1 KiB, acks=all, 1 partition, {label} ({unit}) | {fmt(sv, digits)} | {fmt(kv, digits)} | "
                         f"{fmt(ratio(sv, kv), 2)} |")
-    for key, name in (("latency_avg_ms", "avg"), ("latency_p99_ms", "p99")):
+    for key, name in (("latency_avg_ms", "avg"), ("latency_p99_ms", "p99")) if throughput else ():
         sv, kv = value(s, "produce_rf3", key), value(k, "produce_rf3", key)
         rows.append(f"| Produce RF 3 acks=all latency {name} (ms) | {fmt(sv)} | {fmt(kv)} | {fmt(ratio(sv, kv), 2)} |")
-    for rf in (3, 1):
+    for rf in (3, 1) if throughput else ():
         sv, kv = value(s, f"produce_rf{rf}", "brokers_cpu_s"), value(k, f"produce_rf{rf}", "brokers_cpu_s")
         rows.append(f"| CPU seconds of the three brokers, RF {rf} run | {fmt(sv, 2)} | {fmt(kv, 2)} | "
                     f"{fmt(ratio(sv, kv), 2)} |")
@@ -577,8 +578,8 @@ def table(results):
     for name, r in (("Shale", s), ("Kafka", k)):
         if r:
             during = "/".join(fmt(value(r, f"produce_rf{rf}", "load_before"), 2) for rf in (1, 3))
-            loads.append(f"{name} {fmt(r.get('load_start'), 2)} at start, {during} before the RF 1/RF 3 runs, "
-                         f"{fmt(r.get('load_end'), 2)} at end")
+            during = f", {during} before the RF 1/RF 3 runs" if throughput else ""
+            loads.append(f"{name} {fmt(r.get('load_start'), 2)} at start{during}, {fmt(r.get('load_end'), 2)} at end")
     rows.append("")
     rows.append("1-minute load average: " + "; ".join(loads) + ".")
     return "\n".join(rows)
