@@ -136,6 +136,13 @@ impl Broker {
             }
         }
 
+        // Opening the logs removes the clean-shutdown markers (shale-log's
+        // `.kafka_cleanshutdown`): look first. Without one, the last shutdown may have lost an
+        // unflushed tail, which the registration reports (KIP-966).
+        let unclean_shutdown = config
+            .log_dirs
+            .iter()
+            .any(|dir| !dir.join(".kafka_cleanshutdown").exists());
         let recovery_threads = config.num_recovery_threads_per_data_dir * config.log_dirs.len();
         let logs = {
             let dirs = config.log_dirs.clone();
@@ -148,7 +155,9 @@ impl Broker {
         };
         let logs = Arc::new(logs);
 
-        let metadata = MetadataNode::start(metadata_node_config(&config).await?).await?;
+        let mut node_config = metadata_node_config(&config).await?;
+        node_config.unclean_shutdown = unclean_shutdown;
+        let metadata = MetadataNode::start(node_config).await?;
         let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
         let broker = Arc::new_cyclic(|weak| {
             let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());

@@ -1098,3 +1098,96 @@ async fn leadership_returns_to_the_preferred_replica_by_itself() {
     assert_eq!((code, base), (0, 0));
     cluster.shutdown_all().await;
 }
+
+/// KIP-966's "last replica standing": replicas 1, 2 and 3 hold ten acknowledged records;
+/// 3 and 2 leave the ISR, so 1 is its last member; then 1 loses power and its unflushed
+/// tail (no clean-shutdown marker, three batches cut off). Back first, it must not lead: its
+/// followers would truncate to its shorter log and the acknowledged records would be gone
+/// everywhere. Nodes 4 and 5 only keep the metadata quorum alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kip966_the_last_isr_member_with_a_lost_tail_is_not_elected() {
+    let mut cluster = Cluster::start(5, &[]).await;
+    cluster.create_assigned("kip966", vec![1, 2, 3], &[]).await;
+    for i in 0..10 {
+        let value = format!("acked-{i}");
+        let (code, _) = produce(
+            &cluster.node(1).bootstrap(),
+            "kip966",
+            0,
+            -1,
+            10_000,
+            &[value.as_bytes()],
+        )
+        .await;
+        assert_eq!(code, 0);
+    }
+    cluster
+        .wait_replicas_identical_on(&[1, 2, 3], "kip966")
+        .await;
+    assert_eq!(cluster.log_of(2, "kip966").0, 10);
+    cluster.shutdown(3).await;
+    cluster.shutdown(2).await;
+    cluster
+        .wait(|image| image.topic("kip966").unwrap().partitions[&0].isr == vec![1])
+        .await;
+    cluster.shutdown(1).await;
+
+    // The power loss: no clean-shutdown marker, and the last three batches never reached
+    // the disk.
+    let data = cluster.node(1).config.log_dirs[0].clone();
+    std::fs::remove_file(data.join(".kafka_cleanshutdown")).unwrap();
+    let segment = data.join("kip966-0").join("00000000000000000000.log");
+    let bytes = std::fs::read(&segment).unwrap();
+    let batches = shale_log::batch::parse_batches(&bytes).unwrap();
+    assert_eq!(batches.len(), 10);
+    let kept: usize = batches[..7]
+        .iter()
+        .map(|b| b.batch_length as usize + 12)
+        .sum();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(kept as u64)
+        .unwrap();
+
+    cluster.restart(1).await;
+    cluster
+        .wait(|image| image.broker(1).is_some_and(|b| b.is_active()))
+        .await;
+    assert_eq!(cluster.log_of(1, "kip966").0, 7);
+    let p = cluster
+        .node(1)
+        .broker()
+        .image()
+        .topic("kip966")
+        .unwrap()
+        .partitions[&0]
+        .clone();
+    assert_eq!(
+        (p.leader, p.isr.clone()),
+        (-1, vec![]),
+        "the replica that lost its tail may not lead"
+    );
+
+    // The replicas that still hold every acknowledged record return: they left the ISR
+    // before, so none of them is elected cleanly either, and none truncates.
+    cluster.restart(2).await;
+    cluster.restart(3).await;
+    cluster
+        .wait(|image| {
+            (1..=5).all(|id| image.broker(id).is_some_and(|b| b.is_active()))
+                && image.topic("kip966").unwrap().partitions[&0].leader == -1
+        })
+        .await;
+    for id in [2, 3] {
+        let (end, bytes) = cluster.log_of(id, "kip966");
+        assert_eq!((end, count_records(&bytes)), (10, 10), "replica {id}");
+    }
+    assert_ne!(
+        fetch_error(&cluster.node(2).bootstrap(), "kip966", -1).await,
+        0,
+        "nobody serves the leaderless partition"
+    );
+    cluster.shutdown_all().await;
+}

@@ -37,6 +37,7 @@ fn cluster(topics: usize, partitions: i32) -> (Controller, MetadataImage) {
                 listeners: vec![],
                 rack: None,
                 features: vec![],
+                unclean_shutdown: false,
             },
         ) else {
             panic!("registration failed")

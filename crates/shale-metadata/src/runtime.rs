@@ -119,6 +119,10 @@ pub struct MetadataNodeConfig {
     /// Refuse to start when no log directory is formatted and no cluster id is given (Kafka's
     /// rule for quorum nodes; a single combined node creates its cluster id itself).
     pub require_formatted: bool,
+    /// The broker's logs were not shut down cleanly last time (no clean-shutdown marker):
+    /// reported in its registration so the controller does not elect it from ISRs where it
+    /// is the last member (KIP-966).
+    pub unclean_shutdown: bool,
 }
 
 impl MetadataNodeConfig {
@@ -140,6 +144,7 @@ impl MetadataNodeConfig {
             quorum_request_timeout_ms: DEFAULT_QUORUM_REQUEST_TIMEOUT_MS,
             register_broker: true,
             require_formatted: false,
+            unclean_shutdown: false,
         }
     }
 }
@@ -779,6 +784,7 @@ impl MetadataNode {
                     min_version: 7,
                     max_version: METADATA_VERSION_LEVEL,
                 }],
+                unclean_shutdown: config.unclean_shutdown,
             })
             .await?;
         let ControllerResponse::RegisterBroker(result) = response else {

@@ -16,6 +16,7 @@ pub(crate) struct Registration {
     pub listeners: Vec<Endpoint>,
     pub rack: Option<String>,
     pub features: Vec<FeatureRange>,
+    pub unclean_shutdown: bool,
 }
 
 pub(crate) struct Heartbeat {
@@ -75,6 +76,38 @@ impl Controller {
             } else {
                 shrunk
             };
+            self.change_partition(
+                batch,
+                topic_id,
+                partition,
+                ChangeSpec {
+                    isr: Some(isr),
+                    ..Default::default()
+                },
+                Election::Normal,
+            );
+        }
+    }
+
+    /// KIP-966: a broker back from an unclean shutdown may have lost an unflushed tail of
+    /// acknowledged records, so it leaves every ISR it is still in, even as the last member
+    /// (the partition then stays leaderless until another ISR member returns, or an unclean
+    /// election picks a replica). Electing it would make the other replicas truncate to its
+    /// shorter log. A partition whose only replica it is keeps it: no other copy exists.
+    fn remove_after_unclean_shutdown(&self, batch: &mut Batch, broker: i32) {
+        for (topic_id, partition) in partitions_with_isr_member(&batch.image, broker) {
+            let Some(current) = batch.image.partition(topic_id, partition) else {
+                continue;
+            };
+            if current.replicas.iter().all(|r| *r == broker) {
+                continue;
+            }
+            let isr: Vec<i32> = current
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| *r != broker)
+                .collect();
             self.change_partition(
                 batch,
                 topic_id,
@@ -173,6 +206,9 @@ impl Controller {
         if had_registration {
             // The previous incarnation is gone: it may not keep leading or count in ISRs.
             self.remove_from_partitions(batch, registration.broker_id);
+        }
+        if registration.unclean_shutdown {
+            self.remove_after_unclean_shutdown(batch, registration.broker_id);
         }
         self.last_contact_ms.insert(registration.broker_id, now_ms);
         self.tracked.insert(registration.broker_id);

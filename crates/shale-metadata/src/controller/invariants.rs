@@ -71,6 +71,7 @@ impl World {
             0 => {
                 let incarnation = Uuid::from_u64_pair(self.rng.next_u64(), self.rng.next_u64());
                 let rack = (self.rng.below(2) == 0).then(|| format!("r{}", broker % 2));
+                let unclean_shutdown = self.rng.below(3) == 0;
                 self.handle(ControllerRequest::RegisterBroker {
                     broker_id: broker,
                     incarnation_id: incarnation,
@@ -78,6 +79,7 @@ impl World {
                     listeners: vec![],
                     rack,
                     features: vec![],
+                    unclean_shutdown,
                 });
             }
             1 | 2 => {
@@ -225,7 +227,9 @@ impl World {
                 v.len() == l.len()
             };
             assert!(distinct(&p.replicas) && distinct(&p.isr), "{tp}");
-            assert!(!p.isr.is_empty(), "{tp}");
+            // Only a broker back from an unclean shutdown empties an ISR (KIP-966), and an
+            // empty ISR has no leader.
+            assert!(!p.isr.is_empty() || p.leader == NO_LEADER, "{tp}");
             assert!(p.isr.iter().all(|r| p.replicas.contains(r)), "{tp}");
             assert!(
                 p.adding_replicas.iter().all(|r| p.replicas.contains(r)),

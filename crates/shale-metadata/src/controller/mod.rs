@@ -171,6 +171,9 @@ pub enum ControllerRequest {
         listeners: Vec<Endpoint>,
         rack: Option<String>,
         features: Vec<FeatureRange>,
+        /// The broker's previous shutdown was not clean (Kafka's PreviousBrokerEpoch of -1,
+        /// KIP-966): its logs may have lost an unflushed tail.
+        unclean_shutdown: bool,
     },
     BrokerHeartbeat {
         broker_id: i32,
@@ -430,6 +433,7 @@ impl Controller {
                 listeners,
                 rack,
                 features,
+                unclean_shutdown,
             } => ControllerResponse::RegisterBroker(self.register_broker(
                 &mut batch,
                 brokers::Registration {
@@ -439,6 +443,7 @@ impl Controller {
                     listeners,
                     rack,
                     features,
+                    unclean_shutdown,
                 },
                 now_ms,
             )),

@@ -34,6 +34,11 @@ impl Harness {
     }
 
     fn register(&mut self, id: i32, rack: Option<&str>) -> i64 {
+        self.register_after(id, rack, false)
+    }
+
+    /// Registers a new incarnation of `id`, after an unclean shutdown when `unclean_shutdown`.
+    fn register_after(&mut self, id: i32, rack: Option<&str>, unclean_shutdown: bool) -> i64 {
         let response = self.handle(ControllerRequest::RegisterBroker {
             broker_id: id,
             incarnation_id: Uuid::from_u128(id as u128 + 1000 * (self.now_ms as u128)),
@@ -46,6 +51,7 @@ impl Harness {
             }],
             rack: rack.map(str::to_string),
             features: vec![],
+            unclean_shutdown,
         });
         let ControllerResponse::RegisterBroker(Ok(epoch)) = response else {
             panic!("registration failed: {response:?}");
@@ -842,6 +848,7 @@ fn registration_rules() {
         listeners: vec![],
         rack: None,
         features: vec![],
+        unclean_shutdown: false,
     });
     assert!(matches!(
         wrong_cluster,
@@ -855,6 +862,7 @@ fn registration_rules() {
         listeners: vec![],
         rack: None,
         features: vec![],
+        unclean_shutdown: false,
     });
     assert!(matches!(
         dup,
@@ -1231,4 +1239,116 @@ fn auto_leader_rebalance_returns_leadership_to_preferred_replica() {
     h.heartbeat(2);
     h.handle(ControllerRequest::Tick);
     assert_eq!(h.partition("t", 0).leader, 1);
+}
+
+/// Brokers 1..=3 and topic "t" on replicas [1, 2, 3], then all three fenced in the order
+/// 2, 3, 1 (as after a power loss): broker 1 stays the last ISR member, leaderless.
+fn last_replica_standing(config: ControllerConfig) -> Harness {
+    let mut h = Harness::new(config);
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2, 3])],
+        configs: vec![],
+    })
+    .unwrap();
+    for id in [2, 3, 1] {
+        h.heartbeat_with(id, true, false);
+    }
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr), (NO_LEADER, vec![1]));
+    // The old sessions expire; the brokers come back as new incarnations.
+    h.now_ms += 10_000;
+    h
+}
+
+#[test]
+fn kip966_the_last_isr_member_back_from_an_unclean_shutdown_is_not_elected() {
+    let mut h = last_replica_standing(ControllerConfig::default());
+    h.register_after(1, None, true);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![]));
+    assert!(!h.heartbeat(1).is_fenced);
+    // The other replicas left the ISR before it: none of them may lead either.
+    for id in [2, 3] {
+        h.register_after(id, None, false);
+        assert!(!h.heartbeat(id).is_fenced);
+    }
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![]));
+    // Only an explicit unclean election gives it a leader again.
+    let ControllerResponse::ElectLeaders(r) = h.handle(ControllerRequest::ElectLeaders {
+        election_type: ElectionType::Unclean,
+        partitions: Some(vec![("t".into(), 0)]),
+    }) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok(), "{r:?}");
+    let p = h.partition("t", 0);
+    assert_eq!(p.isr, vec![p.leader]);
+    assert!(p.leader > 0);
+}
+
+#[test]
+fn kip966_the_last_isr_member_back_from_a_clean_shutdown_leads_again() {
+    let mut h = last_replica_standing(ControllerConfig::default());
+    h.register_after(1, None, false);
+    assert_eq!(h.partition("t", 0).isr, vec![1]);
+    assert!(!h.heartbeat(1).is_fenced);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr), (1, vec![1]));
+}
+
+#[test]
+fn kip966_an_unclean_restart_leaves_the_isr_to_the_clean_members() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2, 3])],
+        configs: vec![],
+    })
+    .unwrap();
+    // Broker 1 (the leader) crashes and comes back before its session expired: the new
+    // incarnation waits for the expiry, then registers.
+    h.now_ms += 10_000;
+    for id in [2, 3] {
+        h.heartbeat(id);
+    }
+    h.register_after(1, None, true);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2, 3]));
+    assert!(!h.heartbeat(1).is_fenced);
+    assert_eq!(h.partition("t", 0).leader, 2);
+}
+
+#[test]
+fn kip966_a_sole_replica_keeps_leading_after_an_unclean_shutdown() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.brokers(&[1]);
+    h.create_simple("t", 1, 1);
+    h.heartbeat_with(1, true, false);
+    h.now_ms += 10_000;
+    h.register_after(1, None, true);
+    assert_eq!(h.partition("t", 0).isr, vec![1]);
+    h.heartbeat(1);
+    assert_eq!(h.partition("t", 0).leader, 1);
+}
+
+#[test]
+fn kip966_unclean_election_enabled_elects_the_first_replica_that_returns() {
+    let mut h = last_replica_standing(ControllerConfig {
+        unclean_leader_election_enable: true,
+        ..ControllerConfig::default()
+    });
+    h.register_after(1, None, true);
+    assert_eq!(h.partition("t", 0).leader, NO_LEADER);
+    h.register_after(2, None, false);
+    assert!(!h.heartbeat(2).is_fenced);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr), (2, vec![2]));
 }
