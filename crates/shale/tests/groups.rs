@@ -508,6 +508,15 @@ fn ten_members_reach_stable_from_a_cold_start() {
         "10 members stable after {} ms (cold start, group.initial.rebalance.delay.ms=0)",
         started.elapsed().as_millis()
     );
+    // A synchronous commit blocks its member's poll, so it must not start while a rebalance is
+    // still pending (the member could not answer it and the commit would wait on it).
+    poll_until(&refs, "the group Stable with ten balanced members", || {
+        balanced(&refs, 10)
+            && members[0]
+                .fetch_group_list(Some("g-ten"), Duration::from_secs(5))
+                .map(|list| list.groups().iter().any(|g| g.state() == "Stable"))
+                .unwrap_or(false)
+    });
     let commits = 200;
     let started = Instant::now();
     for i in 0..commits {
