@@ -136,13 +136,12 @@ impl Broker {
             }
         }
 
-        // Opening the logs removes the clean-shutdown markers (shale-log's
-        // `.kafka_cleanshutdown`): look first. Without one, the last shutdown may have lost an
-        // unflushed tail, which the registration reports (KIP-966).
+        // Opening the logs removes the clean-shutdown markers: look first. Without one, the
+        // last shutdown may have lost an unflushed tail, which the registration reports (KIP-966).
         let unclean_shutdown = config
             .log_dirs
             .iter()
-            .any(|dir| !dir.join(".kafka_cleanshutdown").exists());
+            .any(|dir| !LogManager::had_clean_shutdown(dir));
         let recovery_threads = config.num_recovery_threads_per_data_dir * config.log_dirs.len();
         let logs = {
             let dirs = config.log_dirs.clone();

@@ -48,6 +48,12 @@ struct Found {
 }
 
 impl LogManager {
+    /// Whether `log_dir` holds the marker of a clean shutdown. Opening the logs removes it, so
+    /// callers that care (KIP-966's registration) ask before [`LogManager::open`].
+    pub fn had_clean_shutdown(log_dir: &Path) -> bool {
+        log_dir.join(CLEAN_SHUTDOWN_FILE).exists()
+    }
+
     /// Opens every partition found in `log_dirs`, recovering after an unclean shutdown with
     /// `recovery_threads` threads.
     pub fn open(log_dirs: Vec<PathBuf>, recovery_threads: usize) -> Result<LogManager, LogError> {
