@@ -18,12 +18,12 @@ use parking_lot::Mutex;
 use shale_group::runtime::GroupCoordinator;
 use shale_group::{GroupConfig, GroupError};
 use shale_metadata::MetadataImage;
-use tracing::{info, warn};
+use tracing::info;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::handlers::topics::ensure_internal_topic;
-use crate::partitions::led_partitions;
+use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
 use crate::Broker;
 
 /// The internal topic holding group metadata and committed offsets.
@@ -100,31 +100,13 @@ impl GroupService {
             .map(|(partition, (topic_id, _))| (partition, topic_id))
             .collect();
         let mut served = self.served.lock();
-        let lost: Vec<i32> = served
-            .iter()
-            .filter(|(p, key)| wanted.get(p) != Some(key))
-            .map(|(p, _)| *p)
-            .collect();
+        let LeadershipDelta { lost, gained } =
+            leadership_delta(broker, OFFSETS_TOPIC, &mut served, wanted);
         for partition in lost {
-            served.remove(&partition);
             self.coordinator.unload_partition(partition);
             info!(partition, "unloaded {OFFSETS_TOPIC} partition");
         }
-        for (partition, key) in wanted {
-            if served.contains_key(&partition) {
-                continue;
-            }
-            let tp = shale_log::TopicPartition {
-                topic: OFFSETS_TOPIC.to_owned(),
-                partition,
-            };
-            let Some(hosted) = broker.replicas.get(&tp) else {
-                warn!(
-                    partition,
-                    "leader of {OFFSETS_TOPIC} partition without its log"
-                );
-                continue;
-            };
+        for (partition, key, hosted) in gained {
             served.insert(partition, key);
             // Register the slot now so requests see COORDINATOR_LOAD_IN_PROGRESS at once.
             let loader = self.coordinator.start_loading(partition);

@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::handlers::topics::ensure_internal_topic;
-use crate::partitions::led_partitions;
+use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
 use crate::time::now_ms;
 use crate::Broker;
 use gate::TxnGate;
@@ -114,32 +114,14 @@ impl TxnService {
         // A new leader epoch reloads: the log may have changed under another leader.
         let wanted = led_partitions(image, TXN_STATE_TOPIC, broker.node_id());
         let mut served = self.served.lock();
-        let lost: Vec<i32> = served
-            .iter()
-            .filter(|(p, key)| wanted.get(p) != Some(key))
-            .map(|(p, _)| *p)
-            .collect();
+        let LeadershipDelta { lost, gained } =
+            leadership_delta(broker, TXN_STATE_TOPIC, &mut served, wanted);
         for partition in lost {
-            served.remove(&partition);
             self.coordinators.lock().remove(&partition);
             info!(partition, "unloaded {TXN_STATE_TOPIC} partition");
         }
         let mut resend = Vec::new();
-        for (partition, key) in wanted {
-            if served.contains_key(&partition) {
-                continue;
-            }
-            let tp = shale_log::TopicPartition {
-                topic: TXN_STATE_TOPIC.to_owned(),
-                partition,
-            };
-            let Some(hosted) = broker.replicas.get(&tp) else {
-                warn!(
-                    partition,
-                    "leader of {TXN_STATE_TOPIC} partition without its log"
-                );
-                continue;
-            };
+        for (partition, key, hosted) in gained {
             let mut coordinator = TxnCoordinator::new(self.config, key.1);
             match state_log::load(&hosted, &mut coordinator) {
                 Ok(records) => info!(partition, records, "loaded transaction coordinator"),
