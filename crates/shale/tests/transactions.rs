@@ -3,21 +3,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-
-use std::time::{Duration, Instant};
+mod txn_clients;
 
 use common::Shale;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a consumer must stay empty to show records are hidden: absence cannot be awaited.
-const QUIET: Duration = Duration::from_secs(3);
+use txn_clients::*;
 
 fn start() -> Shale {
     Shale::start_with(&[
@@ -27,66 +22,6 @@ fn start() -> Shale {
         "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
         "num.partitions=1",
     ])
-}
-
-fn txn_producer(shale: &Shale, transactional_id: &str, extra: &[(&str, &str)]) -> BaseProducer {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", shale.bootstrap())
-        .set("transactional.id", transactional_id)
-        .set("linger.ms", "0");
-    for (k, v) in extra {
-        cfg.set(*k, *v);
-    }
-    let producer: BaseProducer = cfg.create().expect("producer");
-    producer
-        .init_transactions(TIMEOUT)
-        .expect("init_transactions");
-    producer
-}
-
-fn send(producer: &BaseProducer, topic: &str, payload: &str) {
-    producer
-        .send(
-            BaseRecord::<(), str>::to(topic)
-                .payload(payload)
-                .partition(0),
-        )
-        .map_err(|(e, _)| e)
-        .expect("enqueue");
-    producer.flush(TIMEOUT).expect("flush");
-}
-
-fn consumer(shale: &Shale, topic: &str, isolation: &str) -> BaseConsumer {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .set("group.id", format!("reader-{topic}-{isolation}"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
-    consumer
-}
-
-/// Polls until `count` payloads arrived (or the timeout), returns them.
-fn read(consumer: &BaseConsumer, count: usize, within: Duration) -> Vec<String> {
-    let deadline = Instant::now() + within;
-    let mut seen = Vec::new();
-    while seen.len() < count && Instant::now() < deadline {
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message.expect("consume");
-            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
-        }
-    }
-    seen
-}
-
-/// Polls for `QUIET` and returns whatever arrived.
-fn read_quietly(consumer: &BaseConsumer) -> Vec<String> {
-    read(consumer, usize::MAX, QUIET)
 }
 
 #[test]

@@ -5,19 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod txn_clients;
 
 use std::time::{Duration, Instant};
 
 use common::Shale;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a consumer must stay empty to show records are hidden: absence cannot be awaited.
-const QUIET: Duration = Duration::from_secs(3);
+use rdkafka::producer::Producer;
+use txn_clients::*;
 
 fn start() -> Shale {
     Shale::start_with(&[
@@ -26,59 +22,6 @@ fn start() -> Shale {
         "transaction.state.log.min.isr=1",
         "num.partitions=1",
     ])
-}
-
-fn txn_producer(shale: &Shale, transactional_id: &str) -> BaseProducer {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .set("transactional.id", transactional_id)
-        .set("linger.ms", "0")
-        .create()
-        .expect("producer");
-    producer
-        .init_transactions(TIMEOUT)
-        .expect("init_transactions");
-    producer
-}
-
-fn send(producer: &BaseProducer, topic: &str, payload: &str) {
-    producer
-        .send(
-            BaseRecord::<(), str>::to(topic)
-                .payload(payload)
-                .partition(0),
-        )
-        .map_err(|(e, _)| e)
-        .expect("enqueue");
-    producer.flush(TIMEOUT).expect("flush");
-}
-
-fn consumer(shale: &Shale, topic: &str, isolation: &str) -> BaseConsumer {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .set("group.id", format!("reader-{topic}-{isolation}"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
-    consumer
-}
-
-/// Polls until `count` payloads arrived or `within` passed; returns them.
-fn read(consumer: &BaseConsumer, count: usize, within: Duration) -> Vec<String> {
-    let deadline = Instant::now() + within;
-    let mut seen = Vec::new();
-    while seen.len() < count && Instant::now() < deadline {
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message.expect("consume");
-            seen.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
-        }
-    }
-    seen
 }
 
 /// The high end ListOffsets answers for a consumer of this isolation level: the last stable
@@ -107,7 +50,7 @@ fn end_offset(shale: &Shale, topic: &str, isolation: &str) -> i64 {
 fn an_open_transaction_keeps_the_last_stable_offset_across_a_kill() {
     let mut shale = start();
     let topic = "recover-open";
-    let producer = txn_producer(&shale, "recover-open-txn");
+    let producer = txn_producer(&shale, "recover-open-txn", &[]);
     producer.begin_transaction().unwrap();
     send(&producer, topic, "committed-0");
     producer.commit_transaction(TIMEOUT).expect("commit");
@@ -148,7 +91,7 @@ fn an_open_transaction_keeps_the_last_stable_offset_across_a_kill() {
 fn an_open_transaction_aborted_after_a_kill_stays_hidden_even_with_a_torn_index() {
     let mut shale = start();
     let topic = "recover-abort";
-    let producer = txn_producer(&shale, "recover-abort-txn");
+    let producer = txn_producer(&shale, "recover-abort-txn", &[]);
     producer.begin_transaction().unwrap();
     send(&producer, topic, "aborted-before-0");
     producer.abort_transaction(TIMEOUT).expect("abort");
