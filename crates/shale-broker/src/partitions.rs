@@ -162,16 +162,8 @@ impl Partition {
         )?;
         txn_marker.offset = info.first_offset;
         let completed = producers.complete_txn(&txn_marker)?;
-        if let Some(txn) = completed.filter(|t| t.is_aborted) {
-            let entry = AbortedTxn {
-                producer_id: txn.producer_id,
-                first_offset: txn.first_offset,
-                last_offset: txn.last_offset,
-                last_stable_offset: txn.last_stable_offset,
-            };
-            if let Err(e) = self.log.append_aborted_txn(entry) {
-                warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
-            }
+        if let Some(txn) = completed {
+            index_if_aborted(&self.log, &txn);
         }
         drop(producers);
         self.maybe_advance_high_watermark();
@@ -238,19 +230,6 @@ impl Partition {
             log_append_time_ms: info.log_append_time_ms,
             log_start_offset: info.log_start_offset,
         })
-    }
-
-    /// Records an aborted transaction a follower replicated.
-    fn record_aborted_txn(&self, txn: &shale_txn::CompletedTxn) {
-        let entry = AbortedTxn {
-            producer_id: txn.producer_id,
-            first_offset: txn.first_offset,
-            last_offset: txn.last_offset,
-            last_stable_offset: txn.last_stable_offset,
-        };
-        if let Err(e) = self.log.append_aborted_txn(entry) {
-            warn!(tp = %self.tp, "cannot record aborted transaction: {e}");
-        }
     }
 
     /// Producer state rebuilt for the log as it now is (after a truncation).
@@ -379,25 +358,7 @@ fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
             }
             match decode_control_batch(h, batch) {
                 Some(marker) if h.base_offset >= offset => {
-                    let completed = producers.replay_marker(&TxnMarker {
-                        producer_id: marker.producer_id,
-                        producer_epoch: marker.producer_epoch,
-                        coordinator_epoch: marker.coordinator_epoch,
-                        commit: marker.commit,
-                        offset: h.base_offset,
-                        timestamp_ms: h.max_timestamp,
-                        transaction_version: shale_txn::TransactionVersion::Legacy,
-                    });
-                    if let Some(txn) = completed.filter(|t| t.is_aborted) {
-                        if let Err(e) = log.append_aborted_txn(AbortedTxn {
-                            producer_id: txn.producer_id,
-                            first_offset: txn.first_offset,
-                            last_offset: txn.last_offset,
-                            last_stable_offset: txn.last_stable_offset,
-                        }) {
-                            warn!(dir = %log.dir().display(), "cannot index an aborted transaction: {e}");
-                        }
-                    }
+                    replay_marker(&mut producers, log, h, &marker);
                 }
                 _ => producers.replay(&producer_batch(h)),
             }
@@ -409,6 +370,46 @@ fn load_producers(log: &Log, expiration_ms: i64) -> ProducerStateManager {
         offset = next;
     }
     producers
+}
+
+/// Replays a control batch already in the log into producer state, and indexes the
+/// transaction it aborts (recovery and followers both learn markers this way).
+pub(crate) fn replay_marker(
+    producers: &mut ProducerStateManager,
+    log: &Log,
+    header: &BatchHeader,
+    marker: &ControlMarker,
+) {
+    let completed = producers.replay_marker(&TxnMarker {
+        producer_id: marker.producer_id,
+        producer_epoch: marker.producer_epoch,
+        coordinator_epoch: marker.coordinator_epoch,
+        commit: marker.commit,
+        offset: header.base_offset,
+        timestamp_ms: header.max_timestamp,
+        transaction_version: shale_txn::TransactionVersion::Legacy,
+    });
+    if let Some(txn) = completed {
+        index_if_aborted(log, &txn);
+    }
+}
+
+/// Adds an aborted transaction to the index of the segment holding its marker, so
+/// read_committed fetches can list it. A failure is logged: the marker itself is in the log,
+/// and recovery rebuilds a torn index from it.
+fn index_if_aborted(log: &Log, txn: &shale_txn::CompletedTxn) {
+    if !txn.is_aborted {
+        return;
+    }
+    let entry = AbortedTxn {
+        producer_id: txn.producer_id,
+        first_offset: txn.first_offset,
+        last_offset: txn.last_offset,
+        last_stable_offset: txn.last_stable_offset,
+    };
+    if let Err(e) = log.append_aborted_txn(entry) {
+        warn!(dir = %log.dir().display(), "cannot index an aborted transaction: {e}");
+    }
 }
 
 /// The partitions of `topic` that `node_id` leads: partition -> (topic id, leader epoch).

@@ -5,7 +5,6 @@
 use std::sync::atomic::Ordering;
 
 use shale_log::{AppendOrigin, LogError};
-use shale_txn::TxnMarker;
 use tracing::warn;
 
 use super::{producer_batch, AppendError, Partition};
@@ -52,18 +51,7 @@ impl Partition {
             }
             match decode_control_batch(h, bytes) {
                 Some(marker) => {
-                    let completed = producers.replay_marker(&TxnMarker {
-                        producer_id: marker.producer_id,
-                        producer_epoch: marker.producer_epoch,
-                        coordinator_epoch: marker.coordinator_epoch,
-                        commit: marker.commit,
-                        offset: h.base_offset,
-                        timestamp_ms: h.max_timestamp,
-                        transaction_version: shale_txn::TransactionVersion::Legacy,
-                    });
-                    if let Some(txn) = completed.filter(|t| t.is_aborted) {
-                        self.record_aborted_txn(&txn);
-                    }
+                    crate::partitions::replay_marker(&mut producers, &self.log, h, &marker);
                 }
                 None => producers.replay(&producer_batch(h)),
             }

@@ -13,7 +13,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_log::{LogError, TopicPartition};
+use shale_log::LogError;
 use uuid::Uuid;
 
 use super::isr;
@@ -159,31 +159,7 @@ fn leader_for_follower(
     current_leader_epoch: i32,
     follower: i32,
 ) -> Result<Arc<Partition>, i16> {
-    let tp = TopicPartition {
-        topic: topic.to_string(),
-        partition,
-    };
-    let Some(p) = broker.replicas.get(&tp) else {
-        let known = broker
-            .image()
-            .topic(topic)
-            .is_some_and(|t| t.partitions.contains_key(&partition));
-        return Err(if known {
-            ResponseError::NotLeaderOrFollower.code()
-        } else {
-            ResponseError::UnknownTopicOrPartition.code()
-        });
-    };
-    if p.leader_id() != broker.node_id() {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    }
-    let epoch = p.leader_epoch();
-    if current_leader_epoch >= 0 && current_leader_epoch < epoch {
-        return Err(ResponseError::FencedLeaderEpoch.code());
-    }
-    if current_leader_epoch > epoch {
-        return Err(ResponseError::UnknownLeaderEpoch.code());
-    }
+    let p = crate::handlers::leader_partition(broker, topic, partition, current_leader_epoch)?;
     let is_replica = p
         .replication
         .with_leader(|s| s.replicas().contains(&follower))
