@@ -58,6 +58,8 @@ pub struct Broker {
     shutdown: watch::Sender<bool>,
     /// The metadata offset up to which hosted partitions match the image.
     reconciled: watch::Sender<i64>,
+    /// `config.properties` as a map, built once: config lookups on the produce path use it.
+    static_props: std::collections::HashMap<String, String>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -163,6 +165,11 @@ impl Broker {
             let txn = crate::txn::TxnService::new(&config, &metadata.image(), weak.clone());
             Broker {
                 replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
+                static_props: config
+                    .properties
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 config,
                 metadata,
                 producer_ids,
@@ -263,19 +270,13 @@ impl Broker {
         topic: &str,
         name: &str,
     ) -> Option<String> {
-        shale_metadata::config_defs::resolve_topic_config(image, topic, &self.static_props())
-            .into_iter()
-            .find(|c| c.name == name)
-            .and_then(|c| c.value)
+        // One name resolved, not the whole topic config: acks=all produces ask per partition.
+        shale_metadata::config_defs::effective_topic_config(image, topic, name, &self.static_props)
     }
 
     /// The static broker properties as a plain map (explicit values only).
     pub fn static_props(&self) -> std::collections::HashMap<String, String> {
-        self.config
-            .properties
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        self.static_props.clone()
     }
 
     /// The advertised endpoint of this broker for a listener name.
