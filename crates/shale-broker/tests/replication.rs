@@ -1191,3 +1191,58 @@ async fn kip966_the_last_isr_member_with_a_lost_tail_is_not_elected() {
     );
     cluster.shutdown_all().await;
 }
+
+/// `num.replica.fetchers=2`: each follower runs two fetchers (two connections) against each
+/// leader, partitions spread between them, and every partition still replicates in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partitions_of_one_leader_spread_over_num_replica_fetchers() {
+    let cluster = Cluster::start(3, &[("num.replica.fetchers", "2")]).await;
+    let partitions = 12;
+    cluster.create_topic("spread", partitions, &[]).await;
+    cluster
+        .wait(|image| {
+            image
+                .topic("spread")
+                .unwrap()
+                .partitions
+                .values()
+                .all(|p| p.isr.len() == 3)
+        })
+        .await;
+    for p in 0..partitions {
+        let leader = cluster.leader_of("spread", p);
+        let bootstrap = cluster.node(leader).bootstrap();
+        let value = format!("record-{p}");
+        let (code, _) = produce(&bootstrap, "spread", p, -1, 10_000, &[value.as_bytes()]).await;
+        assert_eq!(code, 0, "acks=all produce to partition {p}");
+    }
+    for p in 0..partitions {
+        let (hw, bytes) = cluster.wait_replicas_identical("spread", p).await;
+        assert_eq!(hw, 1, "partition {p}");
+        assert_eq!(count_records(&bytes), 1, "partition {p}");
+    }
+    // Round-robin placement gives each broker four leaderships whose partition numbers
+    // alternate in parity, so Kafka's spread (31 * hash(topic) + partition) % 2 uses both.
+    for node in cluster.running() {
+        let image = node.broker().image();
+        let topic = image.topic("spread").unwrap();
+        let mut sources: Vec<i32> = topic
+            .partitions
+            .values()
+            .map(|p| p.leader)
+            .filter(|l| *l != node.id)
+            .collect();
+        sources.sort_unstable();
+        sources.dedup();
+        assert_eq!(node.broker().replication.fetch_sources(), sources);
+        for source in sources {
+            assert_eq!(
+                node.broker().replication.fetchers_of(source),
+                2,
+                "node {} fetching from {source}",
+                node.id
+            );
+        }
+    }
+    cluster.shutdown_all().await;
+}

@@ -62,32 +62,66 @@ struct Fetcher {
     task: JoinHandle<()>,
 }
 
-/// The fetchers of this broker, one per source broker.
+/// Identifies one fetcher: the broker it fetches from and its index among that broker's
+/// `num.replica.fetchers` fetchers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct FetcherKey {
+    source: i32,
+    index: usize,
+}
+
+/// The fetcher of `tp` among `fetchers_per_source`, as Kafka spreads partitions over its
+/// fetcher threads: `abs(31 * topic.hashCode() + partition) % num.replica.fetchers`.
+fn fetcher_index(tp: &TopicPartition, fetchers_per_source: usize) -> usize {
+    let hash = 31i32
+        .wrapping_mul(shale_group::placement::java_string_hash(&tp.topic))
+        .wrapping_add(tp.partition);
+    // Kafka's Utils.abs maps i32::MIN to 0 rather than overflowing.
+    let positive = if hash == i32::MIN { 0 } else { hash.abs() };
+    positive as usize % fetchers_per_source.max(1)
+}
+
+/// The fetchers of this broker: `num.replica.fetchers` per source broker, each with its own
+/// connection and its share of the partitions led there.
 #[derive(Default)]
 pub struct FetcherManager {
-    fetchers: Mutex<HashMap<i32, Fetcher>>,
+    fetchers: Mutex<HashMap<FetcherKey, Fetcher>>,
+    /// `num.replica.fetchers`, read from the broker's static configuration at first use (the
+    /// manager is built before the broker it belongs to).
+    fetchers_per_source: std::sync::OnceLock<usize>,
 }
 
 impl std::fmt::Debug for FetcherManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FetcherManager")
-            .field("sources", &self.fetchers.lock().keys().collect::<Vec<_>>())
+            .field("fetchers", &self.fetchers.lock().keys().collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl FetcherManager {
+    fn key_of(tp: &TopicPartition, leader_id: i32, fetchers_per_source: usize) -> FetcherKey {
+        FetcherKey {
+            source: leader_id,
+            index: fetcher_index(tp, fetchers_per_source),
+        }
+    }
+
     /// Makes the followed set equal to `wanted`: partitions move between fetchers when their
     /// leader changes, and a new leader epoch means truncating again.
     pub fn reconcile(&self, broker: &Arc<Broker>, wanted: HashMap<TopicPartition, FollowTarget>) {
+        let per_source = *self
+            .fetchers_per_source
+            .get_or_init(|| ReplicationSettings::from_broker(broker).fetchers_per_source);
         let mut fetchers = self.fetchers.lock();
-        for (source, fetcher) in fetchers.iter() {
+        for (key, fetcher) in fetchers.iter() {
             let mut parts = fetcher.partitions.lock();
             let before = parts.len();
             parts.retain(|tp, state| {
-                wanted
-                    .get(tp)
-                    .is_some_and(|t| t.leader_id == *source && t.topic_id == state.target.topic_id)
+                wanted.get(tp).is_some_and(|t| {
+                    Self::key_of(tp, t.leader_id, per_source) == *key
+                        && t.topic_id == state.target.topic_id
+                })
             });
             let mut changed = before != parts.len();
             for (tp, state) in parts.iter_mut() {
@@ -106,7 +140,8 @@ impl FetcherManager {
             }
         }
         for (tp, target) in wanted {
-            let fetcher = fetchers.entry(target.leader_id).or_insert_with(|| {
+            let key = Self::key_of(&tp, target.leader_id, per_source);
+            let fetcher = fetchers.entry(key).or_insert_with(|| {
                 let partitions = Arc::new(Mutex::new(HashMap::new()));
                 let changed = Arc::new(Notify::new());
                 let task = tokio::spawn(run_fetcher(
@@ -133,10 +168,10 @@ impl FetcherManager {
                 fetcher.changed.notify_one();
             }
         }
-        fetchers.retain(|source, f| {
+        fetchers.retain(|key, f| {
             let keep = !f.partitions.lock().is_empty();
             if !keep {
-                debug!(source, "stopping fetcher");
+                debug!(source = key.source, index = key.index, "stopping fetcher");
                 f.task.abort();
             }
             keep
@@ -152,7 +187,19 @@ impl FetcherManager {
 
     /// The source brokers fetched from (tests and diagnostics).
     pub fn sources(&self) -> Vec<i32> {
-        self.fetchers.lock().keys().copied().collect()
+        let mut sources: Vec<i32> = self.fetchers.lock().keys().map(|k| k.source).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        sources
+    }
+
+    /// How many fetchers (connections) run against `source`.
+    pub fn fetchers_of(&self, source: i32) -> usize {
+        self.fetchers
+            .lock()
+            .keys()
+            .filter(|k| k.source == source)
+            .count()
     }
 }
 
@@ -548,4 +595,22 @@ async fn fetch_once(
         broker.replicas.notify_appended();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_spread_over_fetchers_as_kafka_spreads_them() {
+        // "orders".hashCode() is -1008770331 in Java; 31 * that + p, made positive, mod 3.
+        let indexes: Vec<usize> = (0..6)
+            .map(|p| fetcher_index(&TopicPartition::new("orders", p), 3))
+            .collect();
+        assert_eq!(indexes, vec![2, 1, 0, 2, 1, 0]);
+        assert_eq!(fetcher_index(&TopicPartition::new("a", 0), 2), 1);
+        assert_eq!(fetcher_index(&TopicPartition::new("a", 1), 2), 0);
+        // One fetcher per source takes everything.
+        assert_eq!(fetcher_index(&TopicPartition::new("orders", 5), 1), 0);
+    }
 }

@@ -74,6 +74,11 @@ impl ReplicationService {
         self.fetchers.sources()
     }
 
+    /// How many fetchers (each its own connection) fetch from `source`.
+    pub fn fetchers_of(&self, source: i32) -> usize {
+        self.fetchers.fetchers_of(source)
+    }
+
     pub fn shutdown(&self) {
         self.fetchers.stop_all();
     }

@@ -18,6 +18,8 @@ pub struct ReplicationSettings {
     pub fetch_backoff_ms: i64,
     /// `replica.socket.timeout.ms`
     pub socket_timeout_ms: i64,
+    /// `num.replica.fetchers`: fetchers (each with its own connection) per source broker.
+    pub fetchers_per_source: usize,
 }
 
 fn prop<T: std::str::FromStr>(broker: &Broker, name: &str, default: T) -> T {
@@ -39,6 +41,7 @@ impl ReplicationSettings {
             fetch_response_max_bytes: prop(broker, "replica.fetch.response.max.bytes", 10_485_760),
             fetch_backoff_ms: prop(broker, "replica.fetch.backoff.ms", 1_000).max(1),
             socket_timeout_ms: prop(broker, "replica.socket.timeout.ms", 30_000).max(1),
+            fetchers_per_source: prop(broker, "num.replica.fetchers", 1usize).max(1),
         }
     }
 }
