@@ -14,13 +14,14 @@ use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use futures::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind};
 use shale_protocol::{FetchFrame, RequestHeader, FRAME_LEN_PREFIX_BYTES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use crate::api_table;
@@ -29,8 +30,8 @@ use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
 use crate::Broker;
 
-/// First allocation for a frame; larger frames grow as their bytes arrive.
-const FRAME_INITIAL_CAPACITY_BYTES: usize = 64 * 1024;
+/// Least room offered to one socket read; larger frames grow as their bytes arrive.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// What the reader hands to the processing task, in arrival order.
 enum Job {
@@ -104,43 +105,22 @@ pub async fn serve(
     });
 
     let mut shutdown = broker.shutdown_signal();
+    // Bytes read but not yet framed: one read takes a whole request (and the start of the
+    // next, when the client pipelines) instead of a read for the length prefix and more for
+    // the body.
+    let mut buffered = BytesMut::new();
     loop {
-        let mut prefix = [0u8; FRAME_LEN_PREFIX_BYTES];
-        let read = tokio::select! {
-            r = reader.read_exact(&mut prefix) => r,
-            _ = shutdown.changed() => break,
-        };
-        if read.is_err() {
+        let Some(frame) = next_frame(
+            &mut reader,
+            &mut buffered,
+            frame_bytes_max,
+            &mut shutdown,
+            peer,
+        )
+        .await
+        else {
             break;
-        }
-        let len = match shale_protocol::frame_len(prefix, frame_bytes_max) {
-            Ok(len) => len,
-            Err(e) => {
-                warn!(%peer, "closing connection: {e}");
-                break;
-            }
         };
-        // Grow the buffer as bytes arrive: a length prefix alone must not reserve memory.
-        let mut frame = BytesMut::with_capacity(len.min(FRAME_INITIAL_CAPACITY_BYTES));
-        let mut limited = (&mut reader).take(len as u64);
-        let complete = loop {
-            match limited.read_buf(&mut frame).await {
-                Ok(0) => break frame.len() == len,
-                Ok(_) if frame.len() == len => break true,
-                Ok(_) => {
-                    if frame.capacity() == frame.len() {
-                        frame.reserve(
-                            (len - frame.len()).min(frame.len().max(FRAME_INITIAL_CAPACITY_BYTES)),
-                        );
-                    }
-                }
-                Err(_) => break false,
-            }
-        };
-        if !complete {
-            break;
-        }
-        let frame = frame.freeze();
         let (header, body) = match shale_protocol::parse_request_header(&frame) {
             Ok(parsed) => parsed,
             Err(shale_protocol::ProtocolError::UnsupportedApi {
@@ -191,6 +171,59 @@ pub async fn serve(
     }
     drop(tx);
     let _ = writer_task.await;
+}
+
+/// Reads until `buffered` holds a whole frame and returns its body (without the length
+/// prefix); `None` on end of stream, a read error, a malformed length or shutdown.
+async fn next_frame(
+    reader: &mut OwnedReadHalf,
+    buffered: &mut BytesMut,
+    frame_bytes_max: usize,
+    shutdown: &mut watch::Receiver<bool>,
+    peer: SocketAddr,
+) -> Option<bytes::Bytes> {
+    while buffered.len() < FRAME_LEN_PREFIX_BYTES {
+        fill(reader, buffered, FRAME_LEN_PREFIX_BYTES, shutdown).await?;
+    }
+    let mut prefix = [0u8; FRAME_LEN_PREFIX_BYTES];
+    prefix.copy_from_slice(&buffered[..FRAME_LEN_PREFIX_BYTES]);
+    let len = match shale_protocol::frame_len(prefix, frame_bytes_max) {
+        Ok(len) => len,
+        Err(e) => {
+            warn!(%peer, "closing connection: {e}");
+            return None;
+        }
+    };
+    let wanted = FRAME_LEN_PREFIX_BYTES + len;
+    while buffered.len() < wanted {
+        fill(reader, buffered, wanted, shutdown).await?;
+    }
+    let mut frame = buffered.split_to(wanted);
+    frame.advance(FRAME_LEN_PREFIX_BYTES);
+    Some(frame.freeze())
+}
+
+/// One read into `buffered`, which is short of `wanted` bytes. Room grows with the bytes
+/// already there (a length prefix alone must not reserve memory), and is at least
+/// `READ_CHUNK_BYTES` (or what is missing) so that requests do not arrive in slivers.
+async fn fill(
+    reader: &mut OwnedReadHalf,
+    buffered: &mut BytesMut,
+    wanted: usize,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Option<()> {
+    let missing = wanted - buffered.len();
+    if buffered.capacity() - buffered.len() < missing.min(READ_CHUNK_BYTES) {
+        buffered.reserve(missing.min(buffered.len()).max(READ_CHUNK_BYTES));
+    }
+    let read = tokio::select! {
+        r = reader.read_buf(buffered) => r,
+        _ = shutdown.changed() => return None,
+    };
+    match read {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(()),
+    }
 }
 
 enum Admission {

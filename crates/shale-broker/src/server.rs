@@ -13,7 +13,7 @@ use shale_metadata::{
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::config::{BrokerConfig, Listener, QuorumRole};
 use crate::connection;
@@ -120,6 +120,15 @@ impl Broker {
                     addr: addr.clone(),
                     source,
                 })?;
+            // Accepted sockets inherit the listener's receive buffer, and it must be set before
+            // their handshake for the TCP window scale to allow it (as Kafka sets it).
+            if let Err(e) = set_socket_buffer(
+                &listener,
+                libc::SO_RCVBUF,
+                config.socket_receive_buffer_bytes,
+            ) {
+                warn!(listener = %l.name, "socket.receive.buffer.bytes not applied: {e}");
+            }
             let local = listener.local_addr().map_err(|source| StartError::Bind {
                 name: l.name.clone(),
                 addr,
@@ -382,6 +391,35 @@ async fn resolve_voters(config: &BrokerConfig) -> Result<Vec<QuorumVoter>, Start
     Ok(voters)
 }
 
+/// Kafka's `socket.send.buffer.bytes` / `socket.receive.buffer.bytes`: `SO_SNDBUF` or
+/// `SO_RCVBUF` set to `bytes`, or left to the OS (and its autotuning) when `bytes` is -1.
+fn set_socket_buffer(
+    socket: &impl std::os::fd::AsRawFd,
+    option: libc::c_int,
+    bytes: i32,
+) -> std::io::Result<()> {
+    if bytes < 0 {
+        return Ok(());
+    }
+    let value: libc::c_int = bytes;
+    // SAFETY: the descriptor belongs to `socket`, open for this call; the option value is a
+    // live `c_int` whose size is passed alongside.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            std::ptr::addr_of!(value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 async fn accept_loop(
     broker: Arc<Broker>,
     listener: TcpListener,
@@ -409,6 +447,13 @@ async fn accept_loop(
             drop(stream);
             continue;
         };
+        if let Err(e) = set_socket_buffer(
+            &stream,
+            libc::SO_SNDBUF,
+            broker.config.socket_send_buffer_bytes,
+        ) {
+            debug!(%peer, "socket.send.buffer.bytes not applied: {e}");
+        }
         let broker = broker.clone();
         let name = name.clone();
         tokio::spawn(async move {
@@ -495,5 +540,41 @@ impl BrokerHandle {
         })
         .await;
         info!("shutdown complete");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer_size(socket: &impl std::os::fd::AsRawFd, option: libc::c_int) -> libc::c_int {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a live descriptor and a live `c_int` with its size.
+        let rc = unsafe {
+            libc::getsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                std::ptr::addr_of_mut!(value).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        value
+    }
+
+    /// Kafka's default of 102400 bytes is applied (Linux reports it doubled); -1 leaves the
+    /// OS default alone.
+    #[test]
+    fn socket_buffers_follow_the_config() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let os_default = buffer_size(&listener, libc::SO_SNDBUF);
+        set_socket_buffer(&listener, libc::SO_SNDBUF, -1).unwrap();
+        assert_eq!(buffer_size(&listener, libc::SO_SNDBUF), os_default);
+        set_socket_buffer(&listener, libc::SO_RCVBUF, 102_400).unwrap();
+        assert_eq!(buffer_size(&listener, libc::SO_RCVBUF), 204_800);
+        set_socket_buffer(&listener, libc::SO_SNDBUF, 102_400).unwrap();
+        assert_eq!(buffer_size(&listener, libc::SO_SNDBUF), 204_800);
     }
 }

@@ -94,6 +94,10 @@ pub struct BrokerConfig {
     pub group_max_session_timeout_ms: i64,
     pub group_max_size: i32,
     pub replica_lag_time_max_ms: i64,
+    /// `socket.send.buffer.bytes` of accepted client sockets; -1 keeps the OS default.
+    pub socket_send_buffer_bytes: i32,
+    /// `socket.receive.buffer.bytes` of client listeners; -1 keeps the OS default.
+    pub socket_receive_buffer_bytes: i32,
     /// The whole validated property set, for DescribeConfigs and the log defaults.
     pub properties: StaticProperties,
 }
@@ -251,6 +255,8 @@ impl BrokerConfig {
             group_max_session_timeout_ms: r.int("group.max.session.timeout.ms")? as i64,
             group_max_size: r.int("group.max.size")?,
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
+            socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
+            socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
             properties: props,
         })
     }
