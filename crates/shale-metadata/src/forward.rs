@@ -7,9 +7,19 @@
 //! answer carries the offset of the leader's image when it answered, which includes the
 //! request's records: the caller waits for its own image to reach it, so a forwarded submit
 //! has the same read-your-writes guarantee as a local one.
+//!
+//! **Session links.** Each broker keeps one long-lived connection to the active controller for
+//! its heartbeats ([`SessionLink`]). The controller's side learns from the heartbeats and the
+//! registration answered on it which broker registration (id and epoch) the link belongs to.
+//! When the link ends without a [`Call::Goodbye`] (end of stream or reset: the broker's process
+//! died and its kernel closed the socket), the controller fences that registration at once
+//! (`ControllerRequest::FenceDeparted`) instead of waiting for `broker.session.timeout.ms`. A
+//! broker closing its link on purpose (another controller, shutdown) says goodbye first. A
+//! stopped or cut-off broker keeps its socket open, so only the session timeout fences it.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -44,7 +54,12 @@ pub(crate) struct ForwardResponse {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Call {
     Controller(ForwardRequest),
-    DescribeQuorum { cluster_id: String },
+    DescribeQuorum {
+        cluster_id: String,
+    },
+    /// The caller closes the connection on purpose: whatever broker heartbeats on it is not
+    /// gone.
+    Goodbye,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -89,28 +104,82 @@ async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()>
 /// Connections the Raft listener handed over (preamble read) for this service.
 pub(crate) type Connections = mpsc::Receiver<TcpStream>;
 
+/// The brokers whose session link to this node is open, with how many links each has.
+#[derive(Debug, Default)]
+pub(crate) struct LinkedBrokers {
+    links: Mutex<HashMap<i32, usize>>,
+}
+
+impl LinkedBrokers {
+    /// Whether `broker_id` has a session link open to this node.
+    pub(crate) fn is_linked(&self, broker_id: i32) -> bool {
+        self.links
+            .lock()
+            .map(|links| links.get(&broker_id).is_some_and(|n| *n > 0))
+            .unwrap_or(false)
+    }
+
+    fn change(&self, broker_id: i32, opened: bool) {
+        let Ok(mut links) = self.links.lock() else {
+            return;
+        };
+        let count = links.entry(broker_id).or_insert(0);
+        if opened {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                links.remove(&broker_id);
+            }
+        }
+    }
+}
+
+/// The broker registration a connection carries heartbeats for; counted in [`LinkedBrokers`]
+/// while it lives.
+struct LinkSession {
+    broker_id: i32,
+    broker_epoch: i64,
+    linked: Arc<LinkedBrokers>,
+}
+
+impl LinkSession {
+    fn new(broker_id: i32, broker_epoch: i64, linked: Arc<LinkedBrokers>) -> Self {
+        linked.change(broker_id, true);
+        LinkSession {
+            broker_id,
+            broker_epoch,
+            linked,
+        }
+    }
+}
+
+impl Drop for LinkSession {
+    fn drop(&mut self) {
+        self.linked.change(self.broker_id, false);
+    }
+}
+
+/// Everything a controller RPC connection needs from its node.
+#[derive(Clone)]
+pub(crate) struct ServerContext {
+    pub cluster_id: String,
+    pub submit: LocalSubmit,
+    pub images: watch::Receiver<Arc<MetadataImage>>,
+    pub log: Arc<dyn QuorumLog>,
+    pub linked: Arc<LinkedBrokers>,
+}
+
 /// Serves forwarded requests on the connections handed over until the task is aborted;
-/// aborting it closes them all.
-pub(crate) fn spawn_server(
-    mut accepted: Connections,
-    cluster_id: String,
-    submit: LocalSubmit,
-    images: watch::Receiver<Arc<MetadataImage>>,
-    log: Arc<dyn QuorumLog>,
-) -> JoinHandle<()> {
+/// aborting it closes them all (and fences nobody).
+pub(crate) fn spawn_server(mut accepted: Connections, context: ServerContext) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut connections = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
                 stream = accepted.recv() => match stream {
                     Some(stream) => {
-                        connections.spawn(serve_connection(
-                            stream,
-                            cluster_id.clone(),
-                            submit.clone(),
-                            images.clone(),
-                            Arc::clone(&log),
-                        ));
+                        connections.spawn(serve_connection(stream, context.clone()));
                     }
                     None => return,
                 },
@@ -120,75 +189,148 @@ pub(crate) fn spawn_server(
     })
 }
 
-async fn serve_connection(
-    mut stream: TcpStream,
-    cluster_id: String,
-    submit: LocalSubmit,
-    images: watch::Receiver<Arc<MetadataImage>>,
-    log: Arc<dyn QuorumLog>,
-) {
+/// How a controller RPC connection ended.
+enum Ending {
+    /// The caller said goodbye.
+    Goodbye,
+    /// End of stream, reset or a failed write: the caller's process may be gone.
+    Abrupt,
+    /// The caller sent something undecodable; this side closed the connection.
+    Refused,
+}
+
+/// The broker registration a heartbeat speaks for.
+fn heartbeat_of(request: &ControllerRequest) -> Option<(i32, i64)> {
+    match request {
+        ControllerRequest::BrokerHeartbeat {
+            broker_id,
+            broker_epoch,
+            ..
+        } => Some((*broker_id, *broker_epoch)),
+        _ => None,
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, context: ServerContext) {
+    let mut session: Option<LinkSession> = None;
+    let ending = serve_calls(&mut stream, &context, &mut session).await;
+    drop(stream);
+    let Some(session) = session else { return };
+    if !matches!(ending, Ending::Abrupt) {
+        return;
+    }
+    tracing::info!(
+        broker_id = session.broker_id,
+        broker_epoch = session.broker_epoch,
+        "a broker's session link closed without a goodbye; fencing it"
+    );
+    let (reply, answer) = oneshot::channel();
+    let command = Command {
+        request: ControllerRequest::FenceDeparted {
+            broker_id: session.broker_id,
+            broker_epoch: session.broker_epoch,
+        },
+        reply,
+    };
+    if context.submit.send(command).await.is_err() {
+        return;
+    }
+    match answer.await {
+        Ok(Ok(_)) => {}
+        // Not the active controller any more: the new one probes or times the broker out.
+        Ok(Err(err)) => tracing::debug!(%err, "fencing a departed broker failed"),
+        Err(_) => {}
+    }
+    // Counted as linked until handled, so a probe cannot fence it a second time meanwhile.
+    drop(session);
+}
+
+async fn serve_calls(
+    stream: &mut TcpStream,
+    context: &ServerContext,
+    session: &mut Option<LinkSession>,
+) -> Ending {
+    let cluster_id = &context.cluster_id;
     let wrong_cluster = |theirs: &str| {
         MetadataError::InconsistentClusterId(format!(
             "the request is for cluster {theirs}, this controller serves {cluster_id}"
         ))
     };
     loop {
-        let body = match read_frame(&mut stream).await {
+        let body = match read_frame(stream).await {
             Ok(Some(body)) => body,
-            Ok(None) => return,
+            Ok(None) => return Ending::Abrupt,
             Err(err) => {
                 tracing::debug!(%err, "closing a controller RPC connection");
-                return;
+                return if err.kind() == std::io::ErrorKind::InvalidData {
+                    Ending::Refused
+                } else {
+                    Ending::Abrupt
+                };
             }
         };
         let call: Call = match bincode::deserialize(&body) {
             Ok(call) => call,
             Err(err) => {
                 tracing::debug!(%err, "undecodable controller RPC request");
-                return;
+                return Ending::Refused;
             }
         };
         let request = match call {
             Call::Controller(request) => request,
+            Call::Goodbye => return Ending::Goodbye,
             Call::DescribeQuorum { cluster_id: theirs } => {
-                let result = if theirs != cluster_id {
+                let result = if &theirs != cluster_id {
                     Err(wrong_cluster(&theirs))
                 } else {
-                    log.describe().ok_or(MetadataError::NotController)
+                    context.log.describe().ok_or(MetadataError::NotController)
                 };
                 let Ok(body) = bincode::serialize(&Answer::DescribeQuorum(result)) else {
-                    return;
+                    return Ending::Refused;
                 };
-                if write_frame(&mut stream, &body).await.is_err() {
-                    return;
+                if write_frame(stream, &body).await.is_err() {
+                    return Ending::Abrupt;
                 }
                 continue;
             }
         };
-        let result = if request.cluster_id != cluster_id {
+        let result = if &request.cluster_id != cluster_id {
             Err(wrong_cluster(&request.cluster_id))
         } else {
             let (reply, answer) = oneshot::channel();
-            match submit
-                .send(Command {
-                    request: request.request,
-                    reply,
-                })
-                .await
-            {
+            let request = request.request;
+            let heartbeat = heartbeat_of(&request);
+            let result = match context.submit.send(Command { request, reply }).await {
                 Ok(()) => answer.await.unwrap_or(Err(MetadataError::ShutDown)),
                 Err(_) => Err(MetadataError::ShutDown),
+            };
+            // An accepted heartbeat proves its registration alive and makes this connection
+            // that registration's session link.
+            let accepted = heartbeat
+                .filter(|_| matches!(result, Ok(ControllerResponse::BrokerHeartbeat(Ok(_)))));
+            if let Some((broker_id, broker_epoch)) = accepted {
+                let same = session
+                    .as_ref()
+                    .is_some_and(|s| (s.broker_id, s.broker_epoch) == (broker_id, broker_epoch));
+                if !same {
+                    *session = Some(LinkSession::new(
+                        broker_id,
+                        broker_epoch,
+                        Arc::clone(&context.linked),
+                    ));
+                }
             }
+            result
         };
         let response = ForwardResponse {
             result,
-            offset: images.borrow().offset,
+            offset: context.images.borrow().offset,
         };
         let Ok(body) = bincode::serialize(&Answer::Controller(response)) else {
-            return;
+            return Ending::Refused;
         };
-        if write_frame(&mut stream, &body).await.is_err() {
-            return;
+        if write_frame(stream, &body).await.is_err() {
+            return Ending::Abrupt;
         }
     }
 }
@@ -254,5 +396,253 @@ async fn exchange(
         Ok(Ok(Some(answer))) => answer,
         _ => return Err(CallError::Lost),
     };
+    say_goodbye(&mut stream).await;
     bincode::deserialize(&answer).map_err(|_| CallError::Lost)
+}
+
+/// Tells the other side that this connection closes on purpose (best effort).
+async fn say_goodbye(stream: &mut TcpStream) {
+    if let Ok(body) = bincode::serialize(&Call::Goodbye) {
+        let _ = write_frame(stream, &body).await;
+    }
+}
+
+/// One open session link: the connection and the controller at its other end.
+struct OpenLink {
+    controller_id: i32,
+    stream: TcpStream,
+}
+
+/// The broker's side of its session link: one long-lived connection to the active
+/// controller, carrying its heartbeats one at a time. Reconnects when the controller changes;
+/// any failure drops the connection (the next call opens another).
+///
+/// A call abandoned midway (its future dropped, which only happens when the node stops)
+/// closes the connection without a goodbye, so the controller fences the broker; by then it
+/// is shutting down anyway.
+#[derive(Default)]
+pub(crate) struct SessionLink {
+    open: tokio::sync::Mutex<Option<OpenLink>>,
+}
+
+impl SessionLink {
+    /// Sends one request on the link to `controller_id` at `addr` (opening it if needed) and
+    /// waits up to `timeout` for the answer.
+    pub(crate) async fn call(
+        &self,
+        controller_id: i32,
+        addr: SocketAddr,
+        request: ForwardRequest,
+        timeout: Duration,
+    ) -> Result<ForwardResponse, CallError> {
+        let cluster_id = request.cluster_id.clone();
+        let body =
+            bincode::serialize(&Call::Controller(request)).map_err(|_| CallError::NotSent)?;
+        if body.len() > FRAME_BYTES_MAX {
+            return Err(CallError::NotSent);
+        }
+        let mut open = self.open.lock().await;
+        if let Some(mut stale) = open.take_if(|link| link.controller_id != controller_id) {
+            say_goodbye(&mut stale.stream).await;
+        }
+        let mut link = match open.take() {
+            Some(link) => link,
+            None => {
+                let connect = shale_raft::connect_service(
+                    addr,
+                    shale_raft::SERVICE_CONTROLLER,
+                    &cluster_id,
+                    timeout,
+                );
+                let Ok(stream) = connect.await else {
+                    return Err(CallError::NotSent);
+                };
+                OpenLink {
+                    controller_id,
+                    stream,
+                }
+            }
+        };
+        if write_frame(&mut link.stream, &body).await.is_err() {
+            return Err(CallError::Lost);
+        }
+        let answer = match tokio::time::timeout(timeout, read_frame(&mut link.stream)).await {
+            Ok(Ok(Some(answer))) => answer,
+            Ok(_) => return Err(CallError::Lost),
+            Err(_) => {
+                // The answer may still come; the goodbye queued behind it ends the link
+                // cleanly once the controller has sent it.
+                say_goodbye(&mut link.stream).await;
+                return Err(CallError::Lost);
+            }
+        };
+        match bincode::deserialize(&answer) {
+            Ok(Answer::Controller(response)) => {
+                *open = Some(link);
+                Ok(response)
+            }
+            _ => {
+                say_goodbye(&mut link.stream).await;
+                Err(CallError::Lost)
+            }
+        }
+    }
+
+    /// Closes the link, if open, with a goodbye: the broker is not gone.
+    pub(crate) async fn close(&self) {
+        if let Some(mut link) = self.open.lock().await.take() {
+            say_goodbye(&mut link.stream).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::controller::HeartbeatReply;
+    use crate::local_log::LocalQuorumLog;
+
+    const CLUSTER: &str = "link-test";
+    const WAIT_MAX: Duration = Duration::from_secs(30);
+
+    struct Server {
+        addr: SocketAddr,
+        linked: Arc<LinkedBrokers>,
+        /// FenceDeparted requests the controller received, as (broker id, epoch).
+        fences: mpsc::UnboundedReceiver<(i32, i64)>,
+        _dir: tempfile::TempDir,
+        _tasks: Vec<JoinHandle<()>>,
+    }
+
+    /// A controller RPC server whose controller accepts every heartbeat.
+    async fn server() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let log: Arc<dyn QuorumLog> = Arc::new(
+            LocalQuorumLog::open(1, dir.path().to_path_buf())
+                .await
+                .unwrap(),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (to_server, connections) = mpsc::channel(8);
+        let acceptor = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut preamble = vec![0u8; 6 + CLUSTER.len()];
+                stream.read_exact(&mut preamble).await.unwrap();
+                to_server.send(stream).await.unwrap();
+            }
+        });
+        let (submit, mut commands) = mpsc::channel::<Command>(8);
+        let (fenced, fences) = mpsc::unbounded_channel();
+        let controller = tokio::spawn(async move {
+            while let Some(Command { request, reply }) = commands.recv().await {
+                let response = match request {
+                    ControllerRequest::BrokerHeartbeat { .. } => {
+                        ControllerResponse::BrokerHeartbeat(Ok(HeartbeatReply {
+                            is_caught_up: true,
+                            is_fenced: false,
+                            should_shut_down: false,
+                        }))
+                    }
+                    ControllerRequest::FenceDeparted {
+                        broker_id,
+                        broker_epoch,
+                    } => {
+                        fenced.send((broker_id, broker_epoch)).unwrap();
+                        ControllerResponse::FenceDeparted(true)
+                    }
+                    other => panic!("unexpected {other:?}"),
+                };
+                let _ = reply.send(Ok(response));
+            }
+        });
+        let linked = Arc::new(LinkedBrokers::default());
+        let (_, images) = watch::channel(Arc::new(MetadataImage::empty(CLUSTER)));
+        let rpc = spawn_server(
+            connections,
+            ServerContext {
+                cluster_id: CLUSTER.into(),
+                submit,
+                images,
+                log,
+                linked: Arc::clone(&linked),
+            },
+        );
+        Server {
+            addr,
+            linked,
+            fences,
+            _dir: dir,
+            _tasks: vec![acceptor, controller, rpc],
+        }
+    }
+
+    fn heartbeat(broker_id: i32, broker_epoch: i64) -> ForwardRequest {
+        ForwardRequest {
+            cluster_id: CLUSTER.into(),
+            request: ControllerRequest::BrokerHeartbeat {
+                broker_id,
+                broker_epoch,
+                want_fence: false,
+                want_shutdown: false,
+                current_metadata_offset: 0,
+            },
+        }
+    }
+
+    /// Waits until the server no longer counts a link of `broker_id`: any fence its closing
+    /// caused has been handled by then.
+    async fn until_unlinked(server: &Server, broker_id: i32) {
+        tokio::time::timeout(WAIT_MAX, async {
+            while server.linked.is_linked(broker_id) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_link_closed_without_a_goodbye_fences_its_broker() {
+        let mut server = server().await;
+        let link = SessionLink::default();
+        for _ in 0..3 {
+            let answer = link.call(1, server.addr, heartbeat(7, 42), WAIT_MAX).await;
+            assert!(matches!(answer, Ok(ForwardResponse { result: Ok(_), .. })));
+        }
+        assert!(server.linked.is_linked(7));
+        // The broker's process dies: its socket closes, nothing is said.
+        drop(link);
+        let fence = tokio::time::timeout(WAIT_MAX, server.fences.recv()).await;
+        assert_eq!(fence.unwrap(), Some((7, 42)));
+        until_unlinked(&server, 7).await;
+    }
+
+    #[tokio::test]
+    async fn a_link_closed_with_a_goodbye_fences_nobody() {
+        let mut server = server().await;
+        let link = SessionLink::default();
+        link.call(1, server.addr, heartbeat(7, 42), WAIT_MAX)
+            .await
+            .unwrap();
+        assert!(server.linked.is_linked(7));
+        link.close().await;
+        until_unlinked(&server, 7).await;
+        // A heartbeat on a connection of its own says goodbye too.
+        call(server.addr, heartbeat(8, 43), WAIT_MAX).await.unwrap();
+        until_unlinked(&server, 8).await;
+        // The link reopens on the next call, and a new controller gets a link of its own.
+        link.call(1, server.addr, heartbeat(7, 44), WAIT_MAX)
+            .await
+            .unwrap();
+        link.call(2, server.addr, heartbeat(7, 44), WAIT_MAX)
+            .await
+            .unwrap();
+        link.close().await;
+        until_unlinked(&server, 7).await;
+        assert!(server.fences.try_recv().is_err(), "nobody was fenced");
+    }
 }

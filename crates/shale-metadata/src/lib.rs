@@ -27,6 +27,7 @@ pub mod controller;
 pub mod error;
 mod forward;
 pub mod image;
+mod liveness;
 pub mod local_log;
 pub mod meta_properties;
 pub mod quorum;

@@ -35,8 +35,9 @@ use uuid::Uuid;
 
 use crate::controller::{Controller, ControllerConfig, ControllerRequest, ControllerResponse};
 use crate::error::MetadataError;
-use crate::forward::{self, CallError, ForwardRequest, ForwardResponse};
+use crate::forward::{self, CallError, ForwardRequest, ForwardResponse, LinkedBrokers};
 use crate::image::MetadataImage;
+use crate::liveness;
 use crate::local_log::LocalQuorumLog;
 use crate::meta_properties;
 use crate::quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog};
@@ -149,6 +150,15 @@ impl MetadataNodeConfig {
     }
 }
 
+/// How a forwarded request reaches the active controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// A connection of its own (requests of any kind, concurrently).
+    OwnConnection,
+    /// The local broker's session link (its heartbeats, one at a time).
+    SessionLink,
+}
+
 pub(crate) struct Command {
     pub(crate) request: ControllerRequest,
     pub(crate) reply: oneshot::Sender<Result<ControllerResponse, MetadataError>>,
@@ -158,6 +168,8 @@ pub(crate) struct Command {
 struct Forwarding {
     controller_addrs: HashMap<i32, SocketAddr>,
     timeout: Duration,
+    /// The local broker's session link to the active controller: its heartbeats.
+    link: forward::SessionLink,
 }
 
 struct Inner {
@@ -167,6 +179,8 @@ struct Inner {
     forwarding: Option<Forwarding>,
     /// The controller RPC server of a voter.
     rpc_server: Mutex<Option<JoinHandle<()>>>,
+    /// Brokers with a session link open to this node's RPC server.
+    linked: Arc<LinkedBrokers>,
     cluster_id: String,
     image_tx: watch::Sender<Arc<MetadataImage>>,
     /// Set when the applier stops on an error: waiting for offsets is then pointless.
@@ -521,6 +535,132 @@ async fn heartbeat_loop(inner: Weak<Inner>) {
     }
 }
 
+/// How long a probe of a broker's port waits to connect.
+const PROBE_CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Which brokers a probe round covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeScope {
+    /// Voters only: their controller port is open for as long as they run.
+    Voters,
+    /// Every broker without a session link; broker listeners may open later than the link, so
+    /// these are probed only after live brokers had a heartbeat interval to link up.
+    All,
+}
+
+/// On a voter: each time this node becomes the active controller, fences the brokers whose
+/// process is gone (probably killed together with the previous controller) instead of giving
+/// them a full session. Right after activation it probes the other voters' controller ports;
+/// one heartbeat interval later, every unfenced broker that still has no session link here.
+async fn probe_departed_on_activation(inner: Weak<Inner>) {
+    let (mut leader, mut shutdown, node_id, period) = match inner.upgrade() {
+        Some(inner) => (
+            inner.log.leader(),
+            inner.shutdown_tx.subscribe(),
+            inner.node_id,
+            inner.heartbeat_interval,
+        ),
+        None => return,
+    };
+    let mut probed_epoch = None;
+    loop {
+        let current = *leader.borrow_and_update();
+        if current.leader_id == Some(node_id) && probed_epoch != Some(current.epoch) {
+            probed_epoch = Some(current.epoch);
+            let rounds = async {
+                for (scope, delay) in [(ProbeScope::Voters, None), (ProbeScope::All, Some(period))]
+                {
+                    if let Some(delay) = delay {
+                        tokio::time::sleep(delay).await;
+                    }
+                    let Some(inner) = inner.upgrade() else { return };
+                    MetadataNode { inner }.fence_unreachable(scope).await;
+                }
+            };
+            tokio::select! {
+                _ = rounds => {}
+                _ = shutdown.changed() => return,
+                // Deposed meanwhile: the next controller probes.
+                changed = leader.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        tokio::select! {
+            changed = leader.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+impl MetadataNode {
+    /// One probe round of the active controller (see [`probe_departed_on_activation`]).
+    async fn fence_unreachable(&self, scope: ProbeScope) {
+        let Some(forwarding) = &self.inner.forwarding else {
+            return;
+        };
+        // A tick activates the controller first (barrier), so the image holds every
+        // registration committed under the previous one.
+        match self.submit_local(ControllerRequest::Tick).await {
+            Ok(_) => {}
+            Err(err) => {
+                tracing::debug!(%err, "not probing brokers: this node is not the controller");
+                return;
+            }
+        }
+        let image = self.image();
+        let mut probes = tokio::task::JoinSet::new();
+        for broker in image.brokers() {
+            if broker.fenced
+                || broker.broker_id == self.inner.node_id
+                || self.inner.linked.is_linked(broker.broker_id)
+            {
+                continue;
+            }
+            let target = match forwarding.controller_addrs.get(&broker.broker_id) {
+                Some(addr) => liveness::ProbeTarget::Controller(*addr),
+                None if scope == ProbeScope::Voters => continue,
+                None => liveness::ProbeTarget::Listeners(
+                    broker
+                        .listeners
+                        .iter()
+                        .map(|l| (l.host.clone(), l.port))
+                        .collect(),
+                ),
+            };
+            let (broker_id, broker_epoch) = (broker.broker_id, broker.broker_epoch);
+            probes.spawn(async move {
+                let probe = liveness::probe(&target, PROBE_CONNECT_TIMEOUT).await;
+                (broker_id, broker_epoch, probe)
+            });
+        }
+        while let Some(done) = probes.join_next().await {
+            let Ok((broker_id, broker_epoch, liveness::Probe::Refused)) = done else {
+                continue;
+            };
+            tracing::info!(
+                broker_id,
+                broker_epoch,
+                "nothing listens on the broker's port any more; fencing it"
+            );
+            let request = ControllerRequest::FenceDeparted {
+                broker_id,
+                broker_epoch,
+            };
+            if let Err(err) = self.submit_local(request).await {
+                tracing::debug!(%err, "fencing a departed broker failed");
+            }
+        }
+    }
+}
+
 impl MetadataNode {
     /// Starts a node on the log `config.quorum` names: a [`LocalQuorumLog`] in
     /// `metadata_log_dir` (single node), or a Raft voter or observer.
@@ -609,6 +749,7 @@ impl MetadataNode {
                 Some(Forwarding {
                     controller_addrs: voters.iter().map(|v| (v.node_id, v.addr)).collect(),
                     timeout: Duration::from_millis(config.quorum_request_timeout_ms.max(1)),
+                    link: forward::SessionLink::default(),
                 })
             }
         };
@@ -652,13 +793,17 @@ impl MetadataNode {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (stop_applier_tx, stop_applier_rx) = watch::channel(false);
         let (requests, commands) = mpsc::channel(REQUEST_QUEUE_MAX);
+        let linked = Arc::new(LinkedBrokers::default());
         let rpc_server = controller_connections.map(|connections| {
             forward::spawn_server(
                 connections,
-                cluster_id.clone(),
-                requests.clone(),
-                image_rx.clone(),
-                Arc::clone(&log),
+                forward::ServerContext {
+                    cluster_id: cluster_id.clone(),
+                    submit: requests.clone(),
+                    images: image_rx.clone(),
+                    log: Arc::clone(&log),
+                    linked: Arc::clone(&linked),
+                },
             )
         });
         let start = Instant::now();
@@ -688,6 +833,7 @@ impl MetadataNode {
                 node_id: config.node_id,
                 log: Arc::clone(&log),
                 rpc_server: Mutex::new(rpc_server),
+                linked,
                 cluster_id: cluster_id.clone(),
                 image_tx,
                 failed: failed_tx,
@@ -705,6 +851,10 @@ impl MetadataNode {
                 forwarding,
             }),
         };
+        if matches!(config.quorum, QuorumMode::Voter { .. }) {
+            let probe = tokio::spawn(probe_departed_on_activation(Arc::downgrade(&node.inner)));
+            node.push_task(probe);
+        }
         if !config.register_broker {
             // A controller-only node: brokers finalize the features when they register.
             let heartbeat = tokio::spawn(heartbeat_loop(Arc::downgrade(&node.inner)));
@@ -808,15 +958,14 @@ impl MetadataNode {
         &self,
         want_shutdown: bool,
     ) -> Result<crate::controller::HeartbeatReply, MetadataError> {
-        let response = self
-            .submit(ControllerRequest::BrokerHeartbeat {
-                broker_id: self.inner.node_id,
-                broker_epoch: self.broker_epoch(),
-                want_fence: false,
-                want_shutdown,
-                current_metadata_offset: self.image().offset,
-            })
-            .await?;
+        let request = ControllerRequest::BrokerHeartbeat {
+            broker_id: self.inner.node_id,
+            broker_epoch: self.broker_epoch(),
+            want_fence: false,
+            want_shutdown,
+            current_metadata_offset: self.image().offset,
+        };
+        let response = self.submit_via(request, Route::SessionLink).await?;
         match response {
             ControllerResponse::BrokerHeartbeat(result) => result,
             _ => Err(MetadataError::InvalidRequest(
@@ -834,6 +983,14 @@ impl MetadataNode {
         &self,
         request: ControllerRequest,
     ) -> Result<ControllerResponse, MetadataError> {
+        self.submit_via(request, Route::OwnConnection).await
+    }
+
+    async fn submit_via(
+        &self,
+        request: ControllerRequest,
+        route: Route,
+    ) -> Result<ControllerResponse, MetadataError> {
         let Some(forwarding) = &self.inner.forwarding else {
             return self.submit_local(request).await;
         };
@@ -843,6 +1000,11 @@ impl MetadataNode {
             let leader_id = leader.borrow_and_update().leader_id;
             match leader_id {
                 Some(id) if id == self.inner.node_id => {
+                    if route == Route::SessionLink {
+                        // The local controller needs no link: were this node to die, the
+                        // next controller would probe for it.
+                        forwarding.link.close().await;
+                    }
                     match self.submit_local(request.clone()).await {
                         Err(MetadataError::NotController) => {}
                         other => return other,
@@ -855,7 +1017,15 @@ impl MetadataNode {
                             cluster_id: self.inner.cluster_id.clone(),
                             request: request.clone(),
                         };
-                        match forward::call(*addr, forwarded, remaining).await {
+                        let answer = match route {
+                            Route::OwnConnection => {
+                                forward::call(*addr, forwarded, remaining).await
+                            }
+                            Route::SessionLink => {
+                                forwarding.link.call(id, *addr, forwarded, remaining).await
+                            }
+                        };
+                        match answer {
                             Ok(ForwardResponse {
                                 result: Err(MetadataError::NotController | MetadataError::ShutDown),
                                 ..
@@ -868,6 +1038,8 @@ impl MetadataNode {
                                     .map_err(|_| MetadataError::NotController)??;
                                 return result;
                             }
+                            // Heartbeats may be repeated: a lost one is sent again.
+                            Err(CallError::Lost) if route == Route::SessionLink => {}
                             Err(CallError::Lost) => return Err(MetadataError::NotController),
                         }
                     }
@@ -1031,6 +1203,9 @@ impl MetadataNode {
             if let Err(err) = task.await {
                 tracing::warn!(%err, "a metadata task ended abnormally");
             }
+        }
+        if let Some(forwarding) = &self.inner.forwarding {
+            forwarding.link.close().await;
         }
         // The applier finishes a snapshot it is writing before it stops.
         self.inner.stop_applier_tx.send_replace(true);

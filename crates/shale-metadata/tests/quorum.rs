@@ -626,3 +626,176 @@ async fn throughput_of_three_voters() {
         node.shutdown().await;
     }
 }
+
+/// Sessions that never expire within a test: only a closed link or a probe can fence.
+fn endless_sessions(config: &mut MetadataNodeConfig) {
+    config.controller.broker_session_timeout_ms = 600_000;
+}
+
+/// Creates a topic with one partition on `replicas`, the first its leader.
+async fn create_on(node: &MetadataNode, name: &str, replicas: Vec<i32>) {
+    let response = node
+        .submit(ControllerRequest::CreateTopics {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![(0, replicas)],
+                configs: vec![],
+            }],
+            validate_only: false,
+        })
+        .await
+        .unwrap();
+    let ControllerResponse::CreateTopics(results) = response else {
+        panic!("unexpected {response:?}")
+    };
+    results.into_iter().for_each(|(_, r)| {
+        r.unwrap();
+    });
+}
+
+/// Waits until `node`'s image satisfies `condition`.
+async fn await_image(node: &MetadataNode, what: &str, condition: impl Fn(&MetadataImage) -> bool) {
+    let mut images = node.subscribe();
+    tokio::time::timeout(WAIT_MAX, images.wait_for(|image| condition(image)))
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
+        .unwrap();
+}
+
+fn all_active(image: &MetadataImage, brokers: &[i32]) -> bool {
+    brokers
+        .iter()
+        .all(|b| image.broker(*b).is_some_and(|r| r.is_active()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_broker_is_fenced_when_its_session_link_closes() {
+    let mut cluster = Cluster::start_with(3, endless_sessions).await;
+    let controller = cluster.controller().await;
+    let victim = controller % 3 + 1;
+    let survivor = victim % 3 + 1;
+    assert_ne!(survivor, controller);
+    let others = [controller, survivor];
+    // Every broker's heartbeats run on its link once it is unfenced.
+    await_image(
+        cluster.node(controller),
+        "all brokers are active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+    create_on(
+        cluster.node(controller),
+        "led-by-victim",
+        vec![victim, survivor, controller],
+    )
+    .await;
+    let victim_epoch = cluster.node(victim).broker_epoch();
+    // A crash: the handle is dropped, its sockets close without a goodbye.
+    drop(cluster.nodes.remove(&victim));
+    await_image(
+        cluster.node(controller),
+        "the crashed broker is fenced",
+        |image| image.broker(victim).is_some_and(|b| b.fenced),
+    )
+    .await;
+    let image = cluster.node(controller).image();
+    let partition = &image.topic("led-by-victim").unwrap().partitions[&0];
+    assert_ne!(partition.leader, victim);
+    assert!(!partition.isr.contains(&victim));
+    // The brokers whose links stay open keep their registrations.
+    assert!(
+        all_active(&image, &others),
+        "{:?}",
+        image.brokers().collect::<Vec<_>>()
+    );
+
+    // Its old registration is fenced, so the restarted broker registers at once instead of
+    // waiting for the (ten-minute) session to expire.
+    tokio::time::timeout(WAIT_MAX, cluster.restart(&[victim]))
+        .await
+        .expect("the restarted broker registered");
+    assert!(cluster.node(victim).broker_epoch() > victim_epoch);
+    await_image(
+        cluster.node(controller),
+        "the restarted broker is active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+    // Not a controlled shutdown: the last voter standing could not commit it and would wait
+    // for its endless session.
+    drop(cluster);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_died_with_the_controller_is_fenced_by_the_next_one() {
+    let mut cluster = Cluster::start_with(3, endless_sessions).await;
+    let old = cluster.controller().await;
+    await_image(cluster.node(old), "all brokers are active", |image| {
+        all_active(image, &[1, 2, 3])
+    })
+    .await;
+    let survivor = old % 3 + 1;
+    let other = survivor % 3 + 1;
+    create_on(
+        cluster.node(old),
+        "led-by-controller",
+        vec![old, survivor, other],
+    )
+    .await;
+    drop(cluster.nodes.remove(&old));
+    let new = cluster.controller().await;
+    assert_ne!(new, old);
+    // The new controller gives surviving brokers a full session, but finds nothing listening
+    // on the dead one's port.
+    await_image(
+        cluster.node(new),
+        "the crashed controller's broker is fenced",
+        |image| image.broker(old).is_some_and(|b| b.fenced),
+    )
+    .await;
+    let image = cluster.node(new).image();
+    let partition = &image.topic("led-by-controller").unwrap().partitions[&0];
+    assert_ne!(partition.leader, old);
+    assert!(all_active(&image, &[survivor, other]));
+    tokio::time::timeout(WAIT_MAX, cluster.restart(&[old]))
+        .await
+        .expect("the restarted broker registered");
+    await_image(
+        cluster.node(new),
+        "the restarted broker is active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+    // Not a controlled shutdown: the last voter standing could not commit it and would wait
+    // for its endless session.
+    drop(cluster);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cleanly_stopped_broker_restarts_and_is_unfenced() {
+    let mut cluster = Cluster::start_with(3, endless_sessions).await;
+    let controller = cluster.controller().await;
+    await_image(
+        cluster.node(controller),
+        "all brokers are active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+    let leaving = controller % 3 + 1;
+    let node = cluster.nodes.remove(&leaving).unwrap();
+    node.shutdown().await;
+    // The controlled shutdown fenced it and its link closed with a goodbye: the next
+    // incarnation registers at once and is unfenced.
+    cluster.restart(&[leaving]).await;
+    await_image(
+        cluster.node(controller),
+        "the restarted broker is active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+    // Not a controlled shutdown: the last voter standing could not commit it and would wait
+    // for its endless session.
+    drop(cluster);
+}

@@ -1,5 +1,6 @@
-//! Broker lifecycle: registration, heartbeats, fencing after the session timeout, controlled
-//! shutdown, unregistration, and producer-id block allocation.
+//! Broker lifecycle: registration, heartbeats, fencing after the session timeout or when the
+//! broker's process is known to be gone, controlled shutdown, unregistration, and producer-id
+//! block allocation.
 
 use uuid::Uuid;
 
@@ -308,6 +309,28 @@ impl Controller {
         }
         self.maybe_rebalance_leaders(batch, now_ms);
         fenced
+    }
+
+    /// Fences the registration `broker_epoch` of `broker_id` because its process is known to be
+    /// gone (its session link closed without a goodbye, or nothing listens on its port any
+    /// more), without waiting for the session timeout. Ignored (returns false) when that
+    /// registration was replaced by a newer incarnation, was unregistered or is fenced already:
+    /// the evidence is about the old process only. A live broker fenced by mistake unfences
+    /// itself with its next heartbeat, as after a session timeout.
+    pub(crate) fn fence_departed(
+        &mut self,
+        batch: &mut Batch,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> bool {
+        let Some(broker) = batch.image.broker(broker_id) else {
+            return false;
+        };
+        if broker.broker_epoch != broker_epoch || broker.fenced {
+            return false;
+        }
+        self.fence(batch, broker_id, broker_epoch);
+        true
     }
 
     /// Kafka's auto leader rebalance: every `leader.imbalance.check.interval`, partitions

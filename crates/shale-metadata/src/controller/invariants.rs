@@ -85,6 +85,16 @@ impl World {
             1 | 2 => {
                 if let Some(b) = self.image.broker(broker).cloned() {
                     let roll = self.rng.below(20);
+                    if roll == 2 {
+                        // Its process died (or a probe said so), with its current or an
+                        // older epoch.
+                        let stale = self.rng.below(2) as i64;
+                        self.handle(ControllerRequest::FenceDeparted {
+                            broker_id: broker,
+                            broker_epoch: b.broker_epoch - stale,
+                        });
+                        return;
+                    }
                     self.handle(ControllerRequest::BrokerHeartbeat {
                         broker_id: broker,
                         broker_epoch: b.broker_epoch,

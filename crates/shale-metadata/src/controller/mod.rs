@@ -227,6 +227,13 @@ pub enum ControllerRequest {
     },
     /// Periodic: fences brokers whose session expired.
     Tick,
+    /// The process of this registration of the broker is gone (its session link closed
+    /// abruptly, or its port refuses connections): fence it now if it is still the current,
+    /// unfenced registration.
+    FenceDeparted {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -284,6 +291,8 @@ pub enum ControllerResponse {
     UpdateFeatures(Vec<(String, Result<(), MetadataError>)>),
     /// Brokers fenced by this tick.
     Tick(Vec<i32>),
+    /// Whether the registration was fenced by this request.
+    FenceDeparted(bool),
 }
 
 /// Deterministic generator (SplitMix64): placement start indexes and topic ids.
@@ -550,6 +559,14 @@ impl Controller {
                     .collect(),
             ),
             ControllerRequest::Tick => ControllerResponse::Tick(self.tick(&mut batch, now_ms)),
+            ControllerRequest::FenceDeparted {
+                broker_id,
+                broker_epoch,
+            } => ControllerResponse::FenceDeparted(self.fence_departed(
+                &mut batch,
+                broker_id,
+                broker_epoch,
+            )),
         };
         (response, batch.records)
     }

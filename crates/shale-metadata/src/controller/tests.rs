@@ -1352,3 +1352,97 @@ fn kip966_unclean_election_enabled_elects_the_first_replica_that_returns() {
     let p = h.partition("t", 0);
     assert_eq!((p.leader, p.isr), (2, vec![2]));
 }
+
+fn fence_departed(h: &mut Harness, id: i32, epoch: i64) -> bool {
+    let ControllerResponse::FenceDeparted(fenced) = h.handle(ControllerRequest::FenceDeparted {
+        broker_id: id,
+        broker_epoch: epoch,
+    }) else {
+        panic!("wrong response")
+    };
+    fenced
+}
+
+#[test]
+fn a_departed_broker_is_fenced_at_once_and_loses_leadership() {
+    let mut h = Harness::new(ControllerConfig {
+        broker_session_timeout_ms: 600_000,
+        ..ControllerConfig::default()
+    });
+    h.brokers(&[1, 2, 3]);
+    h.create(CreatableTopic {
+        name: "t".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments: vec![(0, vec![1, 2, 3])],
+        configs: vec![],
+    })
+    .unwrap();
+    let epoch = h.epochs[&1];
+    assert!(fence_departed(&mut h, 1, epoch));
+    assert!(h.image.broker(1).unwrap().fenced);
+    let p0 = h.partition("t", 0);
+    assert_eq!((p0.leader, p0.leader_epoch), (2, 1));
+    assert_eq!(p0.isr, vec![2, 3]);
+    // The others were not touched.
+    assert!(!h.image.broker(2).unwrap().fenced);
+    assert!(!h.image.broker(3).unwrap().fenced);
+}
+
+#[test]
+fn fencing_a_departed_broker_ignores_stale_epochs_and_fenced_brokers() {
+    let mut h = Harness::new(ControllerConfig {
+        broker_session_timeout_ms: 600_000,
+        ..ControllerConfig::default()
+    });
+    h.brokers(&[1, 2]);
+    let epoch = h.epochs[&1];
+    // A registration that is not (or no longer) the broker's current one.
+    let before = h.image.offset;
+    assert!(!fence_departed(&mut h, 1, epoch - 1));
+    assert!(!fence_departed(&mut h, 1, epoch + 1));
+    assert!(!fence_departed(&mut h, 7, 0));
+    assert_eq!(h.image.offset, before, "nothing written");
+    assert!(!h.image.broker(1).unwrap().fenced);
+    // Already fenced: nothing to do.
+    assert!(fence_departed(&mut h, 1, epoch));
+    let after_fence = h.image.offset;
+    assert!(!fence_departed(&mut h, 1, epoch));
+    assert_eq!(h.image.offset, after_fence);
+    // A live broker fenced by mistake unfences itself with its next heartbeat.
+    assert!(!h.heartbeat(1).is_fenced);
+    assert!(!h.image.broker(1).unwrap().fenced);
+}
+
+#[test]
+fn a_departed_broker_re_registers_at_once_and_its_old_epoch_stays_harmless() {
+    let mut h = Harness::new(ControllerConfig {
+        broker_session_timeout_ms: 600_000,
+        ..ControllerConfig::default()
+    });
+    h.brokers(&[1, 2]);
+    let old_epoch = h.epochs[&1];
+    // Without the fence, a new incarnation is refused while the session lives.
+    h.now_ms += 1;
+    let refused = h.handle(ControllerRequest::RegisterBroker {
+        broker_id: 1,
+        incarnation_id: Uuid::from_u128(77),
+        cluster_id: "cluster-a".into(),
+        listeners: vec![],
+        rack: None,
+        features: vec![],
+        unclean_shutdown: false,
+    });
+    assert!(matches!(
+        refused,
+        ControllerResponse::RegisterBroker(Err(MetadataError::DuplicateBrokerRegistration(_)))
+    ));
+    assert!(fence_departed(&mut h, 1, old_epoch));
+    h.now_ms += 1;
+    let new_epoch = h.register(1, None);
+    assert!(new_epoch > old_epoch);
+    assert!(!h.heartbeat(1).is_fenced);
+    // News of the old process's link arriving late does not fence the new one.
+    assert!(!fence_departed(&mut h, 1, old_epoch));
+    assert!(!h.image.broker(1).unwrap().fenced);
+}
