@@ -346,7 +346,8 @@ class Tools:
         ]
 
     def run(self, label: str, main_class: str, args, timeout_s: float):
-        """Runs a tool in its own process group; returns (exit code or None on timeout, output)."""
+        """Runs a tool in its own process group; returns (exit code or None on timeout, output,
+        the tool JVM's CPU seconds)."""
         cmd = self.java(main_class, args)
         log_path = self.logs / f"{label}.log"
         with open(log_path, "wb") as out:
@@ -354,12 +355,24 @@ class Tools:
             out.flush()
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-            try:
-                code = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
+            usage = {}
+            waiter = threading.Thread(target=_reap, args=(proc, usage), daemon=True)
+            waiter.start()
+            waiter.join(timeout_s)
+            if waiter.is_alive():
                 _kill_group(proc, grace_s=5)
+                waiter.join(30)
                 code = None
-        return code, log_path.read_text(errors="replace")
+            else:
+                code = proc.returncode
+        return code, log_path.read_text(errors="replace"), usage.get("cpu_s")
+
+
+def _reap(proc: subprocess.Popen, usage: dict):
+    """Waits for proc with wait4, keeping its CPU seconds (user + system, all threads)."""
+    _, status, rusage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    usage["cpu_s"] = round(rusage.ru_utime + rusage.ru_stime, 2)
 
 
 PRODUCER_FINAL = re.compile(
@@ -453,47 +466,66 @@ def finish_profiler(profiler, broker: Broker, label: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# One broker's whole measurement
+# One broker's measurements. Both brokers are started first; every load run then alternates
+# between them (Shale then Kafka, Kafka then Shale in the next round) and is repeated
+# `--repeat` times, so that drifting load on the machine and the client JVM's noise treat both
+# alike; the report shows the median of the rounds.
 
 
-def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
-    out["version"] = broker.version
-    log(f"{broker.name}: preparing")
-    out["prepare"] = broker.prepare()
-    log(f"{broker.name}: starting")
-    out["startup"] = broker.start(timeout_s=cfg.start_timeout_s)
-    log(f"{broker.name}: ready {out['startup']}; idling {cfg.idle_s}s")
-    time.sleep(cfg.idle_s)
-    memory = {"idle_rss_mib": broker.rss_mib()}
-    out["memory"] = memory
+class Session:
+    def __init__(self, broker: Broker, tools: "Tools", cfg):
+        self.broker = broker
+        self.tools = tools
+        self.cfg = cfg
+        self.out = {}
+        self.samples = {}
+        self.others = []
 
-    def create(topic, partitions):
-        code, output = tools.run(
-            f"{broker.name}-create-{topic}", "org.apache.kafka.tools.TopicCommand",
-            ["--bootstrap-server", broker.bootstrap, "--create", "--topic", topic,
+    def setup(self):
+        broker, out = self.broker, self.out
+        out["version"] = broker.version
+        log(f"{broker.name}: preparing")
+        out["prepare"] = broker.prepare()
+        log(f"{broker.name}: starting")
+        out["startup"] = broker.start(timeout_s=self.cfg.start_timeout_s)
+        log(f"{broker.name}: ready {out['startup']}; idling {self.cfg.idle_s}s")
+        time.sleep(self.cfg.idle_s)
+        memory = {"idle_rss_mib": broker.rss_mib()}
+        out["memory"] = memory
+        self.create("bench-p1", 1)
+        time.sleep(2)
+        memory["after_topic_rss_mib"] = broker.rss_mib()
+        self.create("bench-p8", 8)
+        self.create("bench-warmup", 1)
+        log(f"{broker.name}: memory {memory}")
+        out["runs"] = {}
+        out["samples"] = self.samples
+
+    def create(self, topic, partitions):
+        code, output, _ = self.tools.run(
+            f"{self.broker.name}-create-{topic}", "org.apache.kafka.tools.TopicCommand",
+            ["--bootstrap-server", self.broker.bootstrap, "--create", "--topic", topic,
              "--partitions", str(partitions), "--replication-factor", "1"],
             timeout_s=120,
         )
         if code != 0:
-            raise BenchError(f"{broker.name}: creating {topic} failed (exit {code}):\n" + "\n".join(output.splitlines()[-20:]))
+            raise BenchError(f"{self.broker.name}: creating {topic} failed (exit {code}):\n"
+                             + "\n".join(output.splitlines()[-20:]))
 
-    create("bench-p1", 1)
-    time.sleep(2)
-    memory["after_topic_rss_mib"] = broker.rss_mib()
-    create("bench-p8", 8)
-    create("bench-warmup", 1)
-    log(f"{broker.name}: memory {memory}")
+    def warm_up(self):
+        """Not reported: the broker's JIT (Kafka) and page cache see load before the rounds."""
+        self.produce("warmup", "bench-warmup", "1", self.cfg.warmup_records, record=False)
 
-    runs = {}
-    out["runs"] = runs
-
-    def measured(label, fn):
+    def measured(self, label, fn, record=True):
+        broker = self.broker
         if not broker.alive():
-            runs[label] = {"ok": False, "error": "broker not running", "broker_log_tail": broker.tail()}
+            result = {"ok": False, "error": "broker not running", "broker_log_tail": broker.tail()}
+            self.samples.setdefault(label, []).append(result)
             return
         cpu_before = broker.cpu_seconds()
+        others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
-        profiler = start_profiler(broker, label) if cfg.perf and broker.name == "shale" else None
+        profiler = start_profiler(broker, label) if self.cfg.perf and broker.name == "shale" else None
         try:
             result = fn()
         finally:
@@ -503,6 +535,11 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
         cpu_after = broker.cpu_seconds()
         if cpu_before is not None and cpu_after is not None:
             result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
+        # The other broker idles meanwhile; what it costs is kept beside the run.
+        idle = [after - before for before, after in zip(others_before, (o.cpu_seconds() for o in self.others))
+                if before is not None and after is not None]
+        if idle:
+            result["other_broker_idle_cpu_s"] = round(sum(idle), 2)
         result["broker_rss_mib_after"] = broker.rss_mib()
         # Other work on the 2-core machine moves every figure: keep the load beside each run.
         result["loadavg_1m_after"] = load_average()
@@ -510,14 +547,17 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
             result["ok"] = False
             result["error"] = f"broker exited with code {broker.proc.returncode}"
             result["broker_log_tail"] = broker.tail()
-        runs[label] = result
-        summary = {k: result.get(k) for k in ("ok", "mb_per_s", "records_per_s", "fetch_mb_per_s", "broker_cpu_s", "wall_s",
-                                              "loadavg_1m_after")}
+        summary = {k: result.get(k) for k in ("ok", "mb_per_s", "fetch_mb_per_s", "broker_cpu_s", "client_cpu_s",
+                                              "wall_s", "loadavg_1m_after")}
         log(f"{broker.name}: {label} {summary}")
+        if record:
+            self.samples.setdefault(label, []).append(result)
 
-    def produce(label, topic, acks, records):
+    def produce(self, label, topic, acks, records, record=True):
+        broker, cfg, tools = self.broker, self.cfg, self.tools
+
         def go():
-            code, output = tools.run(
+            code, output, client_cpu = tools.run(
                 f"{broker.name}-{label}", "org.apache.kafka.tools.ProducerPerformance",
                 ["--topic", topic, "--num-records", str(records), "--record-size", "1024",
                  "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", f"acks={acks}"],
@@ -526,17 +566,17 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
             parsed = parse_producer(output)
             errors = error_lines(output)
             ok = code == 0 and parsed is not None and parsed["records"] == records and not errors
-            result = {"ok": ok, "exit_code": code, "errors": errors, **(parsed or {})}
+            result = {"ok": ok, "exit_code": code, "errors": errors, "client_cpu_s": client_cpu, **(parsed or {})}
             if code is None:
                 result["error"] = f"timed out after {cfg.tool_timeout_s}s"
             return result
-        measured(label, go)
+        self.measured(label, go, record)
 
-    def end_offsets_total(topic):
+    def end_offsets_total(self, topic):
         """Records in the topic (sum of log-end offsets), so a short produce run cannot stall the consumer."""
-        code, output = tools.run(
-            f"{broker.name}-offsets-{topic}", "org.apache.kafka.tools.GetOffsetShell",
-            ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--time", "-1"], timeout_s=60,
+        code, output, _ = self.tools.run(
+            f"{self.broker.name}-offsets-{topic}", "org.apache.kafka.tools.GetOffsetShell",
+            ["--bootstrap-server", self.broker.bootstrap, "--topic", topic, "--time", "-1"], timeout_s=60,
         )
         total = 0
         found = False
@@ -547,45 +587,81 @@ def bench_broker(broker: Broker, tools: Tools, cfg, out: dict):
                 found = True
         return total if code == 0 and found else None
 
-    def consume(label, topic, wanted):
-        records = end_offsets_total(topic) if broker.alive() else None
-        if records is None:
-            records = wanted
-        elif records < wanted:
+    def consume(self, label, topic, wanted):
+        broker, cfg, tools = self.broker, self.cfg, self.tools
+        held = self.end_offsets_total(topic) if broker.alive() else None
+        records = wanted if held is None else min(held, wanted)
+        if records < wanted:
             log(f"{broker.name}: {topic} holds {records} records, not {wanted}; consuming {records}")
 
         def go():
-            code, output = tools.run(
+            code, output, client_cpu = tools.run(
                 f"{broker.name}-{label}", "org.apache.kafka.tools.ConsumerPerformance",
                 ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--num-records", str(records),
-                 "--timeout", "30000", "--group", f"bench-{label}-{int(time.time())}"],
+                 "--timeout", "30000", "--group", f"bench-{label}-{time.time_ns()}"],
                 timeout_s=cfg.tool_timeout_s,
             )
             parsed = parse_consumer(output)
             errors = error_lines(output)
             ok = code == 0 and parsed is not None and parsed["records"] >= records and not errors
-            result = {"ok": ok, "exit_code": code, "errors": errors, "records_wanted": records, **(parsed or {})}
+            result = {"ok": ok, "exit_code": code, "errors": errors, "records_wanted": records,
+                      "client_cpu_s": client_cpu, **(parsed or {})}
             if records < wanted:
                 result["note"] = f"topic held {records} of the {wanted} records produced into it"
             if code is None:
                 result["error"] = f"timed out after {cfg.tool_timeout_s}s"
             return result
-        measured(label, go)
+        self.measured(label, go)
 
-    n = cfg.records
-    produce("warmup", "bench-warmup", "1", cfg.warmup_records)
-    for partitions in (1, 8):
-        topic = f"bench-p{partitions}"
-        produce(f"produce-p{partitions}-acks1", topic, "1", n)
-        produce(f"produce-p{partitions}-acksall", topic, "all", n)
-    for partitions in (1, 8):
-        consume(f"consume-p{partitions}", f"bench-p{partitions}", 2 * n)
+    def load_run(self, label):
+        """One round of one load run (see RUNS)."""
+        n = self.cfg.records
+        if label.startswith("produce-"):
+            _, partitions, acks = label.split("-")
+            self.produce(label, f"bench-{partitions}", "1" if acks == "acks1" else "all", n)
+        else:
+            partitions = label.split("-")[1]
+            # Every round reads the first two produce runs' worth back, with a new group.
+            self.consume(label, f"bench-{partitions}", 2 * n)
 
-    memory["peak_rss_mib"] = broker.hwm_mib()
-    memory["final_rss_mib"] = broker.rss_mib()
-    out["broker_alive_at_end"] = broker.alive()
-    out["broker_cpu_s_total"] = broker.cpu_seconds()
-    out["broker_error_lines"] = error_lines(broker.log_path.read_text(errors="replace"), limit=30)
+    def summarize(self):
+        """The median round of every load run becomes its reported figure."""
+        runs = self.out["runs"]
+        for label, samples in self.samples.items():
+            runs[label] = median_run(samples)
+
+    def finish(self):
+        broker, out = self.broker, self.out
+        out.setdefault("memory", {})
+        out["memory"]["peak_rss_mib"] = broker.hwm_mib()
+        out["memory"]["final_rss_mib"] = broker.rss_mib()
+        out["broker_alive_at_end"] = broker.alive()
+        out["broker_cpu_s_total"] = broker.cpu_seconds()
+        out["broker_error_lines"] = error_lines(broker.log_path.read_text(errors="replace"), limit=30)
+
+
+RUNS = ("produce-p1-acks1", "produce-p1-acksall", "produce-p8-acks1", "produce-p8-acksall", "consume-p1", "consume-p8")
+
+
+def median_run(samples):
+    """The round with the median throughput (a failed round counts as the lowest), with every
+    round's throughput beside it; failed rounds make the figure flawed."""
+    key = "fetch_mb_per_s" if any("fetch_mb_per_s" in s for s in samples) else "mb_per_s"
+
+    def value(sample):
+        return sample.get(key) if sample.get("ok") and sample.get(key) is not None else float("-inf")
+
+    ordered = sorted(samples, key=value)
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["rounds"] = len(samples)
+    chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("mb_per_s", "fetch_mb_per_s", "broker_cpu_s",
+                                                                       "client_cpu_s", "wall_s")
+                              if any(k in s for s in samples)}
+    if not all(s.get("ok") for s in samples):
+        chosen["ok"] = False
+        chosen.setdefault("error", "a round failed: " + "; ".join(
+            str(s.get("error") or "client errors") for s in samples if not s.get("ok")))
+    return chosen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,9 +771,25 @@ def table(result) -> str:
             for key, name in (("latency_avg_ms", "avg"), ("latency_p99_ms", "p99")):
                 info.append(f"| Produce {partitions}p {acks_name} latency {name} (ms) | "
                             f"{fmt_num(run_value(result, 'shale', run, key))} | {fmt_num(run_value(result, 'kafka', run, key))} |")
-    for run in ("produce-p1-acks1", "produce-p1-acksall", "produce-p8-acks1", "produce-p8-acksall", "consume-p1", "consume-p8"):
+    for run in RUNS:
         info.append(f"| Broker CPU seconds, {run} | {fmt_num(get(result, 'brokers', 'shale', 'runs', run, 'broker_cpu_s'), 2)}"
                     f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'broker_cpu_s'), 2)} |")
+    for run in RUNS:
+        info.append(f"| Client JVM CPU seconds, {run} | {fmt_num(get(result, 'brokers', 'shale', 'runs', run, 'client_cpu_s'), 2)}"
+                    f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'client_cpu_s'), 2)} |")
+    for run in RUNS:
+        key = "fetch_mb_per_s" if run.startswith("consume") else "mb_per_s"
+        cells = []
+        for name in ("shale", "kafka"):
+            values = get(result, "brokers", name, "runs", run, "round_values", key) or []
+            cells.append(" / ".join(fmt_num(v) for v in values) or "n/a")
+        info.append(f"| Every round, {run} ({'fetch ' if key.startswith('fetch') else ''}MB/s) | {cells[0]} | {cells[1]} |")
+    for name, other in (("shale", "Kafka"), ("kafka", "Shale")):
+        idle = [get(result, "brokers", name, "runs", run, "other_broker_idle_cpu_s") for run in RUNS]
+        idle = [v for v in idle if v is not None]
+        if idle:
+            info.append(f"| Idle {other} broker's CPU seconds during {name.capitalize()}'s median runs (sum) | "
+                        f"{fmt_num(sum(idle), 2) if name == 'shale' else '-'} | {fmt_num(sum(idle), 2) if name == 'kafka' else '-'} |")
     return "\n".join(lines + info)
 
 
@@ -743,6 +835,8 @@ def main():
     parser.add_argument("--only", choices=["shale", "kafka"], help="benchmark one broker only")
     parser.add_argument("--perf", action="store_true", help="profile Shale with perf during every load run")
     parser.add_argument("--records", type=int, help="records per produce run (overrides the mode's default)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of every load run, alternating the brokers; the median is reported (default 3)")
     parser.add_argument("--render", type=Path, help="only print the table of an earlier results JSON")
     if "--render" in sys.argv:
         index = sys.argv.index("--render")
@@ -773,7 +867,7 @@ def main():
         "settings": {
             "records_per_produce_run": cfg.records, "record_size_bytes": 1024, "warmup_records": cfg.warmup_records,
             "records_per_consume_run": 2 * cfg.records, "idle_s": cfg.idle_s, "client_jvm": f"-Xmx{client_heap} -Xms{client_heap}",
-            "kafka_jvm": "-Xmx1g", "tool_timeout_s": cfg.tool_timeout_s,
+            "kafka_jvm": "-Xmx1g", "tool_timeout_s": cfg.tool_timeout_s, "rounds": cfg.repeat,
         },
         "machine": machine_facts(cfg.kafka_lib),
         "shale_git_commit": cfg.git_commit,
@@ -781,7 +875,6 @@ def main():
     }
 
     brokers = []
-    current = {"broker": None}
 
     def on_signal(signum, _frame):
         raise SystemExit(f"interrupted by signal {signum}")
@@ -790,26 +883,40 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     tools = Tools(cfg.kafka_lib, logs, workroot, client_heap)
     failures = []
+    sessions = []
     try:
         order = [("shale", lambda: ShaleBroker(workroot, logs, cfg.shale_bin)),
                  ("kafka", lambda: KafkaBroker(workroot, logs, cfg.kafka_lib, cfg.kafka_version))]
+        # Both brokers start (one after the other, so each start-up is timed alone) and stay up:
+        # the load runs then alternate between them.
         for name, make in order:
             if cfg.only and cfg.only != name:
                 continue
-            out = {}
-            result["brokers"][name] = out
             broker = make()
-            current["broker"] = broker
             brokers.append(broker)
+            session = Session(broker, tools, cfg)
+            result["brokers"][name] = session.out
             try:
-                bench_broker(broker, tools, cfg, out)
+                session.setup()
+                sessions.append(session)
             except BenchError as err:
                 log(f"{name}: FAILED: {err}")
-                out["error"] = str(err)
+                session.out["error"] = str(err)
                 failures.append(f"{name}: {err}")
-            finally:
                 broker.stop()
-                current["broker"] = None
+        for session in sessions:
+            session.others = [other.broker for other in sessions if other is not session]
+            session.warm_up()
+        for round_index in range(cfg.repeat):
+            log(f"round {round_index + 1} of {cfg.repeat}")
+            for run in RUNS:
+                # Who goes first alternates between rounds.
+                turn = sessions if round_index % 2 == 0 else list(reversed(sessions))
+                for session in turn:
+                    session.load_run(run)
+        for session in sessions:
+            session.summarize()
+            session.finish()
     finally:
         for broker in brokers:
             broker.stop()
@@ -837,6 +944,7 @@ def main():
           f"{get(result, 'brokers', 'kafka', 'version') or 'n/a'} (KRaft combined single node, -Xmx1g).")
     print(f"Load: Kafka's ProducerPerformance / ConsumerPerformance, {cfg.records:,} records of 1 KiB per produce run "
           f"(acks=1 then acks=all into the same topic), {2 * cfg.records:,} per consume run; client JVM -Xmx{client_heap}.")
+    print(f"Rounds: {cfg.repeat}, alternating the brokers (both stay up); every figure is the median round.")
     print()
     print(result["markdown"])
     print()
