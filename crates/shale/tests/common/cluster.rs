@@ -101,6 +101,21 @@ impl Cluster {
     }
 
     pub fn start(roles: Vec<(i32, Role)>, formatting: Formatting) -> Cluster {
+        Cluster::start_with(roles, formatting, &[])
+    }
+
+    /// Three (or `size`) combined nodes whose every start, the first included, has the
+    /// `key=value` `overrides`.
+    pub fn combined_with(size: i32, overrides: &[&str]) -> Cluster {
+        let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_with(roles, Formatting::Command, overrides)
+    }
+
+    pub fn start_with(
+        roles: Vec<(i32, Role)>,
+        formatting: Formatting,
+        overrides: &[&str],
+    ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
         for (id, role) in roles {
@@ -136,7 +151,7 @@ impl Cluster {
             voters,
             nodes,
             formatting,
-            overrides: Vec::new(),
+            overrides: overrides.iter().map(|o| o.to_string()).collect(),
         };
         if formatting == Formatting::Command {
             let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
