@@ -419,6 +419,28 @@ def parse_consumer(output: str):
     return None
 
 
+# Client-wide metrics (--client-metrics) that say how the client spent its time: request
+# sizes and rates, time waiting on the network, time records waited in the producer.
+CLIENT_METRICS = (
+    "batch-size-avg", "records-per-request-avg", "request-size-avg", "request-latency-avg", "request-rate",
+    "record-queue-time-avg", "io-wait-ratio", "io-ratio", "select-rate", "fetch-size-avg", "fetch-latency-avg",
+    "fetch-rate",
+)
+METRIC_LINE = re.compile(r"^[\w-]+:([\w-]+):\{client-id=[^,}]+\}\s*:\s*([-\d.E]+)\s*$")
+
+
+def parse_client_metrics(output: str):
+    found = {}
+    for line in output.splitlines():
+        match = METRIC_LINE.match(line.strip())
+        if match and match.group(1) in CLIENT_METRICS:
+            try:
+                found[match.group(1)] = round(float(match.group(2)), 3)
+            except ValueError:
+                pass
+    return found
+
+
 ERROR_LINE = re.compile(r"(Exception|ERROR|Error:|WARNING: Exiting)")
 
 
@@ -560,13 +582,16 @@ class Session:
             code, output, client_cpu = tools.run(
                 f"{broker.name}-{label}", "org.apache.kafka.tools.ProducerPerformance",
                 ["--topic", topic, "--num-records", str(records), "--record-size", "1024",
-                 "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", f"acks={acks}"],
+                 "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", f"acks={acks}",
+                 *(["--print-metrics"] if cfg.client_metrics else [])],
                 timeout_s=cfg.tool_timeout_s,
             )
             parsed = parse_producer(output)
             errors = error_lines(output)
             ok = code == 0 and parsed is not None and parsed["records"] == records and not errors
             result = {"ok": ok, "exit_code": code, "errors": errors, "client_cpu_s": client_cpu, **(parsed or {})}
+            if cfg.client_metrics:
+                result["client_metrics"] = parse_client_metrics(output)
             if code is None:
                 result["error"] = f"timed out after {cfg.tool_timeout_s}s"
             return result
@@ -598,7 +623,8 @@ class Session:
             code, output, client_cpu = tools.run(
                 f"{broker.name}-{label}", "org.apache.kafka.tools.ConsumerPerformance",
                 ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--num-records", str(records),
-                 "--timeout", "30000", "--group", f"bench-{label}-{time.time_ns()}"],
+                 "--timeout", "30000", "--group", f"bench-{label}-{time.time_ns()}",
+                 *(["--print-metrics"] if cfg.client_metrics else [])],
                 timeout_s=cfg.tool_timeout_s,
             )
             parsed = parse_consumer(output)
@@ -606,6 +632,8 @@ class Session:
             ok = code == 0 and parsed is not None and parsed["records"] >= records and not errors
             result = {"ok": ok, "exit_code": code, "errors": errors, "records_wanted": records,
                       "client_cpu_s": client_cpu, **(parsed or {})}
+            if cfg.client_metrics:
+                result["client_metrics"] = parse_client_metrics(output)
             if records < wanted:
                 result["note"] = f"topic held {records} of the {wanted} records produced into it"
             if code is None:
@@ -784,6 +812,13 @@ def table(result) -> str:
             values = get(result, "brokers", name, "runs", run, "round_values", key) or []
             cells.append(" / ".join(fmt_num(v) for v in values) or "n/a")
         info.append(f"| Every round, {run} ({'fetch ' if key.startswith('fetch') else ''}MB/s) | {cells[0]} | {cells[1]} |")
+    shown = {"produce": ("records-per-request-avg", "request-latency-avg", "record-queue-time-avg", "io-wait-ratio"),
+             "consume": ("fetch-size-avg", "fetch-latency-avg", "io-wait-ratio")}
+    for run in RUNS:
+        for metric in shown[run.split("-")[0]]:
+            values = [get(result, "brokers", name, "runs", run, "client_metrics", metric) for name in ("shale", "kafka")]
+            if any(v is not None for v in values):
+                info.append(f"| Client {metric}, {run} | {fmt_num(values[0], 3)} | {fmt_num(values[1], 3)} |")
     for name, other in (("shale", "Kafka"), ("kafka", "Shale")):
         idle = [get(result, "brokers", name, "runs", run, "other_broker_idle_cpu_s") for run in RUNS]
         idle = [v for v in idle if v is not None]
@@ -835,6 +870,8 @@ def main():
     parser.add_argument("--only", choices=["shale", "kafka"], help="benchmark one broker only")
     parser.add_argument("--perf", action="store_true", help="profile Shale with perf during every load run")
     parser.add_argument("--records", type=int, help="records per produce run (overrides the mode's default)")
+    parser.add_argument("--client-metrics", action="store_true",
+                        help="run the load tools with --print-metrics and keep their request/wait metrics in the JSON")
     parser.add_argument("--repeat", type=int, default=3,
                         help="rounds of every load run, alternating the brokers; the median is reported (default 3)")
     parser.add_argument("--render", type=Path, help="only print the table of an earlier results JSON")
