@@ -10,7 +10,12 @@
 //!
 //! Every node also registers its own broker, unfences it and heartbeats every
 //! `broker.heartbeat.interval.ms`; on the active controller the same loop ticks the controller
-//! so silent brokers are fenced after `broker.session.timeout.ms`.
+//! so silent brokers are fenced after `broker.session.timeout.ms`. A dead broker is usually
+//! fenced much sooner: its heartbeats run on a long-lived session link to the active
+//! controller, which fences it when that link closes without a goodbye (see `forward`), and a
+//! voter that becomes the active controller probes the ports of the brokers not linked to it
+//! (`probe_departed_on_activation`), so a broker that died with the previous controller is
+//! fenced too. Its restarted process then registers at once.
 //!
 //! [`QuorumMode`] picks the log: a single node on local files (the default), or a voter or an
 //! observer of a Raft quorum ([`crate::RaftQuorumLog`]). With a quorum only the leader's
@@ -878,7 +883,9 @@ impl MetadataNode {
                     );
                 }
                 // The registration of this broker before a crash is alive until its session
-                // expires (broker.session.timeout.ms); Kafka's brokers retry until then.
+                // expires (broker.session.timeout.ms) unless the controller saw the old process
+                // go (its link closed, or a probe found its port closed); Kafka's brokers retry
+                // until then.
                 Err(MetadataError::DuplicateBrokerRegistration(reason)) => {
                     tracing::info!(
                         node_id = config.node_id,
