@@ -205,6 +205,12 @@ struct Inner {
     /// How long a controlled shutdown waits for the controller: by then the broker's session
     /// has expired anyway (and the last voter of a quorum has nobody to ask).
     controlled_shutdown_timeout: Duration,
+    /// Held by the heartbeat loop while it heartbeats, and by the controlled shutdown: a
+    /// plain heartbeat answered after the controlled shutdown would unfence the leaving
+    /// broker again (Kafka's broker sends none after it asked to shut down).
+    heartbeat_turn: tokio::sync::Mutex<()>,
+    /// Set once the controlled shutdown began: the heartbeat loop no longer heartbeats.
+    leaving: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -521,8 +527,11 @@ async fn heartbeat_loop(inner: Weak<Inner>) {
         let node = MetadataNode { inner };
         let beat = async {
             if node.inner.registers_broker {
-                if let Err(err) = node.heartbeat(false).await {
-                    tracing::warn!(%err, "local broker heartbeat failed");
+                let _turn = node.inner.heartbeat_turn.lock().await;
+                if !node.inner.leaving.load(Ordering::SeqCst) {
+                    if let Err(err) = node.heartbeat(false).await {
+                        tracing::warn!(%err, "local broker heartbeat failed");
+                    }
                 }
             }
             // Only the active controller fences brokers; its own image tells it who they are.
@@ -850,6 +859,8 @@ impl MetadataNode {
                 broker_epoch: AtomicI64::new(-1),
                 registers_broker: config.register_broker,
                 heartbeat_interval,
+                heartbeat_turn: tokio::sync::Mutex::new(()),
+                leaving: std::sync::atomic::AtomicBool::new(false),
                 controlled_shutdown_timeout: Duration::from_millis(
                     config.controller.broker_session_timeout_ms.max(1) as u64,
                 ),
@@ -1191,7 +1202,13 @@ impl MetadataNode {
         }
         if self.inner.registers_broker {
             let timeout = self.inner.controlled_shutdown_timeout;
-            match tokio::time::timeout(timeout, self.heartbeat(true)).await {
+            let controlled_shutdown = async {
+                self.inner.leaving.store(true, Ordering::SeqCst);
+                // Waits for a heartbeat in flight; none follows.
+                let _turn = self.inner.heartbeat_turn.lock().await;
+                self.heartbeat(true).await
+            };
+            match tokio::time::timeout(timeout, controlled_shutdown).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(err)) => {
                     tracing::warn!(%err, "controlled shutdown of the local broker failed")

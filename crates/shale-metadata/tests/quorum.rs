@@ -786,8 +786,9 @@ async fn a_cleanly_stopped_broker_restarts_and_is_unfenced() {
     let leaving = controller % 3 + 1;
     let node = cluster.nodes.remove(&leaving).unwrap();
     node.shutdown().await;
-    // The controlled shutdown fenced it and its link closed with a goodbye: the next
-    // incarnation registers at once and is unfenced.
+    // The controlled shutdown fenced it, no plain heartbeat from its heartbeat loop unfenced
+    // it again afterwards, and its link closed with a goodbye: the next incarnation registers
+    // at once (with a live old registration it would wait for the endless session).
     cluster.restart(&[leaving]).await;
     await_image(
         cluster.node(controller),
