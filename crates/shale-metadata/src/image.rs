@@ -18,6 +18,12 @@ use crate::records::{self, ConfigResource, Endpoint, FeatureRange, MetadataRecor
 /// Kafka's "no leader" marker.
 pub const NO_LEADER: i32 = -1;
 
+/// KIP-966's feature. Kafka 4.1+ finalises level 1 on a new cluster, so a cluster whose
+/// metadata holds no level for it runs with eligible leader replicas.
+pub const ELIGIBLE_LEADER_REPLICAS_FEATURE: &str = "eligible.leader.replicas.version";
+/// The level Shale supports and finalises by default.
+pub const ELIGIBLE_LEADER_REPLICAS_VERSION: i16 = 1;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerRegistration {
     pub broker_id: i32,
@@ -52,6 +58,25 @@ pub struct PartitionImage {
     pub partition_epoch: i32,
     pub adding_replicas: Vec<i32>,
     pub removing_replicas: Vec<i32>,
+    /// KIP-966: replicas that left the ISR while it was below `min.insync.replicas`; they
+    /// hold every committed record, so they may be elected. Disjoint from the ISR.
+    #[serde(default)]
+    pub eligible_leader_replicas: Vec<i32>,
+    /// KIP-966 (Kafka's balanced recovery): the leader the partition had when its ISR became
+    /// empty, electable once every replica was offline.
+    #[serde(default)]
+    pub last_known_elr: Vec<i32>,
+}
+
+/// The fields a partition change sets (`None`: unchanged).
+struct PartitionDelta<'a> {
+    leader: Option<i32>,
+    isr: Option<&'a Vec<i32>>,
+    replicas: Option<&'a Vec<i32>>,
+    adding_replicas: Option<&'a Vec<i32>>,
+    removing_replicas: Option<&'a Vec<i32>>,
+    eligible_leader_replicas: Option<&'a Vec<i32>>,
+    last_known_elr: Option<&'a Vec<i32>>,
 }
 
 impl PartitionImage {
@@ -308,6 +333,13 @@ impl MetadataImage {
         }
     }
 
+    /// Whether KIP-966's eligible leader replicas (and strict min ISR) are on.
+    pub fn elr_enabled(&self) -> bool {
+        self.feature_level(ELIGIBLE_LEADER_REPLICAS_FEATURE)
+            .unwrap_or(ELIGIBLE_LEADER_REPLICAS_VERSION)
+            >= 1
+    }
+
     pub fn feature_level(&self, name: &str) -> Option<i16> {
         self.features.get(name).copied()
     }
@@ -368,6 +400,44 @@ impl MetadataImage {
         }
         next.offset = offset;
         next
+    }
+
+    fn put_partition(&mut self, topic_id: Uuid, partition: PartitionImage) {
+        if let Some(topic) = self.topics.get_mut(&topic_id) {
+            Arc::make_mut(topic)
+                .partitions
+                .insert(partition.partition, partition);
+        }
+    }
+
+    /// A partition change bumps the partition epoch always, the leader epoch whenever a
+    /// leader is named.
+    fn change_partition(&mut self, topic_id: Uuid, partition: i32, delta: &PartitionDelta<'_>) {
+        let Some(topic) = self.topics.get_mut(&topic_id) else {
+            return;
+        };
+        let Some(p) = Arc::make_mut(topic).partitions.get_mut(&partition) else {
+            return;
+        };
+        if let Some(leader) = delta.leader {
+            p.leader = leader;
+            p.leader_epoch += 1;
+        }
+        let set = |field: &mut Vec<i32>, value: Option<&Vec<i32>>| {
+            if let Some(v) = value {
+                field.clone_from(v);
+            }
+        };
+        set(&mut p.isr, delta.isr);
+        set(&mut p.replicas, delta.replicas);
+        set(&mut p.adding_replicas, delta.adding_replicas);
+        set(&mut p.removing_replicas, delta.removing_replicas);
+        set(
+            &mut p.eligible_leader_replicas,
+            delta.eligible_leader_replicas,
+        );
+        set(&mut p.last_known_elr, delta.last_known_elr);
+        p.partition_epoch += 1;
     }
 
     /// Applies one record in place. Records that refer to state which does not exist are
@@ -446,23 +516,48 @@ impl MetadataImage {
                 partition_epoch,
                 adding_replicas,
                 removing_replicas,
-            } => {
-                if let Some(topic) = self.topics.get_mut(topic_id) {
-                    Arc::make_mut(topic).partitions.insert(
-                        *partition,
-                        PartitionImage {
-                            partition: *partition,
-                            replicas: replicas.clone(),
-                            isr: isr.clone(),
-                            leader: *leader,
-                            leader_epoch: *leader_epoch,
-                            partition_epoch: *partition_epoch,
-                            adding_replicas: adding_replicas.clone(),
-                            removing_replicas: removing_replicas.clone(),
-                        },
-                    );
-                }
-            }
+            } => self.put_partition(
+                *topic_id,
+                PartitionImage {
+                    partition: *partition,
+                    replicas: replicas.clone(),
+                    isr: isr.clone(),
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    partition_epoch: *partition_epoch,
+                    adding_replicas: adding_replicas.clone(),
+                    removing_replicas: removing_replicas.clone(),
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
+                },
+            ),
+            MetadataRecord::PartitionWithElr {
+                topic_id,
+                partition,
+                replicas,
+                isr,
+                leader,
+                leader_epoch,
+                partition_epoch,
+                adding_replicas,
+                removing_replicas,
+                eligible_leader_replicas,
+                last_known_elr,
+            } => self.put_partition(
+                *topic_id,
+                PartitionImage {
+                    partition: *partition,
+                    replicas: replicas.clone(),
+                    isr: isr.clone(),
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    partition_epoch: *partition_epoch,
+                    adding_replicas: adding_replicas.clone(),
+                    removing_replicas: removing_replicas.clone(),
+                    eligible_leader_replicas: eligible_leader_replicas.clone(),
+                    last_known_elr: last_known_elr.clone(),
+                },
+            ),
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -471,31 +566,42 @@ impl MetadataImage {
                 replicas,
                 adding_replicas,
                 removing_replicas,
-            } => {
-                let Some(topic) = self.topics.get_mut(topic_id) else {
-                    return;
-                };
-                let Some(p) = Arc::make_mut(topic).partitions.get_mut(partition) else {
-                    return;
-                };
-                if let Some(leader) = leader {
-                    p.leader = *leader;
-                    p.leader_epoch += 1;
-                }
-                if let Some(isr) = isr {
-                    p.isr = isr.clone();
-                }
-                if let Some(replicas) = replicas {
-                    p.replicas = replicas.clone();
-                }
-                if let Some(adding) = adding_replicas {
-                    p.adding_replicas = adding.clone();
-                }
-                if let Some(removing) = removing_replicas {
-                    p.removing_replicas = removing.clone();
-                }
-                p.partition_epoch += 1;
-            }
+            } => self.change_partition(
+                *topic_id,
+                *partition,
+                &PartitionDelta {
+                    leader: *leader,
+                    isr: isr.as_ref(),
+                    replicas: replicas.as_ref(),
+                    adding_replicas: adding_replicas.as_ref(),
+                    removing_replicas: removing_replicas.as_ref(),
+                    eligible_leader_replicas: None,
+                    last_known_elr: None,
+                },
+            ),
+            MetadataRecord::PartitionChangeWithElr {
+                topic_id,
+                partition,
+                leader,
+                isr,
+                replicas,
+                adding_replicas,
+                removing_replicas,
+                eligible_leader_replicas,
+                last_known_elr,
+            } => self.change_partition(
+                *topic_id,
+                *partition,
+                &PartitionDelta {
+                    leader: *leader,
+                    isr: isr.as_ref(),
+                    replicas: replicas.as_ref(),
+                    adding_replicas: adding_replicas.as_ref(),
+                    removing_replicas: removing_replicas.as_ref(),
+                    eligible_leader_replicas: eligible_leader_replicas.as_ref(),
+                    last_known_elr: last_known_elr.as_ref(),
+                },
+            ),
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(topic) = self.topics.remove(topic_id) {
                     self.topic_ids_by_name.remove(topic.name.as_str());
@@ -582,7 +688,8 @@ impl MetadataImage {
             }
             MetadataRecord::FeatureLevel { name, level } => {
                 let features = Arc::make_mut(&mut self.features);
-                if *level == 0 {
+                // A feature that is on when unset (KIP-966's) keeps an explicit 0: off.
+                if *level == 0 && name != ELIGIBLE_LEADER_REPLICAS_FEATURE {
                     features.remove(name);
                 } else {
                     features.insert(name.clone(), *level);
@@ -643,6 +750,22 @@ impl MetadataImage {
                 topic_id: topic.topic_id,
             });
             for p in topic.partitions.values() {
+                if !p.eligible_leader_replicas.is_empty() || !p.last_known_elr.is_empty() {
+                    out.push(MetadataRecord::PartitionWithElr {
+                        topic_id: topic.topic_id,
+                        partition: p.partition,
+                        replicas: p.replicas.clone(),
+                        isr: p.isr.clone(),
+                        leader: p.leader,
+                        leader_epoch: p.leader_epoch,
+                        partition_epoch: p.partition_epoch,
+                        adding_replicas: p.adding_replicas.clone(),
+                        removing_replicas: p.removing_replicas.clone(),
+                        eligible_leader_replicas: p.eligible_leader_replicas.clone(),
+                        last_known_elr: p.last_known_elr.clone(),
+                    });
+                    continue;
+                }
                 out.push(MetadataRecord::Partition {
                     topic_id: topic.topic_id,
                     partition: p.partition,
@@ -879,6 +1002,35 @@ mod tests {
         );
         assert!(image.topic("orders").is_none());
         assert!(image.topic_configs("orders").is_empty());
+    }
+
+    #[test]
+    fn elr_lists_survive_snapshots_and_old_partition_records_load_without_them() {
+        let image = sample_image();
+        let p = &image.topic("orders").unwrap().partitions[&0];
+        assert!(p.eligible_leader_replicas.is_empty() && p.last_known_elr.is_empty());
+        let changed = image.apply(
+            &MetadataRecord::PartitionChangeWithElr {
+                topic_id: Uuid::from_u128(42),
+                partition: 0,
+                leader: Some(NO_LEADER),
+                isr: Some(vec![]),
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+                eligible_leader_replicas: Some(vec![1]),
+                last_known_elr: Some(vec![1]),
+            },
+            4,
+        );
+        let p = &changed.topic("orders").unwrap().partitions[&0];
+        assert_eq!((p.leader_epoch, p.partition_epoch), (1, 1));
+        assert_eq!(
+            (p.eligible_leader_replicas.clone(), p.isr.clone()),
+            (vec![1], vec![])
+        );
+        let decoded = MetadataImage::decode_snapshot(&changed.encode_snapshot()).unwrap();
+        assert_eq!(decoded, changed);
     }
 
     #[test]

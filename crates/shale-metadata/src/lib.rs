@@ -42,7 +42,10 @@ pub use controller::{
     ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition,
 };
 pub use error::MetadataError;
-pub use image::{BrokerRegistration, MetadataImage, PartitionImage, TopicImage, NO_LEADER};
+pub use image::{
+    BrokerRegistration, MetadataImage, PartitionImage, TopicImage,
+    ELIGIBLE_LEADER_REPLICAS_FEATURE, ELIGIBLE_LEADER_REPLICAS_VERSION, NO_LEADER,
+};
 pub use local_log::LocalQuorumLog;
 pub use quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, ReplicaState};
 pub use raft_log::RaftQuorumLog;

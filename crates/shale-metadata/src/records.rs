@@ -195,6 +195,35 @@ pub enum MetadataRecord {
         level: i16,
     },
     NoOp,
+    /// `Partition` with KIP-966's eligible leader replicas and last known ELR. Written (in
+    /// snapshots) only when either list is non-empty, so images without ELR keep the
+    /// original layout.
+    PartitionWithElr {
+        topic_id: Uuid,
+        partition: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        adding_replicas: Vec<i32>,
+        removing_replicas: Vec<i32>,
+        eligible_leader_replicas: Vec<i32>,
+        last_known_elr: Vec<i32>,
+    },
+    /// `PartitionChange` that also sets KIP-966's lists (`None`: unchanged). Replayed as
+    /// `PartitionChange` is; written only when one of the lists changes.
+    PartitionChangeWithElr {
+        topic_id: Uuid,
+        partition: i32,
+        leader: Option<i32>,
+        isr: Option<Vec<i32>>,
+        replicas: Option<Vec<i32>>,
+        adding_replicas: Option<Vec<i32>>,
+        removing_replicas: Option<Vec<i32>>,
+        eligible_leader_replicas: Option<Vec<i32>>,
+        last_known_elr: Option<Vec<i32>>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -319,5 +348,68 @@ mod tests {
             2, 0, // level
         ];
         assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn entries_written_before_elr_still_decode_and_new_variants_are_appended() {
+        // A PartitionChange entry as written before KIP-966 (hand-built bytes): it must still
+        // decode to the same record.
+        let topic_id = Uuid::from_u128(7);
+        let mut old: Vec<u8> = vec![1, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        old.extend_from_slice(&7u32.to_le_bytes()); // variant index of PartitionChange
+        old.extend_from_slice(&16u64.to_le_bytes()); // uuid as bytes: length then bytes
+        old.extend_from_slice(topic_id.as_bytes());
+        old.extend_from_slice(&3i32.to_le_bytes()); // partition
+        old.extend_from_slice(&[1]); // leader: Some
+        old.extend_from_slice(&2i32.to_le_bytes());
+        old.extend_from_slice(&[1]); // isr: Some([2])
+        old.extend_from_slice(&1u64.to_le_bytes());
+        old.extend_from_slice(&2i32.to_le_bytes());
+        old.extend_from_slice(&[0, 0, 0]); // replicas, adding, removing: None
+        assert_eq!(
+            decode_entry(&old).unwrap(),
+            vec![MetadataRecord::PartitionChange {
+                topic_id,
+                partition: 3,
+                leader: Some(2),
+                isr: Some(vec![2]),
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+            }]
+        );
+        // The ELR variants come after every earlier one, so no earlier index moved.
+        let with_elr = encode_entry(&[
+            MetadataRecord::PartitionWithElr {
+                topic_id,
+                partition: 0,
+                replicas: vec![1, 2],
+                isr: vec![1],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+                adding_replicas: vec![],
+                removing_replicas: vec![],
+                eligible_leader_replicas: vec![2],
+                last_known_elr: vec![],
+            },
+            MetadataRecord::PartitionChangeWithElr {
+                topic_id,
+                partition: 0,
+                leader: None,
+                isr: None,
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+                eligible_leader_replicas: Some(vec![]),
+                last_known_elr: Some(vec![1]),
+            },
+        ]);
+        assert_eq!(with_elr[10..14], 18u32.to_le_bytes());
+        let decoded = decode_entry(&with_elr).unwrap();
+        assert!(matches!(
+            decoded[1],
+            MetadataRecord::PartitionChangeWithElr { .. }
+        ));
     }
 }

@@ -40,6 +40,24 @@ fn partitions_with_isr_member(image: &MetadataImage, broker: i32) -> Vec<(Uuid, 
         .collect()
 }
 
+/// Partitions whose ISR, leadership, ELR or last known leader names `broker`.
+fn partitions_naming(image: &MetadataImage, broker: i32) -> Vec<(Uuid, i32)> {
+    image
+        .topics()
+        .flat_map(|t| {
+            t.partitions
+                .values()
+                .filter(move |p| {
+                    p.isr.contains(&broker)
+                        || p.leader == broker
+                        || p.eligible_leader_replicas.contains(&broker)
+                        || p.last_known_elr.contains(&broker)
+                })
+                .map(move |p| (t.topic_id, p.partition))
+        })
+        .collect()
+}
+
 fn partitions_led_by(image: &MetadataImage, broker: i32) -> usize {
     image
         .topics()
@@ -58,10 +76,12 @@ fn not_registered(broker_id: i32) -> MetadataError {
 }
 
 impl Controller {
-    /// Takes `broker` out of every ISR it is in (unless it is the last member, which Kafka
-    /// keeps) and moves leadership it held to another eligible ISR member. The broker must
+    /// Takes `broker` out of every ISR it is in and moves leadership it held to another
+    /// eligible ISR member. With KIP-966 on, the last member leaves too (the ISR becomes
+    /// empty and it joins the ELR); without it Kafka keeps the last member. The broker must
     /// already be inactive in `batch.image`.
     fn remove_from_partitions(&self, batch: &mut Batch, broker: i32) {
+        let elr = batch.image.elr_enabled();
         for (topic_id, partition) in partitions_with_isr_member(&batch.image, broker) {
             let Some(current) = batch.image.partition(topic_id, partition) else {
                 continue;
@@ -72,7 +92,7 @@ impl Controller {
                 .copied()
                 .filter(|r| *r != broker)
                 .collect();
-            let isr = if shrunk.is_empty() {
+            let isr = if shrunk.is_empty() && !elr {
                 current.isr.clone()
             } else {
                 shrunk
@@ -91,12 +111,13 @@ impl Controller {
     }
 
     /// KIP-966: a broker back from an unclean shutdown may have lost an unflushed tail of
-    /// acknowledged records, so it leaves every ISR it is still in, even as the last member
-    /// (the partition then stays leaderless until another ISR member returns, or an unclean
-    /// election picks a replica). Electing it would make the other replicas truncate to its
-    /// shorter log. A partition whose only replica it is keeps it: no other copy exists.
+    /// acknowledged records, so it leaves every ISR and ELR it is still in, even as the last
+    /// member, and stops being a partition's last known leader (the partition then stays
+    /// leaderless until an ISR or ELR member returns, or an unclean election picks a
+    /// replica). Electing it would make the other replicas truncate to its shorter log. A
+    /// partition whose only replica it is keeps it: no other copy exists.
     fn remove_after_unclean_shutdown(&self, batch: &mut Batch, broker: i32) {
-        for (topic_id, partition) in partitions_with_isr_member(&batch.image, broker) {
+        for (topic_id, partition) in partitions_naming(&batch.image, broker) {
             let Some(current) = batch.image.partition(topic_id, partition) else {
                 continue;
             };
@@ -109,7 +130,7 @@ impl Controller {
                 .copied()
                 .filter(|r| *r != broker)
                 .collect();
-            self.change_partition(
+            self.change_partition_with(
                 batch,
                 topic_id,
                 partition,
@@ -118,6 +139,7 @@ impl Controller {
                     ..Default::default()
                 },
                 Election::Normal,
+                Some(broker),
             );
         }
     }

@@ -214,16 +214,21 @@ impl Controller {
     ) {
         let current = batch.image.configs(resource).clone();
         let mut unclean_touched = false;
+        let mut min_isr_touched = false;
         for (name, value) in changes {
             if current.get(&name) == value.as_ref() {
                 continue;
             }
             unclean_touched |= name == "unclean.leader.election.enable";
+            min_isr_touched |= name == "min.insync.replicas";
             batch.push(MetadataRecord::Config {
                 resource: resource.clone(),
                 name,
                 value,
             });
+        }
+        if min_isr_touched {
+            clear_elr(batch, resource);
         }
         if unclean_touched {
             self.elect_leaderless(batch, resource);
@@ -255,5 +260,39 @@ impl Controller {
                 Election::Normal,
             );
         }
+    }
+}
+
+/// KIP-966: the ELR was computed against the old `min.insync.replicas`, so a change for a
+/// topic clears that topic's ELR and last known ELR, and a change of the cluster default
+/// clears every partition's (as Kafka does; a single broker's value does not count).
+fn clear_elr(batch: &mut Batch, resource: &ConfigResource) {
+    let targets: Vec<(Uuid, i32)> = batch
+        .image
+        .topics()
+        .filter(|t| match resource {
+            ConfigResource::Topic(name) => &t.name == name,
+            ConfigResource::ClusterDefaultBroker => true,
+            ConfigResource::Broker(_) => false,
+        })
+        .flat_map(|t| {
+            t.partitions
+                .values()
+                .filter(|p| !p.eligible_leader_replicas.is_empty() || !p.last_known_elr.is_empty())
+                .map(move |p| (t.topic_id, p.partition))
+        })
+        .collect();
+    for (topic_id, partition) in targets {
+        batch.push(MetadataRecord::PartitionChangeWithElr {
+            topic_id,
+            partition,
+            leader: None,
+            isr: None,
+            replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
+            eligible_leader_replicas: Some(Vec::new()),
+            last_known_elr: Some(Vec::new()),
+        });
     }
 }

@@ -206,19 +206,21 @@ impl World {
                 }
             }
             _ => {
-                let value = if self.rng.below(2) == 0 {
-                    "true"
-                } else {
-                    "false"
+                // Half the time unclean election, half the time KIP-966's min ISR (which
+                // clears the topic's ELR).
+                let (config, value) = match self.rng.below(4) {
+                    0 => ("unclean.leader.election.enable", "true".to_string()),
+                    1 => ("unclean.leader.election.enable", "false".to_string()),
+                    _ => ("min.insync.replicas", (1 + self.rng.below(3)).to_string()),
                 };
                 let name = self.pick(TOPICS).unwrap_or("a").to_string();
                 self.handle(ControllerRequest::IncrementalAlterConfigs {
                     resources: vec![(
                         ConfigResource::Topic(name),
                         vec![AlterConfigOp {
-                            name: "unclean.leader.election.enable".into(),
+                            name: config.into(),
                             op: AlterConfigOpType::Set,
-                            value: Some(value.into()),
+                            value: Some(value),
                         }],
                     )],
                     validate_only: false,
@@ -237,7 +239,22 @@ impl World {
                 v.len() == l.len()
             };
             assert!(distinct(&p.replicas) && distinct(&p.isr), "{tp}");
-            // Only a broker back from an unclean shutdown empties an ISR (KIP-966), and an
+            // KIP-966: the ELR holds distinct replicas outside the ISR, only while the ISR is
+            // below min ISR; the last known ELR names at most the last leader.
+            let elr = &p.eligible_leader_replicas;
+            assert!(distinct(elr), "{tp}");
+            assert!(elr.iter().all(|r| p.replicas.contains(r)), "{tp}");
+            assert!(
+                elr.iter().all(|r| !p.isr.contains(r)),
+                "ELR and ISR overlap: {tp}"
+            );
+            if !elr.is_empty() {
+                let min_isr = partitions::min_insync_replicas(&self.image, &name, 1)
+                    .clamp(1, p.replicas.len() as i32);
+                assert!((p.isr.len() as i32) < min_isr, "ELR at min ISR: {tp}");
+            }
+            assert!(p.last_known_elr.len() <= 1, "{tp}");
+            // Fencing the last member (KIP-966) or an unclean shutdown empties an ISR, and an
             // empty ISR has no leader.
             assert!(!p.isr.is_empty() || p.leader == NO_LEADER, "{tp}");
             assert!(p.isr.iter().all(|r| p.replicas.contains(r)), "{tp}");
@@ -260,6 +277,10 @@ impl World {
                 assert!(
                     !p.isr.iter().any(|r| eligible(*r)),
                     "leaderless with an eligible ISR member: {tp}"
+                );
+                assert!(
+                    !p.isr.is_empty() || !elr.iter().any(|r| eligible(*r)),
+                    "leaderless with an eligible ELR member: {tp}"
                 );
             } else {
                 assert!(p.isr.contains(&p.leader), "{tp}");

@@ -59,15 +59,43 @@ pub(crate) fn unclean_allowed(image: &MetadataImage, topic: &str, default: bool)
         .map_or(default, |v| v.trim().eq_ignore_ascii_case("true"))
 }
 
+/// What an election may do beyond the ISR: Kafka's unclean setting and KIP-966's lists.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ElectionPolicy {
+    /// `unclean.leader.election.enable` for the topic.
+    pub unclean_enabled: bool,
+    /// KIP-966 on: the topic's `min.insync.replicas` (capped by the replication factor
+    /// below). `None`: no ELR, an ISR never becomes empty by this change's own rules.
+    pub elr_min_isr: Option<i32>,
+    /// A broker back from an unclean shutdown: it leaves the ELR and may not lead now.
+    pub unclean_shutdown: Option<i32>,
+}
+
+/// `min.insync.replicas` for a topic: topic override, cluster default, controller.
+pub(crate) fn min_insync_replicas(image: &MetadataImage, topic: &str, default: i32) -> i32 {
+    const NAME: &str = "min.insync.replicas";
+    image
+        .topic_configs(topic)
+        .get(NAME)
+        .or_else(|| {
+            image
+                .configs(&ConfigResource::ClusterDefaultBroker)
+                .get(NAME)
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 /// The record moving `current` to the state described by `spec` and `election`, or `None`
-/// when nothing changes.
+/// when nothing changes (Kafka's PartitionChangeBuilder, with its last-known-leader
+/// recovery).
 pub(crate) fn plan_change(
     image: &MetadataImage,
     topic_id: Uuid,
     current: &PartitionImage,
     spec: ChangeSpec,
     election: Election,
-    unclean_enabled: bool,
+    policy: ElectionPolicy,
 ) -> Option<MetadataRecord> {
     let mut isr = spec.isr.unwrap_or_else(|| current.isr.clone());
     let mut replicas = spec.replicas.unwrap_or_else(|| current.replicas.clone());
@@ -102,34 +130,105 @@ pub(crate) fn plan_change(
         }
     }
 
+    // KIP-966: while the ISR is below min ISR the high watermark cannot advance, so every
+    // replica that was in the ISR holds every committed record: it joins the ELR. Once the
+    // ISR is back at min ISR the ELR is no longer needed.
+    let elr_enabled = policy.elr_min_isr.is_some();
+    let mut elr: Vec<i32> = Vec::new();
+    if let Some(min_isr) = policy.elr_min_isr {
+        let min_isr = usize::try_from(min_isr.max(1))
+            .unwrap_or(1)
+            .min(replicas.len().max(1));
+        if isr.len() < min_isr {
+            elr = replicas
+                .iter()
+                .copied()
+                .filter(|r| current.eligible_leader_replicas.contains(r) || current.isr.contains(r))
+                .filter(|r| !isr.contains(r) && Some(*r) != policy.unclean_shutdown)
+                .collect();
+        }
+    }
+
+    let acceptable = |r: i32| is_active(image, r) && Some(r) != policy.unclean_shutdown;
+    let valid = |r: i32, isr: &[i32], elr: &[i32]| {
+        (isr.contains(&r) || (isr.is_empty() && elr.contains(&r))) && acceptable(r)
+    };
     let leader_may_stay = current.leader != NO_LEADER
-        && isr.contains(&current.leader)
         && replicas.contains(&current.leader)
-        && is_active(image, current.leader);
-    let eligible = |r: &i32| isr.contains(r) && is_active(image, *r);
-    let mut leader = current.leader;
+        && valid(current.leader, &isr, &elr);
+    let last_known_leader = match current.last_known_elr.as_slice() {
+        [r] if elr_enabled
+            && isr.is_empty()
+            && elr.is_empty()
+            && replicas.contains(r)
+            && acceptable(*r) =>
+        {
+            Some(*r)
+        }
+        _ => None,
+    };
+    // (leader, whether the choice is unclean: the ISR is then forced to the leader alone)
+    let mut choice = (current.leader, false);
     match election {
         Election::Preferred => {
             if let Some(&preferred) = replicas.first() {
-                if eligible(&preferred) {
-                    leader = preferred;
+                if valid(preferred, &isr, &elr) {
+                    choice = (preferred, false);
                 } else if !leader_may_stay {
-                    leader = replicas.iter().copied().find(eligible).unwrap_or(NO_LEADER);
+                    choice = match replicas.iter().copied().find(|r| valid(*r, &isr, &elr)) {
+                        Some(r) => (r, false),
+                        None => last_known_leader.map_or((NO_LEADER, false), |r| (r, true)),
+                    };
                 }
             }
         }
         Election::Normal | Election::Unclean => {
             if !leader_may_stay {
-                leader = replicas.iter().copied().find(eligible).unwrap_or(NO_LEADER);
-                let unclean = election == Election::Unclean || unclean_enabled;
-                if leader == NO_LEADER && unclean {
-                    if let Some(r) = replicas.iter().copied().find(|r| is_active(image, *r)) {
-                        leader = r;
-                        isr = vec![r];
-                    }
-                }
+                choice = match replicas.iter().copied().find(|r| valid(*r, &isr, &elr)) {
+                    Some(r) => (r, false),
+                    None => match last_known_leader {
+                        Some(r) => (r, true),
+                        None if election == Election::Unclean || policy.unclean_enabled => replicas
+                            .iter()
+                            .copied()
+                            .find(|r| acceptable(*r))
+                            .map_or((NO_LEADER, false), |r| (r, true)),
+                        None => (NO_LEADER, false),
+                    },
+                };
             }
         }
+    }
+    let (leader, unclean) = choice;
+    if leader != current.leader && leader != NO_LEADER {
+        if elr.contains(&leader) {
+            isr = vec![leader];
+            elr.retain(|r| *r != leader);
+        } else if unclean {
+            isr = vec![leader];
+        }
+    }
+    if unclean || !elr_enabled {
+        elr.clear();
+    }
+
+    // Kafka's last known leader: set when the ISR first becomes empty, dropped once the
+    // partition has a leader again. A replica back from an unclean shutdown is not kept as
+    // one: electing it would make the others truncate to its shortened log.
+    let mut last_known_elr = current.last_known_elr.clone();
+    if elr_enabled {
+        if isr.is_empty()
+            && !current.isr.is_empty()
+            && current.leader != NO_LEADER
+            && last_known_elr != [current.leader]
+        {
+            last_known_elr = vec![current.leader];
+        } else if leader != NO_LEADER {
+            last_known_elr.clear();
+        }
+    }
+    if let Some(gone) = policy.unclean_shutdown {
+        last_known_elr.retain(|r| *r != gone);
     }
 
     let leader_changed = leader != current.leader;
@@ -137,20 +236,47 @@ pub(crate) fn plan_change(
     let replicas_changed = replicas != current.replicas;
     let adding_changed = adding != current.adding_replicas;
     let removing_changed = removing != current.removing_replicas;
-    if !(leader_changed || isr_changed || replicas_changed || adding_changed || removing_changed) {
+    let elr_changed = elr != current.eligible_leader_replicas;
+    let last_known_elr_changed = last_known_elr != current.last_known_elr;
+    if !(leader_changed
+        || isr_changed
+        || replicas_changed
+        || adding_changed
+        || removing_changed
+        || elr_changed
+        || last_known_elr_changed)
+    {
         return None;
     }
     // Dropping a replica bumps the leader epoch even when the leader stays, so the removed
     // replica's fetches are fenced.
     let replica_dropped = !current.replicas.iter().all(|r| replicas.contains(r));
-    Some(MetadataRecord::PartitionChange {
+    let leader = (leader_changed || replica_dropped).then_some(leader);
+    let isr = isr_changed.then_some(isr);
+    let replicas = replicas_changed.then_some(replicas);
+    let adding_replicas = adding_changed.then_some(adding);
+    let removing_replicas = removing_changed.then_some(removing);
+    if !(elr_changed || last_known_elr_changed) {
+        return Some(MetadataRecord::PartitionChange {
+            topic_id,
+            partition: current.partition,
+            leader,
+            isr,
+            replicas,
+            adding_replicas,
+            removing_replicas,
+        });
+    }
+    Some(MetadataRecord::PartitionChangeWithElr {
         topic_id,
         partition: current.partition,
-        leader: (leader_changed || replica_dropped).then_some(leader),
-        isr: isr_changed.then_some(isr),
-        replicas: replicas_changed.then_some(replicas),
-        adding_replicas: adding_changed.then_some(adding),
-        removing_replicas: removing_changed.then_some(removing),
+        leader,
+        isr,
+        replicas,
+        adding_replicas,
+        removing_replicas,
+        eligible_leader_replicas: elr_changed.then_some(elr),
+        last_known_elr: last_known_elr_changed.then_some(last_known_elr),
     })
 }
 
@@ -169,18 +295,38 @@ impl Controller {
         spec: ChangeSpec,
         election: Election,
     ) -> bool {
+        self.change_partition_with(batch, topic_id, partition, spec, election, None)
+    }
+
+    /// [`Self::change_partition`] for a broker back from an unclean shutdown
+    /// (`unclean_shutdown`): it leaves the ELR and may not be elected by this change.
+    pub(crate) fn change_partition_with(
+        &self,
+        batch: &mut Batch,
+        topic_id: Uuid,
+        partition: i32,
+        spec: ChangeSpec,
+        election: Election,
+        unclean_shutdown: Option<i32>,
+    ) -> bool {
         let Some(topic) = batch.image.topic_by_id(topic_id) else {
             return false;
         };
         let Some(current) = topic.partitions.get(&partition) else {
             return false;
         };
-        let unclean = unclean_allowed(
-            &batch.image,
-            &topic.name,
-            self.config.unclean_leader_election_enable,
-        );
-        match plan_change(&batch.image, topic_id, current, spec, election, unclean) {
+        let policy = ElectionPolicy {
+            unclean_enabled: unclean_allowed(
+                &batch.image,
+                &topic.name,
+                self.config.unclean_leader_election_enable,
+            ),
+            elr_min_isr: batch.image.elr_enabled().then(|| {
+                min_insync_replicas(&batch.image, &topic.name, self.config.min_insync_replicas)
+            }),
+            unclean_shutdown,
+        };
+        match plan_change(&batch.image, topic_id, current, spec, election, policy) {
             Some(record) => {
                 batch.push(record);
                 true

@@ -451,14 +451,20 @@ fn last_isr_member_fenced_leaves_partition_leaderless_until_unfenced() {
     h.brokers(&[1]);
     h.create_simple("t", 1, 1);
     h.heartbeat_with(1, true, false);
+    // KIP-966 (Kafka 4.1+): the last member leaves the ISR for the ELR.
     let p = h.partition("t", 0);
     assert_eq!(
         (p.leader, p.isr.clone(), p.leader_epoch),
-        (NO_LEADER, vec![1], 1)
+        (NO_LEADER, vec![], 1)
+    );
+    assert_eq!(
+        (p.eligible_leader_replicas, p.last_known_elr),
+        (vec![1], vec![1])
     );
     h.heartbeat(1);
     let p = h.partition("t", 0);
-    assert_eq!((p.leader, p.leader_epoch), (1, 2));
+    assert_eq!((p.leader, p.leader_epoch, p.isr.clone()), (1, 2, vec![1]));
+    assert!(p.eligible_leader_replicas.is_empty() && p.last_known_elr.is_empty());
 }
 
 #[test]
@@ -834,7 +840,8 @@ fn controlled_shutdown_moves_leaders_then_fences() {
     let p0 = h.partition("t", 0);
     assert_eq!((p0.leader, p0.isr), (2, vec![2]));
     let p1 = h.partition("u", 0);
-    assert_eq!((p1.leader, p1.isr), (NO_LEADER, vec![1]));
+    assert_eq!((p1.leader, p1.isr), (NO_LEADER, vec![]));
+    assert_eq!(p1.eligible_leader_replicas, vec![1]);
 }
 
 #[test]
@@ -1242,7 +1249,8 @@ fn auto_leader_rebalance_returns_leadership_to_preferred_replica() {
 }
 
 /// Brokers 1..=3 and topic "t" on replicas [1, 2, 3], then all three fenced in the order
-/// 2, 3, 1 (as after a power loss): broker 1 stays the last ISR member, leaderless.
+/// 2, 3, 1 (as after a power loss): broker 1 was the last ISR member and is now, with
+/// KIP-966, the partition's ELR and last known leader; the partition is leaderless.
 fn last_replica_standing(config: ControllerConfig) -> Harness {
     let mut h = Harness::new(config);
     h.brokers(&[1, 2, 3]);
@@ -1258,7 +1266,11 @@ fn last_replica_standing(config: ControllerConfig) -> Harness {
         h.heartbeat_with(id, true, false);
     }
     let p = h.partition("t", 0);
-    assert_eq!((p.leader, p.isr), (NO_LEADER, vec![1]));
+    assert_eq!((p.leader, p.isr), (NO_LEADER, vec![]));
+    assert_eq!(
+        (p.eligible_leader_replicas, p.last_known_elr),
+        (vec![1], vec![1])
+    );
     // The old sessions expire; the brokers come back as new incarnations.
     h.now_ms += 10_000;
     h
@@ -1270,6 +1282,8 @@ fn kip966_the_last_isr_member_back_from_an_unclean_shutdown_is_not_elected() {
     h.register_after(1, None, true);
     let p = h.partition("t", 0);
     assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![]));
+    // Neither eligible nor remembered as the last leader: its log may lack records.
+    assert!(p.eligible_leader_replicas.is_empty() && p.last_known_elr.is_empty());
     assert!(!h.heartbeat(1).is_fenced);
     // The other replicas left the ISR before it: none of them may lead either.
     for id in [2, 3] {
@@ -1295,7 +1309,7 @@ fn kip966_the_last_isr_member_back_from_an_unclean_shutdown_is_not_elected() {
 fn kip966_the_last_isr_member_back_from_a_clean_shutdown_leads_again() {
     let mut h = last_replica_standing(ControllerConfig::default());
     h.register_after(1, None, false);
-    assert_eq!(h.partition("t", 0).isr, vec![1]);
+    assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![1]);
     assert!(!h.heartbeat(1).is_fenced);
     let p = h.partition("t", 0);
     assert_eq!((p.leader, p.isr), (1, vec![1]));
@@ -1334,7 +1348,8 @@ fn kip966_a_sole_replica_keeps_leading_after_an_unclean_shutdown() {
     h.heartbeat_with(1, true, false);
     h.now_ms += 10_000;
     h.register_after(1, None, true);
-    assert_eq!(h.partition("t", 0).isr, vec![1]);
+    // Its only copy: it stays in the ELR (the ISR emptied when it was fenced).
+    assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![1]);
     h.heartbeat(1);
     assert_eq!(h.partition("t", 0).leader, 1);
 }
@@ -1445,4 +1460,237 @@ fn a_departed_broker_re_registers_at_once_and_its_old_epoch_stays_harmless() {
     // News of the old process's link arriving late does not fence the new one.
     assert!(!fence_departed(&mut h, 1, old_epoch));
     assert!(!h.image.broker(1).unwrap().fenced);
+}
+
+// KIP-966: eligible leader replicas (on by default, as on a new Kafka 4.1+ cluster).
+
+/// Brokers 1..=3, `min.insync.replicas=2`, topic "t" on [1, 2, 3] led by 1.
+fn elr_cluster() -> (Harness, Uuid) {
+    let mut h = Harness::new(ControllerConfig {
+        min_insync_replicas: 2,
+        ..ControllerConfig::default()
+    });
+    h.brokers(&[1, 2, 3]);
+    let topic_id = h
+        .create(CreatableTopic {
+            name: "t".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![1, 2, 3])],
+            configs: vec![],
+        })
+        .unwrap()
+        .topic_id;
+    (h, topic_id)
+}
+
+/// The leader proposes `isr` (AlterPartition) and the controller accepts it.
+fn shrink_to(h: &mut Harness, topic_id: Uuid, isr: &[i32]) {
+    let p = h.partition("t", 0);
+    let ControllerResponse::AlterPartition(r) = h.handle(ControllerRequest::AlterPartition {
+        broker_id: p.leader,
+        broker_epoch: h.epochs[&p.leader],
+        topic_id,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        new_isr: isr.to_vec(),
+        partition_epoch: p.partition_epoch,
+    }) else {
+        panic!("wrong response")
+    };
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(h.partition("t", 0).isr, isr);
+}
+
+fn set_min_isr(h: &mut Harness, resource: ConfigResource, value: &str) {
+    h.handle(ControllerRequest::IncrementalAlterConfigs {
+        resources: vec![(
+            resource,
+            vec![AlterConfigOp {
+                name: "min.insync.replicas".into(),
+                op: AlterConfigOpType::Set,
+                value: Some(value.into()),
+            }],
+        )],
+        validate_only: false,
+    });
+}
+
+#[test]
+fn elr_a_replica_leaving_an_isr_below_min_isr_joins_the_elr() {
+    let (mut h, topic_id) = elr_cluster();
+    // At min ISR the removed replica is not needed: the high watermark can advance without it.
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    assert!(h.partition("t", 0).eligible_leader_replicas.is_empty());
+    shrink_to(&mut h, topic_id, &[1]);
+    let p = h.partition("t", 0);
+    assert_eq!((p.eligible_leader_replicas, p.leader), (vec![2], 1));
+    assert!(p.last_known_elr.is_empty());
+}
+
+#[test]
+fn elr_is_emptied_when_the_isr_is_back_at_min_isr() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![2]);
+    shrink_to(&mut h, topic_id, &[1, 3]);
+    assert!(h.partition("t", 0).eligible_leader_replicas.is_empty());
+}
+
+#[test]
+fn elr_fencing_the_last_isr_member_empties_the_isr_into_the_elr() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    h.heartbeat_with(2, true, false);
+    h.heartbeat_with(3, true, false);
+    h.heartbeat_with(1, true, false);
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (
+            p.leader,
+            p.isr,
+            p.eligible_leader_replicas,
+            p.last_known_elr
+        ),
+        (NO_LEADER, vec![], vec![1, 2], vec![1])
+    );
+}
+
+#[test]
+fn elr_a_returning_elr_member_is_elected_and_becomes_the_isr() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    for id in [2, 3, 1] {
+        h.heartbeat_with(id, true, false);
+    }
+    h.now_ms += 10_000;
+    // 3 left the ISR at min ISR: not eligible, so its return elects nobody.
+    h.register_after(3, None, false);
+    assert!(!h.heartbeat(3).is_fenced);
+    assert_eq!(h.partition("t", 0).leader, NO_LEADER);
+    h.register_after(2, None, false);
+    assert!(!h.heartbeat(2).is_fenced);
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (
+            p.leader,
+            p.isr,
+            p.eligible_leader_replicas,
+            p.last_known_elr
+        ),
+        (2, vec![2], vec![1], vec![])
+    );
+}
+
+#[test]
+fn elr_an_active_elr_member_takes_over_from_a_failed_leader() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    // 2 lagged but is alive: when the leader goes, the ELR member leads at once.
+    h.heartbeat_with(1, true, false);
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (p.leader, p.isr, p.eligible_leader_replicas),
+        (2, vec![2], vec![1])
+    );
+}
+
+#[test]
+fn elr_a_broker_back_from_an_unclean_shutdown_leaves_every_elr() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    for id in [2, 3, 1] {
+        h.heartbeat_with(id, true, false);
+    }
+    h.now_ms += 10_000;
+    h.register_after(2, None, true);
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (p.eligible_leader_replicas, p.last_known_elr),
+        (vec![1], vec![1])
+    );
+    assert!(!h.heartbeat(2).is_fenced);
+    assert_eq!(
+        h.partition("t", 0).leader,
+        NO_LEADER,
+        "2 may have lost records"
+    );
+    // The last leader, back from an unclean shutdown, is neither eligible nor remembered.
+    h.register_after(1, None, true);
+    let p = h.partition("t", 0);
+    assert!(p.eligible_leader_replicas.is_empty() && p.last_known_elr.is_empty());
+    assert!(!h.heartbeat(1).is_fenced);
+    assert_eq!(h.partition("t", 0).leader, NO_LEADER);
+}
+
+#[test]
+fn elr_the_last_known_leader_is_elected_when_every_replica_was_offline() {
+    // min ISR 1: the replicas that left before the last one are not in the ELR.
+    let mut h = last_replica_standing(ControllerConfig::default());
+    let p = h.partition("t", 0);
+    assert_eq!(
+        (p.eligible_leader_replicas, p.last_known_elr),
+        (vec![1], vec![1])
+    );
+    // With the ELR emptied (written directly here) and the ISR empty, the last known
+    // leader is the only clean-enough choice: Kafka elects it, forcing the ISR to it.
+    h.image = h.image.apply_entry(
+        &[MetadataRecord::PartitionChangeWithElr {
+            topic_id: h.image.topic("t").unwrap().topic_id,
+            partition: 0,
+            leader: None,
+            isr: None,
+            replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
+            eligible_leader_replicas: Some(vec![]),
+            last_known_elr: None,
+        }],
+        h.image.offset + 1,
+    );
+    h.register_after(1, None, false);
+    assert!(!h.heartbeat(1).is_fenced);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr, p.last_known_elr), (1, vec![1], vec![]));
+}
+
+#[test]
+fn elr_changing_min_isr_clears_the_topic_elr_and_the_default_clears_all() {
+    let (mut h, topic_id) = elr_cluster();
+    shrink_to(&mut h, topic_id, &[1, 2]);
+    shrink_to(&mut h, topic_id, &[1]);
+    set_min_isr(&mut h, ConfigResource::Topic("other".into()), "2");
+    set_min_isr(&mut h, ConfigResource::Broker(1), "3");
+    assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![2]);
+    set_min_isr(&mut h, ConfigResource::Topic("t".into()), "3");
+    assert!(h.partition("t", 0).eligible_leader_replicas.is_empty());
+    // Back below min ISR (3): 3 leaves, 1 stays.
+    shrink_to(&mut h, topic_id, &[1, 3]);
+    shrink_to(&mut h, topic_id, &[1]);
+    assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![3]);
+    set_min_isr(&mut h, ConfigResource::ClusterDefaultBroker, "2");
+    assert!(h.partition("t", 0).eligible_leader_replicas.is_empty());
+}
+
+#[test]
+fn elr_off_keeps_the_last_isr_member() {
+    let mut h = Harness::new(ControllerConfig::default());
+    h.image = h.image.apply(
+        &MetadataRecord::FeatureLevel {
+            name: crate::image::ELIGIBLE_LEADER_REPLICAS_FEATURE.into(),
+            level: 0,
+        },
+        0,
+    );
+    h.brokers(&[1]);
+    h.create_simple("t", 1, 1);
+    h.heartbeat_with(1, true, false);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr), (NO_LEADER, vec![1]));
+    assert!(p.eligible_leader_replicas.is_empty() && p.last_known_elr.is_empty());
 }
