@@ -21,6 +21,10 @@ use crate::log_config::log_config_from;
 use crate::partitions::{PartitionAssignment, ReplicaManager};
 use crate::time::now_ms;
 
+/// How long shutdown waits for the hosted partitions to take the roles the controlled shutdown
+/// gave them before it closes the listeners anyway.
+const RECONCILE_AT_SHUTDOWN_MAX: Duration = Duration::from_secs(5);
+
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -526,6 +530,17 @@ impl BrokerHandle {
     /// clean-shutdown markers.
     pub async fn shutdown(self) {
         let broker = self.broker;
+        // Leadership moves first, while clients are still connected (Kafka's order): they get
+        // NOT_LEADER_OR_FOLLOWER and find the new leaders instead of a closed connection.
+        broker.metadata.controlled_shutdown().await;
+        let moved_at = broker.image().offset;
+        let reconciled = broker.wait_reconciled(moved_at);
+        if tokio::time::timeout(RECONCILE_AT_SHUTDOWN_MAX, reconciled)
+            .await
+            .is_err()
+        {
+            warn!("partitions did not take the controlled shutdown's roles in time");
+        }
         broker.shutdown.send_replace(true);
         for t in self.tasks {
             let _ = t.await;

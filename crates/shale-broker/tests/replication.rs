@@ -1246,3 +1246,46 @@ async fn partitions_of_one_leader_spread_over_num_replica_fetchers() {
     }
     cluster.shutdown_all().await;
 }
+
+/// Controlled shutdown moves leadership while the leaving broker still serves (Kafka's order):
+/// by the time its listener refuses connections, the active controller already names another
+/// leader, so clients are told NOT_LEADER_OR_FOLLOWER rather than finding the leader gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn controlled_shutdown_moves_leadership_before_the_listener_closes() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let controller = cluster
+        .running()
+        .find(|n| n.broker().metadata.is_active_controller())
+        .expect("an active controller")
+        .id;
+    let mut replicas: Vec<i32> = cluster
+        .running()
+        .map(|n| n.id)
+        .filter(|id| *id != controller)
+        .collect();
+    replicas.push(controller);
+    let leader = replicas[0];
+    cluster.create_assigned("leaving", replicas, &[]).await;
+    assert_eq!(cluster.leader_of("leaving", 0), leader);
+    let address = cluster.node(leader).bootstrap();
+
+    let node = cluster.nodes.iter_mut().find(|n| n.id == leader).unwrap();
+    let stopping = tokio::spawn(node.handle.take().unwrap().shutdown());
+    tokio::time::timeout(Duration::from_secs(30), async {
+        // Nothing announces the listener closing; its refusal is the signal.
+        while tokio::net::TcpStream::connect(&address).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the leaving broker's listener never closed");
+    let image = cluster.node(controller).broker().image();
+    let partition = &image.topic("leaving").unwrap().partitions[&0];
+    assert_ne!(
+        partition.leader, leader,
+        "the listener closed while the leaving broker still led"
+    );
+    assert!(!partition.isr.contains(&leader), "{partition:?}");
+    stopping.await.unwrap();
+    cluster.shutdown_all().await;
+}

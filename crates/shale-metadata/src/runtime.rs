@@ -1196,26 +1196,39 @@ impl MetadataNode {
 
     /// Controlled shutdown of the local broker (leadership moves away where possible), then
     /// stops the node's tasks. Requests after this fail with `ShutDown`.
+    /// Kafka's controlled shutdown of the local broker: the controller takes it out of every
+    /// ISR and moves its leaderships to other in-sync replicas. Returns once this node's image
+    /// holds the result (a forwarded request waits for its answer's offset), so the broker,
+    /// still serving, answers NOT_LEADER_OR_FOLLOWER from then on and clients move to the new
+    /// leaders before its connections close. Only the first call does anything; `shutdown`
+    /// makes it when nobody did.
+    pub async fn controlled_shutdown(&self) {
+        if !self.inner.registers_broker || *self.inner.shutdown_tx.borrow() {
+            return;
+        }
+        if self.inner.leaving.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let timeout = self.inner.controlled_shutdown_timeout;
+        let controlled_shutdown = async {
+            // Waits for a heartbeat in flight; none follows.
+            let _turn = self.inner.heartbeat_turn.lock().await;
+            self.heartbeat(true).await
+        };
+        match tokio::time::timeout(timeout, controlled_shutdown).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(%err, "controlled shutdown of the local broker failed")
+            }
+            Err(_) => tracing::warn!("controlled shutdown of the local broker timed out"),
+        }
+    }
+
     pub async fn shutdown(&self) {
         if *self.inner.shutdown_tx.borrow() {
             return;
         }
-        if self.inner.registers_broker {
-            let timeout = self.inner.controlled_shutdown_timeout;
-            let controlled_shutdown = async {
-                self.inner.leaving.store(true, Ordering::SeqCst);
-                // Waits for a heartbeat in flight; none follows.
-                let _turn = self.inner.heartbeat_turn.lock().await;
-                self.heartbeat(true).await
-            };
-            match tokio::time::timeout(timeout, controlled_shutdown).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(err)) => {
-                    tracing::warn!(%err, "controlled shutdown of the local broker failed")
-                }
-                Err(_) => tracing::warn!("controlled shutdown of the local broker timed out"),
-            }
-        }
+        self.controlled_shutdown().await;
         // The controller finishes the group it is handling (the applier still runs, so it
         // can), then stops; queued and later requests fail with ShutDown.
         self.inner.shutdown_tx.send_replace(true);
