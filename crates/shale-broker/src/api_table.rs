@@ -49,6 +49,8 @@ pub const API_TABLE: &[ApiEntry] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
+    // KIP-966: partitions with their eligible leader replicas, paginated.
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
     api(ApiKey::DescribeLogDirs, 1, 4),
     // The metadata quorum (kafka-metadata-quorum.sh).
     api(ApiKey::DescribeQuorum, 0, 2),

@@ -77,6 +77,9 @@ pub async fn handle(
         R::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
             handlers::configs::incremental_alter(broker, ctx, r).await,
         ),
+        R::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+            handlers::describe_topic_partitions::handle(broker, ctx, r),
+        ),
         R::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(handlers::cluster::describe_cluster(broker, ctx, r))
         }

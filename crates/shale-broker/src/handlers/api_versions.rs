@@ -40,12 +40,20 @@ struct Feature {
     default_level: i16,
 }
 
-const FEATURES: &[Feature] = &[Feature {
-    name: TRANSACTION_VERSION_FEATURE,
-    min_version: 0,
-    max_version: TRANSACTION_VERSION_MAX,
-    default_level: TRANSACTION_VERSION_MAX,
-}];
+const FEATURES: &[Feature] = &[
+    Feature {
+        name: shale_metadata::ELIGIBLE_LEADER_REPLICAS_FEATURE,
+        min_version: 0,
+        max_version: shale_metadata::ELIGIBLE_LEADER_REPLICAS_VERSION,
+        default_level: shale_metadata::ELIGIBLE_LEADER_REPLICAS_VERSION,
+    },
+    Feature {
+        name: TRANSACTION_VERSION_FEATURE,
+        min_version: 0,
+        max_version: TRANSACTION_VERSION_MAX,
+        default_level: TRANSACTION_VERSION_MAX,
+    },
+];
 
 /// Supported and finalised features as Kafka 4.x answers them (v3+ only, tagged fields).
 /// Before v4 a feature whose minimum is 0 is left out of the supported list (KAFKA-17492):

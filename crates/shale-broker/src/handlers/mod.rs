@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod configs;
 pub mod delete_records;
 pub mod describe_quorum;
+pub mod describe_topic_partitions;
 pub mod fetch;
 pub mod list_offsets;
 pub mod metadata;

@@ -7,6 +7,9 @@
 //! previous fetch (then it was caught up at that previous fetch). The high watermark is the
 //! smallest log end offset over the *maximal* ISR (the committed ISR plus a pending
 //! expansion, KIP-497), so an ISR change in flight never lets it run ahead of a member.
+//! KIP-966's strict min ISR: it only advances while the committed ISR has at least
+//! min(`min.insync.replicas`, replication factor) members, so every replica that leaves an
+//! ISR below that minimum (the controller keeps it in the ELR) holds every committed record.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +63,9 @@ pub struct LeaderState {
     /// (it has then truncated any divergent tail of an older epoch).
     epoch_start_offset: i64,
     lag_time_max_ms: i64,
+    /// `min.insync.replicas` with KIP-966 on (1 with it off). `None` until the image's value
+    /// arrives: the high watermark then waits for the whole replica set, never less.
+    min_insync_replicas: Option<i32>,
 }
 
 impl LeaderState {
@@ -92,6 +98,7 @@ impl LeaderState {
             followers,
             epoch_start_offset,
             lag_time_max_ms,
+            min_insync_replicas: None,
         }
     }
 
@@ -122,6 +129,25 @@ impl LeaderState {
 
     pub fn set_lag_time_max_ms(&mut self, lag_time_max_ms: i64) {
         self.lag_time_max_ms = lag_time_max_ms;
+    }
+
+    /// The topic's `min.insync.replicas` under KIP-966's strict min ISR (1 when the
+    /// `eligible.leader.replicas.version` feature is off).
+    pub fn set_min_insync_replicas(&mut self, min_insync_replicas: i32) {
+        self.min_insync_replicas = Some(min_insync_replicas);
+    }
+
+    /// Kafka's `isUnderMinIsr`: the committed ISR is smaller than min(min ISR, replication
+    /// factor); the high watermark stays where it is meanwhile.
+    pub fn is_under_min_isr(&self) -> bool {
+        let replication_factor = self.assignment.replicas.len().max(1);
+        let min_isr = self
+            .min_insync_replicas
+            .map_or(replication_factor, |m| {
+                usize::try_from(m.max(1)).unwrap_or(1)
+            })
+            .min(replication_factor);
+        self.assignment.isr.len() < min_isr
     }
 
     /// The committed ISR plus a pending expansion: every replica that may already count.
@@ -188,10 +214,14 @@ impl LeaderState {
         true
     }
 
-    /// The high watermark the ISR allows: the smallest log end offset over the maximal ISR.
-    /// A follower not heard from at this epoch holds it where it is (the caller keeps the
-    /// larger of this and the current high watermark, which never moves backwards).
+    /// The high watermark the ISR allows: the smallest log end offset over the maximal ISR,
+    /// or -1 (hold) while under min ISR. A follower not heard from at this epoch holds it
+    /// where it is (the caller keeps the larger of this and the current high watermark,
+    /// which never moves backwards).
     pub fn high_watermark_candidate(&self, leader_end_offset: i64) -> i64 {
+        if self.is_under_min_isr() {
+            return -1;
+        }
         // Runs on every append: the maximal ISR is walked without building it.
         let pending = self.pending_isr.iter().flatten();
         self.assignment
@@ -294,7 +324,44 @@ mod tests {
     }
 
     fn leader(isr: &[i32]) -> LeaderState {
-        LeaderState::new(1, assignment(isr), 0, LAG_MS, 1_000)
+        let mut s = LeaderState::new(1, assignment(isr), 0, LAG_MS, 1_000);
+        s.set_min_insync_replicas(1);
+        s
+    }
+
+    #[test]
+    fn strict_min_isr_holds_the_high_watermark_below_min_isr() {
+        let mut s = LeaderState::new(1, assignment(&[1, 2]), 0, LAG_MS, 1_000);
+        s.record_fetch(2, 10, 10, 2_000);
+        // Until the image's min ISR is known, the whole replica set is required.
+        assert_eq!(s.high_watermark_candidate(10), -1);
+        s.set_min_insync_replicas(2);
+        assert_eq!(s.high_watermark_candidate(10), 10);
+        // The ISR shrinks to the leader alone: appends no longer commit.
+        s.update_assignment(
+            Assignment {
+                partition_epoch: 8,
+                ..assignment(&[1])
+            },
+            3_000,
+        );
+        assert!(s.is_under_min_isr());
+        assert_eq!(s.high_watermark_candidate(12), -1);
+        // min.insync.replicas=1 (or the feature off): the leader alone commits.
+        s.set_min_insync_replicas(1);
+        assert_eq!(s.high_watermark_candidate(12), 12);
+        // A min ISR above the replication factor is capped by it.
+        s.set_min_insync_replicas(5);
+        s.update_assignment(
+            Assignment {
+                partition_epoch: 9,
+                ..assignment(&[1, 2, 3])
+            },
+            4_000,
+        );
+        s.record_fetch(3, 12, 12, 5_000);
+        s.record_fetch(2, 12, 12, 5_000);
+        assert_eq!(s.high_watermark_candidate(12), 12);
     }
 
     #[test]
@@ -358,6 +425,7 @@ mod tests {
     #[test]
     fn a_follower_rejoins_once_at_the_high_watermark_and_the_epoch_start() {
         let mut s = LeaderState::new(1, assignment(&[1, 2]), 8, LAG_MS, 0);
+        s.set_min_insync_replicas(1);
         s.record_fetch(3, 5, 12, 10);
         assert_eq!(
             s.maybe_expand(3, 5, |_| true),
