@@ -1289,3 +1289,132 @@ async fn controlled_shutdown_moves_leadership_before_the_listener_closes() {
     stopping.await.unwrap();
     cluster.shutdown_all().await;
 }
+
+/// KIP-966 with `min.insync.replicas=2` on replicas [1, 2, 3] (Kafka 4.1+ defaults: the
+/// eligible-leader-replicas feature is on). Followers 3 then 2 stop: 2 left an ISR below min
+/// ISR, so it is in the ELR, and the leader's high watermark no longer moves (acks=1 writes
+/// are appended, not committed). The leader stops too; 2 comes back first and is elected
+/// from the ELR, holding every record acknowledged with acks=all. Nodes 4 and 5 keep the
+/// metadata quorum alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kip966_an_elr_member_is_elected_and_keeps_every_acknowledged_record() {
+    let mut cluster = Cluster::start(5, &[]).await;
+    cluster
+        .create_assigned("elr", vec![1, 2, 3], &[("min.insync.replicas", "2")])
+        .await;
+    for i in 0..5 {
+        let value = format!("acked-{i}");
+        let (code, _) = produce(
+            &cluster.node(1).bootstrap(),
+            "elr",
+            0,
+            -1,
+            10_000,
+            &[value.as_bytes()],
+        )
+        .await;
+        assert_eq!(code, 0);
+    }
+    cluster.wait_replicas_identical_on(&[1, 2, 3], "elr").await;
+    let partition =
+        |image: &shale_metadata::MetadataImage| image.topic("elr").unwrap().partitions[&0].clone();
+
+    cluster.shutdown(3).await;
+    cluster
+        .wait(|image| partition(image).isr == vec![1, 2])
+        .await;
+    // 3 left at min ISR: the high watermark could advance without it.
+    assert!(partition(&cluster.node(1).broker().image())
+        .eligible_leader_replicas
+        .is_empty());
+    cluster.shutdown(2).await;
+    cluster
+        .wait(|image| {
+            let p = partition(image);
+            p.isr == vec![1] && p.eligible_leader_replicas == vec![2]
+        })
+        .await;
+
+    // Below min ISR: acks=all is refused, acks=1 is appended but not committed.
+    let leader = cluster.node(1).bootstrap();
+    assert_eq!(
+        produce(&leader, "elr", 0, -1, 10_000, &[b"refused"])
+            .await
+            .0,
+        19
+    );
+    assert_eq!(
+        produce(&leader, "elr", 0, 1, 10_000, &[b"uncommitted-1"])
+            .await
+            .0,
+        0
+    );
+    assert_eq!(
+        produce(&leader, "elr", 0, 1, 10_000, &[b"uncommitted-2"])
+            .await
+            .0,
+        0
+    );
+    let hosted = cluster
+        .node(1)
+        .broker()
+        .replicas
+        .get(&TopicPartition::new("elr", 0))
+        .unwrap();
+    assert_eq!(
+        (hosted.log.log_end_offset(), hosted.high_watermark()),
+        (7, 5),
+        "the high watermark holds below min ISR"
+    );
+    drop(hosted);
+
+    cluster.shutdown(1).await;
+    cluster
+        .wait(|image| {
+            let p = partition(image);
+            p.leader == -1 && p.isr.is_empty() && p.eligible_leader_replicas == vec![1, 2]
+        })
+        .await;
+    assert_eq!(
+        partition(&cluster.node(4).broker().image()).last_known_elr,
+        vec![1]
+    );
+
+    cluster.restart(2).await;
+    cluster
+        .wait(|image| {
+            let p = partition(image);
+            p.leader == 2 && p.isr == vec![2] && p.eligible_leader_replicas == vec![1]
+        })
+        .await;
+    let (end, bytes) = cluster.log_of(2, "elr");
+    assert_eq!(
+        (end, count_records(&bytes)),
+        (5, 5),
+        "every acks=all record"
+    );
+
+    // The old leader returns as a follower: it drops its uncommitted tail, rejoins the ISR,
+    // and the ISR back at min ISR empties the ELR and lets the high watermark move.
+    cluster.restart(1).await;
+    cluster
+        .wait(|image| {
+            let p = partition(image);
+            p.leader == 2 && p.isr.len() == 2 && p.eligible_leader_replicas.is_empty()
+        })
+        .await;
+    cluster.wait_replicas_identical_on(&[1, 2], "elr").await;
+    let (end, bytes) = cluster.log_of(1, "elr");
+    assert_eq!((end, count_records(&bytes)), (5, 5));
+    let (code, offset) = produce(
+        &cluster.node(2).bootstrap(),
+        "elr",
+        0,
+        -1,
+        10_000,
+        &[b"after"],
+    )
+    .await;
+    assert_eq!((code, offset), (0, 5));
+    cluster.shutdown_all().await;
+}
