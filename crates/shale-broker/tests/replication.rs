@@ -14,13 +14,14 @@ use bytes::Bytes;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
+use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ElectLeadersRequest, FetchRequest,
-    ListPartitionReassignmentsRequest, MetadataRequest, ProduceRequest, RequestKind, ResponseKind,
-    TopicName,
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, DescribeTopicPartitionsRequest,
+    ElectLeadersRequest, FetchRequest, ListPartitionReassignmentsRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use shale_broker::config::{BrokerConfig, StaticProperties, ValueOrigin};
@@ -1378,6 +1379,34 @@ async fn kip966_an_elr_member_is_elected_and_keeps_every_acknowledged_record() {
     assert_eq!(
         partition(&cluster.node(4).broker().image()).last_known_elr,
         vec![1]
+    );
+    // DescribeTopicPartitions shows the same over the wire.
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![
+            TopicRequest::default().with_name(TopicName(StrBytes::from_static_str("elr")))
+        ])
+        .with_response_partition_limit(2000);
+    let ResponseKind::DescribeTopicPartitions(described) = call(
+        &cluster.node(4).bootstrap(),
+        ApiKey::DescribeTopicPartitions,
+        0,
+        RequestKind::DescribeTopicPartitions(request),
+    )
+    .await
+    else {
+        panic!("not a DescribeTopicPartitions answer")
+    };
+    let p = &described.topics[0].partitions[0];
+    assert_eq!(p.leader_id, BrokerId(-1));
+    assert!(p.isr_nodes.is_empty());
+    assert_eq!(
+        p.eligible_leader_replicas,
+        Some(vec![BrokerId(1), BrokerId(2)])
+    );
+    assert_eq!(p.last_known_elr, Some(vec![BrokerId(1)]));
+    assert_eq!(
+        p.offline_replicas,
+        vec![BrokerId(1), BrokerId(2), BrokerId(3)]
     );
 
     cluster.restart(2).await;
