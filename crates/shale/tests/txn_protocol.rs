@@ -331,5 +331,6 @@ fn api_versions_finalizes_transaction_version_2() {
         panic!("not an ApiVersions response")
     };
     assert!(v3.supported_features.is_empty());
-    assert_eq!(v3.finalized_features.len(), 1);
+    // Finalised: transaction.version and KIP-966's eligible.leader.replicas.version.
+    assert_eq!(v3.finalized_features.len(), 2);
 }
