@@ -301,6 +301,7 @@ impl World {
 fn random_operations_keep_partition_invariants() {
     let mut partitions_seen = 0;
     let mut leader_changes_seen = 0;
+    let mut elr_states_seen = 0;
     for seed in 0..40 {
         let mut world = World {
             controller: Controller::new(ControllerConfig::default(), seed),
@@ -313,6 +314,11 @@ fn random_operations_keep_partition_invariants() {
         for step in 0..300 {
             world.step();
             world.check();
+            elr_states_seen += world
+                .partitions()
+                .iter()
+                .filter(|(_, _, p)| !p.eligible_leader_replicas.is_empty())
+                .count();
             if step % 50 == 0 {
                 let restored =
                     MetadataImage::decode_snapshot(&world.image.encode_snapshot()).unwrap();
@@ -336,4 +342,5 @@ fn random_operations_keep_partition_invariants() {
     // The runs exercised real state, not only refused requests.
     assert!(partitions_seen > 100, "{partitions_seen}");
     assert!(leader_changes_seen > 20, "{leader_changes_seen}");
+    assert!(elr_states_seen > 100, "{elr_states_seen}");
 }
