@@ -45,17 +45,19 @@ fn is_active(image: &MetadataImage, broker: i32) -> bool {
     image.broker(broker).is_some_and(|b| b.is_active())
 }
 
+/// A topic setting the controller decides by: the topic's override, else the cluster-wide
+/// default; `None` leaves it to the controller's own configuration.
+fn topic_setting<'a>(image: &'a MetadataImage, topic: &str, name: &str) -> Option<&'a String> {
+    image.topic_configs(topic).get(name).or_else(|| {
+        image
+            .configs(&ConfigResource::ClusterDefaultBroker)
+            .get(name)
+    })
+}
+
 /// `unclean.leader.election.enable` for a topic: topic override, cluster default, controller.
 pub(crate) fn unclean_allowed(image: &MetadataImage, topic: &str, default: bool) -> bool {
-    const NAME: &str = "unclean.leader.election.enable";
-    image
-        .topic_configs(topic)
-        .get(NAME)
-        .or_else(|| {
-            image
-                .configs(&ConfigResource::ClusterDefaultBroker)
-                .get(NAME)
-        })
+    topic_setting(image, topic, "unclean.leader.election.enable")
         .map_or(default, |v| v.trim().eq_ignore_ascii_case("true"))
 }
 
@@ -73,15 +75,7 @@ pub(crate) struct ElectionPolicy {
 
 /// `min.insync.replicas` for a topic: topic override, cluster default, controller.
 pub(crate) fn min_insync_replicas(image: &MetadataImage, topic: &str, default: i32) -> i32 {
-    const NAME: &str = "min.insync.replicas";
-    image
-        .topic_configs(topic)
-        .get(NAME)
-        .or_else(|| {
-            image
-                .configs(&ConfigResource::ClusterDefaultBroker)
-                .get(NAME)
-        })
+    topic_setting(image, topic, "min.insync.replicas")
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
 }
