@@ -18,7 +18,7 @@ use kafka_protocol::ResponseError;
 use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
-use super::metadata::TOPIC_ALL_OPERATIONS;
+use super::metadata::{offline_replicas, partition_error_code, TOPIC_ALL_OPERATIONS};
 use super::topics::is_internal_topic;
 use crate::dispatch::RequestContext;
 use crate::Broker;
@@ -169,15 +169,8 @@ fn partition_entry(
     p: &PartitionImage,
 ) -> DescribeTopicPartitionsResponsePartition {
     let ids = |list: &[i32]| list.iter().map(|r| BrokerId(*r)).collect::<Vec<_>>();
-    let live = |id: &i32| image.broker(*id).is_some_and(|b| !b.fenced);
-    let offline: Vec<i32> = p.replicas.iter().copied().filter(|r| !live(r)).collect();
-    let error = if p.leader < 0 {
-        ResponseError::LeaderNotAvailable.code()
-    } else {
-        0
-    };
     DescribeTopicPartitionsResponsePartition::default()
-        .with_error_code(error)
+        .with_error_code(partition_error_code(p))
         .with_partition_index(p.partition)
         .with_leader_id(BrokerId(p.leader))
         .with_leader_epoch(p.leader_epoch)
@@ -185,7 +178,7 @@ fn partition_entry(
         .with_isr_nodes(ids(&p.isr))
         .with_eligible_leader_replicas(Some(ids(&p.eligible_leader_replicas)))
         .with_last_known_elr(Some(ids(&p.last_known_elr)))
-        .with_offline_replicas(ids(&offline))
+        .with_offline_replicas(ids(&offline_replicas(image, p)))
 }
 
 #[cfg(test)]

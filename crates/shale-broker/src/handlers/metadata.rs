@@ -8,7 +8,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_metadata::{MetadataImage, TopicImage};
+use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::topics::{auto_create, is_internal_topic};
@@ -143,25 +143,36 @@ fn unknown_topic(name: Option<String>, id: Uuid) -> MetadataResponseTopic {
         .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
 }
 
+/// A partition's replicas whose broker is fenced or gone, as Metadata and
+/// DescribeTopicPartitions report them.
+pub(super) fn offline_replicas(image: &MetadataImage, p: &PartitionImage) -> Vec<i32> {
+    p.replicas
+        .iter()
+        .copied()
+        .filter(|r| image.broker(*r).is_none_or(|b| b.fenced))
+        .collect()
+}
+
+/// LEADER_NOT_AVAILABLE for a leaderless partition, else none.
+pub(super) fn partition_error_code(p: &PartitionImage) -> i16 {
+    if p.leader < 0 {
+        ResponseError::LeaderNotAvailable.code()
+    } else {
+        0
+    }
+}
+
 fn topic_entry(image: &MetadataImage, t: &TopicImage, include_ops: bool) -> MetadataResponseTopic {
     let partitions = t
         .partitions
         .iter()
         .map(|(&index, p)| {
-            let live = |id: &i32| image.broker(*id).map(|b| !b.fenced).unwrap_or(false);
-            let offline: Vec<BrokerId> = p
-                .replicas
-                .iter()
-                .filter(|r| !live(r))
-                .map(|r| BrokerId(*r))
+            let offline: Vec<BrokerId> = offline_replicas(image, p)
+                .into_iter()
+                .map(BrokerId)
                 .collect();
-            let error = if p.leader < 0 {
-                ResponseError::LeaderNotAvailable.code()
-            } else {
-                0
-            };
             MetadataResponsePartition::default()
-                .with_error_code(error)
+                .with_error_code(partition_error_code(p))
                 .with_partition_index(index)
                 .with_leader_id(BrokerId(p.leader))
                 .with_leader_epoch(p.leader_epoch)
