@@ -486,8 +486,9 @@ pub struct PartitionAssignment {
     pub role: RoleUpdate,
 }
 
-/// Applies leader, ISR and replicas from the image to the replication state.
-fn apply_role(p: &Arc<Partition>, role: RoleUpdate) {
+/// Applies leader, ISR, replicas and min ISR from the image to the replication state;
+/// true when the high watermark moved as a result.
+fn apply_role(p: &Arc<Partition>, role: RoleUpdate) -> bool {
     let epoch = role.assignment.leader_epoch;
     let epoch_start = p
         .log
@@ -497,7 +498,7 @@ fn apply_role(p: &Arc<Partition>, role: RoleUpdate) {
         .map_or(p.log.log_end_offset(), |(_, start)| *start);
     p.replication
         .apply(role, epoch_start, crate::time::now_ms());
-    p.maybe_advance_high_watermark();
+    p.maybe_advance_high_watermark()
 }
 
 /// All hosted partitions.
@@ -563,6 +564,7 @@ impl ReplicaManager {
                 }
             }
         }
+        let mut high_watermark_moved = false;
         for (tp, a) in keep {
             if let Some(p) = self.get(&tp) {
                 if p.log.config() != a.config {
@@ -579,7 +581,7 @@ impl ReplicaManager {
                     }
                 }
                 p.leader_id.store(a.leader_id, Ordering::Release);
-                apply_role(&p, a.role);
+                high_watermark_moved |= apply_role(&p, a.role);
                 continue;
             }
             let log = self.logs.get_or_create(&tp, a.config.clone())?;
@@ -612,8 +614,12 @@ impl ReplicaManager {
                 leader_id: AtomicI32::new(a.leader_id),
                 replication: PartitionReplication::new(hw),
             });
-            apply_role(&partition, a.role);
+            high_watermark_moved |= apply_role(&partition, a.role);
             self.partitions.write().insert(tp, partition);
+        }
+        if high_watermark_moved {
+            // Consumers long-polling for data below the new high watermark.
+            self.notify_appended();
         }
         Ok(())
     }

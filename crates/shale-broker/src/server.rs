@@ -239,6 +239,14 @@ impl Broker {
                 .filter_map(|c| c.value.map(|v| (c.name, v)))
                 .collect();
             let config = log_config_from(|name| resolved.get(name).cloned());
+            let min_insync_replicas = if image.elr_enabled() {
+                resolved
+                    .get("min.insync.replicas")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(self.config.min_insync_replicas)
+            } else {
+                1
+            };
             for (&partition, p) in &topic.partitions {
                 if p.replicas.contains(&node_id) {
                     wanted.push(PartitionAssignment {
@@ -260,6 +268,7 @@ impl Broker {
                                 isr: p.isr.clone(),
                             },
                             lag_time_max_ms: self.config.replica_lag_time_max_ms,
+                            min_insync_replicas,
                         },
                     });
                 }

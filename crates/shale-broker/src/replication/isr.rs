@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use shale_log::TopicPartition;
-use shale_metadata::{ControllerRequest, ControllerResponse, MetadataImage};
+use shale_metadata::{ControllerRequest, ControllerResponse};
 use tracing::{debug, info};
 
 use super::leader_state::{Assignment, IsrProposal};
@@ -61,47 +60,6 @@ pub fn submit(broker: &Arc<Broker>, partition: &Arc<Partition>, proposal: IsrPro
             }
         }
     });
-}
-
-/// KIP-966's strict min ISR for every partition this broker leads: the topic's
-/// `min.insync.replicas` when the image has `eligible.leader.replicas.version` on, else 1
-/// (the high watermark then follows the ISR alone, as before Kafka 4.1). Runs after the
-/// partitions took the image's roles; a new leader's high watermark waits for it.
-pub fn apply_min_insync_replicas(broker: &Arc<Broker>, image: &MetadataImage) {
-    let node_id = broker.node_id();
-    let strict = image.elr_enabled();
-    let mut moved = false;
-    for topic in image.topics() {
-        let mut min_isr = None;
-        for (&partition, p) in &topic.partitions {
-            if p.leader != node_id {
-                continue;
-            }
-            let tp = TopicPartition {
-                topic: topic.name.clone(),
-                partition,
-            };
-            let Some(hosted) = broker.replicas.get(&tp) else {
-                continue;
-            };
-            let min_isr = *min_isr.get_or_insert_with(|| {
-                if !strict {
-                    return 1;
-                }
-                broker
-                    .topic_config_value(image, &topic.name, "min.insync.replicas")
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(broker.config.min_insync_replicas)
-            });
-            hosted
-                .replication
-                .with_leader(|s| s.set_min_insync_replicas(min_isr));
-            moved |= hosted.maybe_advance_high_watermark();
-        }
-    }
-    if moved {
-        broker.replicas.notify_appended();
-    }
 }
 
 /// Kafka's isr-expiration task: every half `replica.lag.time.max.ms`, each led partition

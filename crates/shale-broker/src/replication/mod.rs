@@ -40,8 +40,8 @@ impl ReplicationService {
         }
     }
 
-    /// Follows the leader of every hosted partition this broker does not lead, and gives
-    /// the led ones their strict min ISR (after the hosted partitions took the image's roles).
+    /// Follows the leader of every hosted partition this broker does not lead (after the
+    /// hosted partitions took the image's roles).
     pub fn reconcile(&self, image: &MetadataImage) {
         let Some(broker) = self.broker.upgrade() else {
             return;
@@ -67,7 +67,6 @@ impl ReplicationService {
             }
         }
         self.fetchers.reconcile(&broker, wanted);
-        isr::apply_min_insync_replicas(&broker, image);
     }
 
     /// The brokers this one fetches from.

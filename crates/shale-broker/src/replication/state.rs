@@ -37,6 +37,10 @@ pub struct RoleUpdate {
     pub leader_id: i32,
     pub assignment: Assignment,
     pub lag_time_max_ms: i64,
+    /// KIP-966's strict min ISR: the topic's `min.insync.replicas` while the image has
+    /// `eligible.leader.replicas.version` on, else 1 (the high watermark then follows the
+    /// ISR alone, as before Kafka 4.1).
+    pub min_insync_replicas: i32,
 }
 
 impl PartitionReplication {
@@ -61,16 +65,19 @@ impl PartitionReplication {
         match (&mut *leader, is_leader) {
             (Some(state), true) if state.leader_epoch() == epoch => {
                 state.set_lag_time_max_ms(update.lag_time_max_ms);
+                state.set_min_insync_replicas(update.min_insync_replicas);
                 state.update_assignment(update.assignment, now_ms);
             }
             (_, true) => {
-                *leader = Some(LeaderState::new(
+                let mut state = LeaderState::new(
                     update.local_id,
                     update.assignment,
                     epoch_start_offset,
                     update.lag_time_max_ms,
                     now_ms,
-                ));
+                );
+                state.set_min_insync_replicas(update.min_insync_replicas);
+                *leader = Some(state);
             }
             (_, false) => *leader = None,
         }
