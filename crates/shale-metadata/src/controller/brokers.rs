@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::partitions::{ChangeSpec, Election};
 use super::{Batch, Controller, HeartbeatReply, ProducerIdBlock};
 use crate::error::MetadataError;
-use crate::image::{MetadataImage, NO_LEADER};
+use crate::image::{MetadataImage, PartitionImage, NO_LEADER};
 use crate::records::{Endpoint, FeatureRange, MetadataRecord};
 
 pub(crate) struct Registration {
@@ -75,6 +75,16 @@ fn not_registered(broker_id: i32) -> MetadataError {
     MetadataError::BrokerIdNotRegistered(format!("Broker {broker_id} is not registered."))
 }
 
+/// The partition's ISR with `broker` taken out.
+fn isr_without(partition: &PartitionImage, broker: i32) -> Vec<i32> {
+    partition
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| *r != broker)
+        .collect()
+}
+
 impl Controller {
     /// Takes `broker` out of every ISR it is in and moves leadership it held to another
     /// eligible ISR member. With KIP-966 on, the last member leaves too (the ISR becomes
@@ -86,12 +96,7 @@ impl Controller {
             let Some(current) = batch.image.partition(topic_id, partition) else {
                 continue;
             };
-            let shrunk: Vec<i32> = current
-                .isr
-                .iter()
-                .copied()
-                .filter(|r| *r != broker)
-                .collect();
+            let shrunk = isr_without(current, broker);
             let isr = if shrunk.is_empty() && !elr {
                 current.isr.clone()
             } else {
@@ -124,12 +129,7 @@ impl Controller {
             if current.replicas.iter().all(|r| *r == broker) {
                 continue;
             }
-            let isr: Vec<i32> = current
-                .isr
-                .iter()
-                .copied()
-                .filter(|r| *r != broker)
-                .collect();
+            let isr = isr_without(current, broker);
             self.change_partition_with(
                 batch,
                 topic_id,
