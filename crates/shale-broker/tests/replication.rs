@@ -1447,3 +1447,28 @@ async fn kip966_an_elr_member_is_elected_and_keeps_every_acknowledged_record() {
     assert_eq!((code, offset), (0, 5));
     cluster.shutdown_all().await;
 }
+
+/// Controlled shutdown needs the controller; a node left without a quorum still shuts down,
+/// once the controlled shutdown gives up after its bound (the session timeout), and closes
+/// its listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_last_node_without_a_quorum_still_shuts_down() {
+    let mut cluster = Cluster::start(3, &[("broker.session.timeout.ms", "2000")]).await;
+    cluster.create_topic("alone", 1, &[]).await;
+    let ids: Vec<i32> = cluster.running().map(|n| n.id).collect();
+    for id in &ids[..2] {
+        cluster.shutdown(*id).await;
+    }
+    let last = ids[2];
+    let address = cluster.node(last).bootstrap();
+    let node = cluster.nodes.iter_mut().find(|n| n.id == last).unwrap();
+    let handle = node.handle.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(60), handle.shutdown())
+        .await
+        .expect("shutdown without a quorum did not finish");
+    assert!(
+        tokio::net::TcpStream::connect(&address).await.is_err(),
+        "the listener is still open after shutdown"
+    );
+    cluster.shutdown_all().await;
+}
