@@ -265,6 +265,22 @@ impl OffsetIndex {
         }
     }
 
+    /// Position of the last entry whose position is <= `position_max` and whose offset is
+    /// <= `offset_max`, if any. Entries increase in both, so one binary search serves.
+    pub(crate) fn floor_position(&self, position_max: u64, offset_max: i64) -> Option<u32> {
+        let (mut lo, mut hi) = (0usize, self.entries());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (offset, position) = self.get(mid);
+            if u64::from(position) <= position_max && offset <= offset_max {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1).map(|i| self.get(i).1)
+    }
+
     pub(crate) fn append(&mut self, offset: i64, position: u32) -> Result<(), LogError> {
         let rel = offset - self.base_offset;
         if !(0..=i64::from(u32::MAX)).contains(&rel) {
@@ -411,5 +427,29 @@ impl TimeIndex {
     }
     pub(crate) fn file(&self) -> &IndexFile {
         &self.file
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OffsetIndex;
+
+    #[test]
+    fn floor_position_honours_both_the_position_and_the_offset_limit() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut index =
+            OffsetIndex::open(&dir.path().join("0.index"), 100, 4096, true).expect("open index");
+        assert_eq!(index.floor_position(u64::MAX, i64::MAX), None);
+        // (last offset of the batch, its start): batches of 10 records, 1000 bytes each.
+        for (offset, position) in [(109, 0), (119, 1000), (129, 2000), (139, 3000)] {
+            index.append(offset, position).expect("append");
+        }
+        assert_eq!(index.floor_position(2500, i64::MAX), Some(2000));
+        assert_eq!(index.floor_position(2000, i64::MAX), Some(2000));
+        assert_eq!(index.floor_position(999, i64::MAX), Some(0));
+        // The offset limit wins when it is the tighter one.
+        assert_eq!(index.floor_position(u64::MAX, 125), Some(1000));
+        assert_eq!(index.floor_position(u64::MAX, 108), None);
+        assert_eq!(index.floor_position(3000, 139), Some(3000));
     }
 }

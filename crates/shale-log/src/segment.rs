@@ -409,6 +409,24 @@ impl Segment {
         Ok(None)
     }
 
+    /// The farthest batch start after `start` and at most `position_max` that the offset
+    /// index holds, such that every batch before it ends below `bound`: a read takes the bytes
+    /// up to it without reading their headers. An entry maps a batch's last offset to its
+    /// start, so an entry at or below `bound` means the batches before it end below `bound`.
+    pub(crate) fn indexed_batch_start(
+        &self,
+        start: u64,
+        position_max: u64,
+        bound: i64,
+    ) -> Result<Option<u64>, LogError> {
+        let idx = self.indexes()?;
+        Ok(idx
+            .offset
+            .floor_position(position_max, bound)
+            .map(u64::from)
+            .filter(|p| *p > start))
+    }
+
     /// Scans headers from `position` to the current end.
     pub(crate) fn scanner(&self, position: u64) -> Result<HeaderScanner, LogError> {
         Ok(HeaderScanner::new(self.file()?, position, self.size()))
