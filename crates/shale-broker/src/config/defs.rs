@@ -183,10 +183,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("compression.type", String, Some("producer"), None),
     accepted("num.network.threads", Int, Some("3")),
     accepted("num.io.threads", Int, Some("8")),
-    // Kafka's default send buffer is 102400 bytes; Shale's is -1 (the kernel's autotuning):
-    // fetch answers leave by sendfile, and with a fixed 100 KiB buffer a Java consumer's
-    // 1 MiB fetches arrived slower and cost the client more CPU (BENCHMARKS.md, issue 4).
-    def("socket.send.buffer.bytes", Int, Some("-1"), Some(-1)),
+    // Kafka's 102400: with the kernel's autotuning (-1) a sendfile fetch answer queues whole
+    // in the socket, and a Java consumer reading 8 MiB answers in large chunks ran 20-30%
+    // slower at steady state (BENCHMARKS.md, issue 4).
+    def("socket.send.buffer.bytes", Int, Some("102400"), Some(-1)),
     def("socket.receive.buffer.bytes", Int, Some("102400"), Some(-1)),
     accepted("background.threads", Int, Some("10")),
     accepted("group.coordinator.rebalance.protocols", List, Some("classic,consumer,streams")),
