@@ -392,7 +392,6 @@ PRODUCER_STEADY = re.compile(
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
 )
 CONSUMER_DETAIL_HEADER = "time, threadId, data.consumed.in.MB"
-CONSUMER_INTERVAL_MS = 250
 
 
 def parse_producer(output: str):
@@ -682,7 +681,7 @@ class Session:
                 f"{broker.name}-{label}", "org.apache.kafka.tools.ConsumerPerformance",
                 ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--num-records", str(records),
                  "--timeout", "30000", "--group", f"bench-{label}-{time.time_ns()}",
-                 "--show-detailed-stats", "--reporting-interval", str(CONSUMER_INTERVAL_MS),
+                 "--show-detailed-stats", "--reporting-interval", str(cfg.consumer_interval_ms),
                  *(["--print-metrics"] if cfg.client_metrics else [])],
                 timeout_s=cfg.tool_timeout_s,
             )
@@ -958,6 +957,9 @@ def main():
     # with a flight recording), on the same 2 cores as the broker: the figure is the rate after
     # the first half of each run, the whole-run rate is kept beside it.
     cfg.steady_warmup_records = cfg.records // 2
+    # The steady consume rate needs reports after the warm-up half: a quick run's consume
+    # lasts about a second.
+    cfg.consumer_interval_ms = 100 if cfg.quick else 250
     cfg.idle_s = 5
     cfg.start_timeout_s = 120
     cfg.tool_timeout_s = 60 if cfg.quick else 300
