@@ -506,6 +506,8 @@ impl MetadataImage {
                     }),
                 );
             }
+            // The ELR variants carry the same fields plus KIP-966's two lists, which the plain
+            // variants leave empty (full state) or untouched (change).
             MetadataRecord::Partition {
                 topic_id,
                 partition,
@@ -516,22 +518,8 @@ impl MetadataImage {
                 partition_epoch,
                 adding_replicas,
                 removing_replicas,
-            } => self.put_partition(
-                *topic_id,
-                PartitionImage {
-                    partition: *partition,
-                    replicas: replicas.clone(),
-                    isr: isr.clone(),
-                    leader: *leader,
-                    leader_epoch: *leader_epoch,
-                    partition_epoch: *partition_epoch,
-                    adding_replicas: adding_replicas.clone(),
-                    removing_replicas: removing_replicas.clone(),
-                    eligible_leader_replicas: Vec::new(),
-                    last_known_elr: Vec::new(),
-                },
-            ),
-            MetadataRecord::PartitionWithElr {
+            }
+            | MetadataRecord::PartitionWithElr {
                 topic_id,
                 partition,
                 replicas,
@@ -541,23 +529,25 @@ impl MetadataImage {
                 partition_epoch,
                 adding_replicas,
                 removing_replicas,
-                eligible_leader_replicas,
-                last_known_elr,
-            } => self.put_partition(
-                *topic_id,
-                PartitionImage {
-                    partition: *partition,
-                    replicas: replicas.clone(),
-                    isr: isr.clone(),
-                    leader: *leader,
-                    leader_epoch: *leader_epoch,
-                    partition_epoch: *partition_epoch,
-                    adding_replicas: adding_replicas.clone(),
-                    removing_replicas: removing_replicas.clone(),
-                    eligible_leader_replicas: eligible_leader_replicas.clone(),
-                    last_known_elr: last_known_elr.clone(),
-                },
-            ),
+                ..
+            } => {
+                let (elr, last_known_elr) = record.elr_lists();
+                self.put_partition(
+                    *topic_id,
+                    PartitionImage {
+                        partition: *partition,
+                        replicas: replicas.clone(),
+                        isr: isr.clone(),
+                        leader: *leader,
+                        leader_epoch: *leader_epoch,
+                        partition_epoch: *partition_epoch,
+                        adding_replicas: adding_replicas.clone(),
+                        removing_replicas: removing_replicas.clone(),
+                        eligible_leader_replicas: elr.cloned().unwrap_or_default(),
+                        last_known_elr: last_known_elr.cloned().unwrap_or_default(),
+                    },
+                )
+            }
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -566,20 +556,8 @@ impl MetadataImage {
                 replicas,
                 adding_replicas,
                 removing_replicas,
-            } => self.change_partition(
-                *topic_id,
-                *partition,
-                &PartitionDelta {
-                    leader: *leader,
-                    isr: isr.as_ref(),
-                    replicas: replicas.as_ref(),
-                    adding_replicas: adding_replicas.as_ref(),
-                    removing_replicas: removing_replicas.as_ref(),
-                    eligible_leader_replicas: None,
-                    last_known_elr: None,
-                },
-            ),
-            MetadataRecord::PartitionChangeWithElr {
+            }
+            | MetadataRecord::PartitionChangeWithElr {
                 topic_id,
                 partition,
                 leader,
@@ -587,21 +565,23 @@ impl MetadataImage {
                 replicas,
                 adding_replicas,
                 removing_replicas,
-                eligible_leader_replicas,
-                last_known_elr,
-            } => self.change_partition(
-                *topic_id,
-                *partition,
-                &PartitionDelta {
-                    leader: *leader,
-                    isr: isr.as_ref(),
-                    replicas: replicas.as_ref(),
-                    adding_replicas: adding_replicas.as_ref(),
-                    removing_replicas: removing_replicas.as_ref(),
-                    eligible_leader_replicas: eligible_leader_replicas.as_ref(),
-                    last_known_elr: last_known_elr.as_ref(),
-                },
-            ),
+                ..
+            } => {
+                let (elr, last_known_elr) = record.elr_lists();
+                self.change_partition(
+                    *topic_id,
+                    *partition,
+                    &PartitionDelta {
+                        leader: *leader,
+                        isr: isr.as_ref(),
+                        replicas: replicas.as_ref(),
+                        adding_replicas: adding_replicas.as_ref(),
+                        removing_replicas: removing_replicas.as_ref(),
+                        eligible_leader_replicas: elr,
+                        last_known_elr,
+                    },
+                )
+            }
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(topic) = self.topics.remove(topic_id) {
                     self.topic_ids_by_name.remove(topic.name.as_str());

@@ -226,6 +226,26 @@ pub enum MetadataRecord {
     },
 }
 
+impl MetadataRecord {
+    /// KIP-966's eligible leader replicas and last known ELR of a partition record: `None`
+    /// for the variants without them (and for a change that leaves a list as it is).
+    pub fn elr_lists(&self) -> (Option<&Vec<i32>>, Option<&Vec<i32>>) {
+        match self {
+            MetadataRecord::PartitionWithElr {
+                eligible_leader_replicas,
+                last_known_elr,
+                ..
+            } => (Some(eligible_leader_replicas), Some(last_known_elr)),
+            MetadataRecord::PartitionChangeWithElr {
+                eligible_leader_replicas,
+                last_known_elr,
+                ..
+            } => (eligible_leader_replicas.as_ref(), last_known_elr.as_ref()),
+            _ => (None, None),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct VersionedRecord {
     version: u8,
