@@ -383,14 +383,12 @@ def _reap(proc: subprocess.Popen, usage: dict):
     usage["cpu_s"] = round(rusage.ru_utime + rusage.ru_stime, 2)
 
 
-PRODUCER_FINAL = re.compile(
-    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+PRODUCER_SUMMARY_TAIL = (
+    r"records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
 )
-PRODUCER_STEADY = re.compile(
-    r"(\d+) steady state records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
-    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
-)
+PRODUCER_FINAL = re.compile(r"(\d+) " + PRODUCER_SUMMARY_TAIL)
+PRODUCER_STEADY = re.compile(r"(\d+) steady state " + PRODUCER_SUMMARY_TAIL)
 CONSUMER_DETAIL_HEADER = "time, threadId, data.consumed.in.MB"
 
 
@@ -539,6 +537,7 @@ class Session:
         self.out = {}
         self.samples = {}
         self.others = []
+        self.round_error = None
 
     def setup(self):
         broker, out = self.broker, self.out
@@ -564,9 +563,15 @@ class Session:
 
     def begin_round(self, round_index):
         """Every round writes into topics of its own, deleted when it ends: the disk holds one
-        round's data, and no round reads another's."""
-        for partitions in (1, 8):
-            self.create(self.topic(partitions, round_index), partitions)
+        round's data, and no round reads another's. Without its topics the round's runs are
+        failed rounds: producing anyway would auto-create them with one partition."""
+        self.round_error = None
+        try:
+            for partitions in (1, 8):
+                self.create(self.topic(partitions, round_index), partitions)
+        except BenchError as err:
+            self.round_error = f"round {round_index + 1}: {err}"
+            log(f"{self.broker.name}: {self.round_error}")
 
     def end_round(self, round_index):
         for partitions in (1, 8):
@@ -705,6 +710,9 @@ class Session:
 
     def load_run(self, label, round_index):
         """One round of one load run (see RUNS)."""
+        if self.round_error is not None:
+            self.samples.setdefault(label, []).append({"ok": False, "error": self.round_error})
+            return
         n = self.cfg.records
         partitions = int(label.split("-")[1][1:])
         topic = self.topic(partitions, round_index)
