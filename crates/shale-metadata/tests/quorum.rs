@@ -670,6 +670,19 @@ fn all_active(image: &MetadataImage, brokers: &[i32]) -> bool {
         .all(|b| image.broker(*b).is_some_and(|r| r.is_active()))
 }
 
+/// Restarts `node_id` and waits until `watcher`'s image has all three brokers active again.
+async fn restart_until_all_active(cluster: &mut Cluster, node_id: i32, watcher: i32) {
+    tokio::time::timeout(WAIT_MAX, cluster.restart(&[node_id]))
+        .await
+        .expect("the restarted broker registered");
+    await_image(
+        cluster.node(watcher),
+        "the restarted broker is active",
+        |image| all_active(image, &[1, 2, 3]),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_broker_is_fenced_when_its_session_link_closes() {
     let mut cluster = Cluster::start_with(3, endless_sessions).await;
@@ -713,16 +726,8 @@ async fn a_crashed_broker_is_fenced_when_its_session_link_closes() {
 
     // Its old registration is fenced, so the restarted broker registers at once instead of
     // waiting for the (ten-minute) session to expire.
-    tokio::time::timeout(WAIT_MAX, cluster.restart(&[victim]))
-        .await
-        .expect("the restarted broker registered");
+    restart_until_all_active(&mut cluster, victim, controller).await;
     assert!(cluster.node(victim).broker_epoch() > victim_epoch);
-    await_image(
-        cluster.node(controller),
-        "the restarted broker is active",
-        |image| all_active(image, &[1, 2, 3]),
-    )
-    .await;
     // Not a controlled shutdown: the last voter standing could not commit it and would wait
     // for its endless session.
     drop(cluster);
@@ -759,15 +764,7 @@ async fn a_broker_that_died_with_the_controller_is_fenced_by_the_next_one() {
     let partition = &image.topic("led-by-controller").unwrap().partitions[&0];
     assert_ne!(partition.leader, old);
     assert!(all_active(&image, &[survivor, other]));
-    tokio::time::timeout(WAIT_MAX, cluster.restart(&[old]))
-        .await
-        .expect("the restarted broker registered");
-    await_image(
-        cluster.node(new),
-        "the restarted broker is active",
-        |image| all_active(image, &[1, 2, 3]),
-    )
-    .await;
+    restart_until_all_active(&mut cluster, old, new).await;
     // Not a controlled shutdown: the last voter standing could not commit it and would wait
     // for its endless session.
     drop(cluster);
@@ -789,13 +786,7 @@ async fn a_cleanly_stopped_broker_restarts_and_is_unfenced() {
     // The controlled shutdown fenced it, no plain heartbeat from its heartbeat loop unfenced
     // it again afterwards, and its link closed with a goodbye: the next incarnation registers
     // at once (with a live old registration it would wait for the endless session).
-    cluster.restart(&[leaving]).await;
-    await_image(
-        cluster.node(controller),
-        "the restarted broker is active",
-        |image| all_active(image, &[1, 2, 3]),
-    )
-    .await;
+    restart_until_all_active(&mut cluster, leaving, controller).await;
     // Not a controlled shutdown: the last voter standing could not commit it and would wait
     // for its endless session.
     drop(cluster);
