@@ -26,8 +26,49 @@ COMMON_PROPERTIES = {
 }
 
 
+# Linux's default range for outgoing connections' local ports, used when the kernel's own
+# setting cannot be read.
+EPHEMERAL_DEFAULT = (32768, 60999)
+PORT_MIN = 10000
+_next_port = [None]
+
+
+def _ephemeral_range() -> tuple:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2]
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return EPHEMERAL_DEFAULT
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port() -> int:
-    """A port the kernel considers free right now (bound to 0, then released)."""
+    """A port nothing listens on now and that no outgoing connection will be given.
+
+    A port bound to 0 and released comes from the kernel's ephemeral range, where an outgoing
+    connection (a client, or one node dialing another) can take it before the broker binds it.
+    Ports are picked below or above that range instead, walking from a per-process start.
+    """
+    low, high = _ephemeral_range()
+    below, above = (PORT_MIN, low - 1), (high + 1, 65535)
+    start, end = below if below[1] - below[0] >= above[1] - above[0] else above
+    size = end - start + 1
+    if size >= 1000:
+        if _next_port[0] is None:
+            _next_port[0] = (os.getpid() * 7919) % size
+        for _ in range(size):
+            port = start + _next_port[0] % size
+            _next_port[0] += 1
+            if _bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

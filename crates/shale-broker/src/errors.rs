@@ -86,6 +86,7 @@ pub fn metadata_error_code(e: &MetadataError) -> (i16, String) {
         M::ResourceNotFound(_) => E::ResourceNotFound,
         M::DuplicateResource(_) => E::DuplicateResource,
         M::NotController => E::NotController,
+        M::RequestTimedOut => E::RequestTimedOut,
         M::ShutDown => E::NotController,
         M::Io(_) | M::Corrupt(_) | M::InconsistentStorage(_) => E::KafkaStorageError,
     };

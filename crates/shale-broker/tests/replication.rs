@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,14 +31,7 @@ use shale_metadata::{ControllerRequest, ControllerResponse, CreatableTopic};
 
 const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 
-/// A port nobody listens on right now (the voters' addresses must be known up front).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use shale_testkit::free_port;
 
 struct Node {
     id: i32,

@@ -62,6 +62,10 @@ pub enum MetadataError {
     DuplicateResource(String),
     #[error("This is not the correct controller for this cluster.")]
     NotController,
+    /// The request's own `timeout_ms` passed before its outcome was applied; like Kafka's
+    /// controller, the change may still complete afterwards.
+    #[error("Timed out waiting for the controller to apply the request.")]
+    RequestTimedOut,
     /// The metadata node is shutting down or its driver task has stopped.
     #[error("the metadata node is shut down")]
     ShutDown,

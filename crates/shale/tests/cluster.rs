@@ -25,12 +25,16 @@ use rdkafka::{Offset, TopicPartitionList};
 
 /// CreateTopics through `addr`; the error code of the one topic.
 fn create_topic(addr: &str, name: &str, partitions: i32) -> i16 {
+    create_topic_within(addr, name, partitions, 30_000)
+}
+
+fn create_topic_within(addr: &str, name: &str, partitions: i32, timeout_ms: i32) -> i16 {
     let request = CreateTopicsRequest::default()
         .with_topics(vec![CreatableTopic::default()
             .with_name(TopicName(StrBytes::from_string(name.into())))
             .with_num_partitions(partitions)
             .with_replication_factor(1)])
-        .with_timeout_ms(30_000);
+        .with_timeout_ms(timeout_ms);
     match call(
         addr,
         ApiKey::CreateTopics,
@@ -244,6 +248,12 @@ fn three_combined_nodes_agree_fail_over_catch_up_and_restart_together() {
         consume_all(&mut cluster, "from-1", 3, 3),
         vec!["first-0", "first-1", "first-2"]
     );
+
+    // Without a quorum nothing commits: the request is answered once its own timeout passes.
+    cluster.kill(1);
+    cluster.kill(2);
+    let code = create_topic_within(&cluster.node(3).bootstrap(), "without-quorum", 1, 500);
+    assert_eq!(code, ResponseError::RequestTimedOut.code());
 }
 
 #[test]

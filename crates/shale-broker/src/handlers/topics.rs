@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::{
@@ -43,6 +44,25 @@ pub async fn submit_and_apply(
     let offset = broker.metadata.image().offset;
     broker.wait_reconciled(offset).await;
     Ok(response)
+}
+
+/// [`submit_and_apply`] bounded by a request's `timeout_ms`, as Kafka bounds CreateTopics,
+/// DeleteTopics and CreatePartitions: past it the answer is REQUEST_TIMED_OUT (the change may
+/// still complete). A timeout of zero or less sets no bound.
+pub async fn submit_and_apply_within(
+    broker: &Arc<Broker>,
+    request: ControllerRequest,
+    timeout_ms: i32,
+) -> Result<ControllerResponse, MetadataError> {
+    let Ok(timeout_ms @ 1..) = u64::try_from(timeout_ms) else {
+        return submit_and_apply(broker, request).await;
+    };
+    tokio::time::timeout(
+        Duration::from_millis(timeout_ms),
+        submit_and_apply(broker, request),
+    )
+    .await
+    .unwrap_or(Err(MetadataError::RequestTimedOut))
 }
 
 /// Creates topics with the cluster defaults (Metadata auto-creation). Failures are logged; the
@@ -189,12 +209,13 @@ pub async fn create_topics(
         });
     }
     if !to_create.is_empty() {
-        let outcome = submit_and_apply(
+        let outcome = submit_and_apply_within(
             broker,
             ControllerRequest::CreateTopics {
                 topics: to_create.clone(),
                 validate_only: request.validate_only,
             },
+            request.timeout_ms,
         )
         .await;
         let image = broker.image();
@@ -308,12 +329,13 @@ pub async fn delete_topics(
             Vec::new(),
         )
     };
-    let outcome = submit_and_apply(
+    let outcome = submit_and_apply_within(
         broker,
         ControllerRequest::DeleteTopics {
             names: names.clone(),
             ids: ids.clone(),
         },
+        request.timeout_ms,
     )
     .await;
     let mut responses = Vec::new();
@@ -395,12 +417,13 @@ pub async fn create_partitions(
         })
         .collect();
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
-    let outcome = submit_and_apply(
+    let outcome = submit_and_apply_within(
         broker,
         ControllerRequest::CreatePartitions {
             topics,
             validate_only: request.validate_only,
         },
+        request.timeout_ms,
     )
     .await;
     let results = match outcome {

@@ -2,7 +2,6 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -20,11 +19,7 @@ pub struct Shale {
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
-/// A port nobody listens on right now (bound to 0, then released).
-pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+pub use shale_testkit::free_port;
 
 impl Shale {
     pub fn start() -> Shale {

@@ -26,6 +26,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Conn {
     stream: TcpStream,
     next_correlation: i32,
+    /// The broker's output, shown when it does not answer.
+    broker_log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Conn {
@@ -35,19 +37,27 @@ impl Conn {
         Conn {
             stream,
             next_correlation: 1,
+            broker_log: shale.log.clone(),
         }
     }
 
     pub fn call(&mut self, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
         let correlation_id = self.send(key, version, request);
         let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).unwrap();
+        self.read_answer(key, &mut len);
         let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut buf).unwrap();
+        self.read_answer(key, &mut buf);
         let (correlation, response) =
             shale_protocol::decode_response(key as i16, version, Bytes::from(buf)).unwrap();
         assert_eq!(correlation, correlation_id);
         response
+    }
+
+    fn read_answer(&mut self, key: ApiKey, buf: &mut [u8]) {
+        if let Err(err) = self.stream.read_exact(buf) {
+            let log = self.broker_log.lock().unwrap().join("\n");
+            panic!("no answer to {key:?}: {err}; the broker's output:\n{log}");
+        }
     }
 
     /// Sends a request without reading its response; returns its correlation id.
