@@ -603,6 +603,10 @@ class Session:
             result = {"ok": False, "error": "broker not running", "broker_log_tail": broker.tail()}
             self.samples.setdefault(label, []).append(result)
             return
+        # Write back what earlier runs (of either broker) left dirty, so that this run does not
+        # pay for their writeback; the flush is not part of the run.
+        os.sync()
+        disk_before = disk_traffic_kib()
         cpu_before = broker.cpu_seconds()
         others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
@@ -621,6 +625,11 @@ class Session:
                 if before is not None and after is not None]
         if idle:
             result["other_broker_idle_cpu_s"] = round(sum(idle), 2)
+        disk_after = disk_traffic_kib()
+        if disk_before is not None and disk_after is not None:
+            # Reads mean the page cache no longer held the data; both count every process.
+            result["disk_read_mib"] = round((disk_after[0] - disk_before[0]) / 1024, 1)
+            result["disk_written_mib"] = round((disk_after[1] - disk_before[1]) / 1024, 1)
         result["broker_rss_mib_after"] = broker.rss_mib()
         # Other work on the 2-core machine moves every figure: keep the load beside each run.
         result["loadavg_1m_after"] = load_average()
@@ -629,7 +638,7 @@ class Session:
             result["error"] = f"broker exited with code {broker.proc.returncode}"
             result["broker_log_tail"] = broker.tail()
         summary = {k: result.get(k) for k in ("ok", "steady_mb_per_s", "mb_per_s", "fetch_mb_per_s", "broker_cpu_s", "client_cpu_s",
-                                              "wall_s", "loadavg_1m_after")}
+                                              "wall_s", "disk_read_mib", "loadavg_1m_after")}
         log(f"{broker.name}: {label} {summary}")
         if record:
             self.samples.setdefault(label, []).append(result)
@@ -754,7 +763,8 @@ def median_run(samples):
     chosen = dict(ordered[(len(ordered) - 1) // 2])
     chosen["rounds"] = len(samples)
     chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("steady_mb_per_s", "mb_per_s", "fetch_mb_per_s",
-                                                                       "broker_cpu_s", "client_cpu_s", "wall_s")
+                                                                       "broker_cpu_s", "client_cpu_s", "wall_s",
+                                                                       "disk_read_mib")
                               if any(k in s for s in samples)}
     if not all(s.get("ok") for s in samples):
         chosen["ok"] = False
@@ -880,6 +890,12 @@ def table(result) -> str:
     for run in RUNS:
         info.append(f"| Client JVM CPU seconds, {run} | {fmt_num(get(result, 'brokers', 'shale', 'runs', run, 'client_cpu_s'), 2)}"
                     f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'client_cpu_s'), 2)} |")
+    for run in ("consume-p1", "consume-p8"):
+        cells = []
+        for name in ("shale", "kafka"):
+            values = get(result, "brokers", name, "runs", run, "round_values", "disk_read_mib") or []
+            cells.append(" / ".join(fmt_num(v, 1) for v in values) or "n/a")
+        info.append(f"| Disk reads during every round, {run} (MiB, whole machine) | {cells[0]} | {cells[1]} |")
     for run in RUNS:
         cells = []
         for name in ("shale", "kafka"):
@@ -900,6 +916,16 @@ def table(result) -> str:
             info.append(f"| Idle {other} broker's CPU seconds during {name.capitalize()}'s median runs (sum) | "
                         f"{fmt_num(sum(idle), 2) if name == 'shale' else '-'} | {fmt_num(sum(idle), 2) if name == 'kafka' else '-'} |")
     return "\n".join(lines + info)
+
+
+def disk_traffic_kib():
+    """Kernel-wide KiB read from and written to block devices so far (/proc/vmstat pgpgin and
+    pgpgout), or None where that is not available."""
+    try:
+        counters = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines() if line.count(" ") == 1)
+        return int(counters["pgpgin"]), int(counters["pgpgout"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def load_average():
