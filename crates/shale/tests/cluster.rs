@@ -13,8 +13,17 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cluster_support::{call, describe_quorum, view, Cluster, ClusterView, Role, WAIT_MAX};
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteTopicsRequest, ElectLeadersRequest, RequestKind, ResponseKind,
+    TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use rdkafka::config::ClientConfig;
@@ -249,11 +258,89 @@ fn three_combined_nodes_agree_fail_over_catch_up_and_restart_together() {
         vec!["first-0", "first-1", "first-2"]
     );
 
-    // Without a quorum nothing commits: the request is answered once its own timeout passes.
+    // Without a quorum nothing commits: each request is answered once its own timeout passes.
     cluster.kill(1);
     cluster.kill(2);
-    let code = create_topic_within(&cluster.node(3).bootstrap(), "without-quorum", 1, 500);
+    let survivor = cluster.node(3).bootstrap();
+    let code = create_topic_within(&survivor, "without-quorum", 1, 500);
     assert_eq!(code, ResponseError::RequestTimedOut.code());
+    for (api, code) in other_controller_calls(&survivor, "from-1", 500) {
+        assert_eq!(code, ResponseError::RequestTimedOut.code(), "{api:?}");
+    }
+}
+
+/// DeleteTopics, CreatePartitions, ElectLeaders and AlterPartitionReassignments for `topic`
+/// (its partition 0 where one is named) through `addr`, each with `timeout_ms`; the error code
+/// each answers with.
+fn other_controller_calls(addr: &str, topic: &str, timeout_ms: i32) -> Vec<(ApiKey, i16)> {
+    let name = || TopicName(StrBytes::from_string(topic.into()));
+    let delete = DeleteTopicsRequest::default()
+        .with_topic_names(vec![name()])
+        .with_timeout_ms(timeout_ms);
+    let grow = CreatePartitionsRequest::default()
+        .with_topics(vec![CreatePartitionsTopic::default()
+            .with_name(name())
+            .with_count(5)])
+        .with_timeout_ms(timeout_ms);
+    let elect = ElectLeadersRequest::default()
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(name())
+            .with_partitions(vec![0])]))
+        .with_timeout_ms(timeout_ms);
+    let reassign = AlterPartitionReassignmentsRequest::default()
+        .with_topics(vec![ReassignableTopic::default()
+            .with_name(name())
+            .with_partitions(vec![ReassignablePartition::default()
+                .with_partition_index(0)
+                .with_replicas(Some(vec![BrokerId(3)]))])])
+        .with_timeout_ms(timeout_ms);
+    let mut codes = Vec::new();
+    match call(
+        addr,
+        ApiKey::DeleteTopics,
+        4,
+        RequestKind::DeleteTopics(delete),
+    ) {
+        ResponseKind::DeleteTopics(r) => {
+            codes.push((ApiKey::DeleteTopics, r.responses[0].error_code))
+        }
+        other => panic!("{other:?}"),
+    }
+    match call(
+        addr,
+        ApiKey::CreatePartitions,
+        3,
+        RequestKind::CreatePartitions(grow),
+    ) {
+        ResponseKind::CreatePartitions(r) => {
+            codes.push((ApiKey::CreatePartitions, r.results[0].error_code))
+        }
+        other => panic!("{other:?}"),
+    }
+    match call(
+        addr,
+        ApiKey::ElectLeaders,
+        2,
+        RequestKind::ElectLeaders(elect),
+    ) {
+        ResponseKind::ElectLeaders(r) => codes.push((
+            ApiKey::ElectLeaders,
+            r.replica_election_results[0].partition_result[0].error_code,
+        )),
+        other => panic!("{other:?}"),
+    }
+    match call(
+        addr,
+        ApiKey::AlterPartitionReassignments,
+        0,
+        RequestKind::AlterPartitionReassignments(reassign),
+    ) {
+        ResponseKind::AlterPartitionReassignments(r) => {
+            codes.push((ApiKey::AlterPartitionReassignments, r.error_code))
+        }
+        other => panic!("{other:?}"),
+    }
+    codes
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! has just created.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,23 +47,20 @@ pub async fn submit_and_apply(
     Ok(response)
 }
 
-/// [`submit_and_apply`] bounded by a request's `timeout_ms`, as Kafka bounds CreateTopics,
-/// DeleteTopics and CreatePartitions: past it the answer is REQUEST_TIMED_OUT (the change may
-/// still complete). A timeout of zero or less sets no bound.
-pub async fn submit_and_apply_within(
-    broker: &Arc<Broker>,
-    request: ControllerRequest,
+/// Bounds a controller call by its request's `timeout_ms`, as Kafka bounds CreateTopics,
+/// DeleteTopics, CreatePartitions, ElectLeaders and AlterPartitionReassignments: past it the
+/// answer is REQUEST_TIMED_OUT (the change may still complete). A timeout of zero or less sets
+/// no bound.
+pub async fn within_timeout_ms<T>(
     timeout_ms: i32,
-) -> Result<ControllerResponse, MetadataError> {
+    call: impl Future<Output = Result<T, MetadataError>>,
+) -> Result<T, MetadataError> {
     let Ok(timeout_ms @ 1..) = u64::try_from(timeout_ms) else {
-        return submit_and_apply(broker, request).await;
+        return call.await;
     };
-    tokio::time::timeout(
-        Duration::from_millis(timeout_ms),
-        submit_and_apply(broker, request),
-    )
-    .await
-    .unwrap_or(Err(MetadataError::RequestTimedOut))
+    tokio::time::timeout(Duration::from_millis(timeout_ms), call)
+        .await
+        .unwrap_or(Err(MetadataError::RequestTimedOut))
 }
 
 /// Creates topics with the cluster defaults (Metadata auto-creation). Failures are logged; the
@@ -209,13 +207,15 @@ pub async fn create_topics(
         });
     }
     if !to_create.is_empty() {
-        let outcome = submit_and_apply_within(
-            broker,
-            ControllerRequest::CreateTopics {
-                topics: to_create.clone(),
-                validate_only: request.validate_only,
-            },
+        let outcome = within_timeout_ms(
             request.timeout_ms,
+            submit_and_apply(
+                broker,
+                ControllerRequest::CreateTopics {
+                    topics: to_create.clone(),
+                    validate_only: request.validate_only,
+                },
+            ),
         )
         .await;
         let image = broker.image();
@@ -329,13 +329,15 @@ pub async fn delete_topics(
             Vec::new(),
         )
     };
-    let outcome = submit_and_apply_within(
-        broker,
-        ControllerRequest::DeleteTopics {
-            names: names.clone(),
-            ids: ids.clone(),
-        },
+    let outcome = within_timeout_ms(
         request.timeout_ms,
+        submit_and_apply(
+            broker,
+            ControllerRequest::DeleteTopics {
+                names: names.clone(),
+                ids: ids.clone(),
+            },
+        ),
     )
     .await;
     let mut responses = Vec::new();
@@ -417,13 +419,15 @@ pub async fn create_partitions(
         })
         .collect();
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
-    let outcome = submit_and_apply_within(
-        broker,
-        ControllerRequest::CreatePartitions {
-            topics,
-            validate_only: request.validate_only,
-        },
+    let outcome = within_timeout_ms(
         request.timeout_ms,
+        submit_and_apply(
+            broker,
+            ControllerRequest::CreatePartitions {
+                topics,
+                validate_only: request.validate_only,
+            },
+        ),
     )
     .await;
     let results = match outcome {

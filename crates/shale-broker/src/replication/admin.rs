@@ -23,6 +23,7 @@ use shale_metadata::{
 };
 
 use crate::errors::metadata_error_code;
+use crate::handlers::topics::within_timeout_ms;
 use crate::Broker;
 
 /// Kafka's ElectionType: 0 preferred, 1 unclean.
@@ -55,13 +56,14 @@ pub async fn elect_leaders(
             })
             .collect::<Vec<_>>()
     });
-    let outcome = broker
-        .metadata
-        .submit(ControllerRequest::ElectLeaders {
+    let outcome = within_timeout_ms(
+        request.timeout_ms,
+        broker.metadata.submit(ControllerRequest::ElectLeaders {
             election_type,
             partitions: partitions.clone(),
-        })
-        .await;
+        }),
+    )
+    .await;
     let results = match outcome {
         Ok(ControllerResponse::ElectLeaders(results)) => results,
         Ok(_) => return ElectLeadersResponse::default().with_error_code(unknown_error()),
@@ -148,11 +150,10 @@ pub async fn alter_partition_reassignments(
     }
     let mut results: BTreeMap<(String, i32), (i16, Option<StrBytes>)> = BTreeMap::new();
     if !wanted.is_empty() {
-        match broker
+        let submitted = broker
             .metadata
-            .submit(ControllerRequest::AlterPartitionReassignments { partitions: wanted })
-            .await
-        {
+            .submit(ControllerRequest::AlterPartitionReassignments { partitions: wanted });
+        match within_timeout_ms(request.timeout_ms, submitted).await {
             Ok(ControllerResponse::AlterPartitionReassignments(list)) => {
                 for (tp, r) in list {
                     let entry = match r {
