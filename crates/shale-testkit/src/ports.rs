@@ -21,7 +21,7 @@ const RANGE_LEN_MIN: u32 = 1_000;
 /// A port that nothing listens on now and that no outgoing connection will be given.
 pub fn free_port() -> u16 {
     let range = unassigned_range(ephemeral_range());
-    let len = u32::from(*range.end() - *range.start()) + 1;
+    let len = range_len(&range);
     if len < RANGE_LEN_MIN {
         return any_free_port();
     }
@@ -30,11 +30,10 @@ pub fn free_port() -> u16 {
     let seed = std::process::id().wrapping_mul(7919) % len;
     let _ = CURSOR.compare_exchange(u32::MAX, seed, Ordering::SeqCst, Ordering::SeqCst);
     for _ in 0..len {
-        let step = CURSOR.fetch_add(1, Ordering::SeqCst) % len;
-        let Ok(offset) = u16::try_from(step) else {
+        let offset = CURSOR.fetch_add(1, Ordering::SeqCst) % len;
+        let Ok(port) = u16::try_from(u32::from(*range.start()) + offset) else {
             continue;
         };
-        let port = range.start() + offset;
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
@@ -61,14 +60,16 @@ fn parse_range(text: &str) -> Option<RangeInclusive<u16>> {
 fn unassigned_range(ephemeral: RangeInclusive<u16>) -> RangeInclusive<u16> {
     let below = PORT_MIN..=ephemeral.start().saturating_sub(1);
     let above = ephemeral.end().saturating_add(1)..=u16::MAX;
-    let len = |r: &RangeInclusive<u16>| {
-        u32::from(*r.end()).saturating_sub(u32::from(*r.start())) + u32::from(r.end() >= r.start())
-    };
-    if len(&below) >= len(&above) {
+    if range_len(&below) >= range_len(&above) {
         below
     } else {
         above
     }
+}
+
+/// How many ports `range` holds (none when it is empty).
+fn range_len(range: &RangeInclusive<u16>) -> u32 {
+    (u32::from(*range.end()) + 1).saturating_sub(u32::from(*range.start()))
 }
 
 /// Last resort: a port from the ephemeral range, free at this moment.
@@ -93,6 +94,13 @@ mod tests {
     #[test]
     fn a_low_ephemeral_range_leaves_the_stretch_above_it() {
         assert_eq!(unassigned_range(1024..=50000), 50001..=u16::MAX);
+    }
+
+    #[test]
+    fn an_ephemeral_range_over_every_port_leaves_too_few_to_walk() {
+        assert_eq!(range_len(&RangeInclusive::new(10_000, 9_999)), 0);
+        assert_eq!(range_len(&(10_000..=10_000)), 1);
+        assert!(range_len(&unassigned_range(1024..=u16::MAX)) < RANGE_LEN_MIN);
     }
 
     #[test]
