@@ -467,3 +467,40 @@ pub async fn create_partitions(
     };
     CreatePartitionsResponse::default().with_results(results)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A controller call that answers after `delay`.
+    async fn answers_after(delay: Duration) -> Result<(), MetadataError> {
+        tokio::time::sleep(delay).await;
+        Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_its_timeout_is_answered_request_timed_out() {
+        let outcome = within_timeout_ms(500, answers_after(Duration::from_secs(60))).await;
+        assert_eq!(outcome, Err(MetadataError::RequestTimedOut));
+        let outcome = within_timeout_ms(500, answers_after(Duration::from_millis(499))).await;
+        assert_eq!(outcome, Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_of_zero_or_less_sets_no_bound() {
+        for timeout_ms in [0, -1, i32::MIN] {
+            let outcome =
+                within_timeout_ms(timeout_ms, answers_after(Duration::from_secs(600))).await;
+            assert_eq!(outcome, Ok(()), "timeout_ms {timeout_ms}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_call_keeps_its_own_error() {
+        let failed = async { Err::<(), _>(MetadataError::NotController) };
+        assert_eq!(
+            within_timeout_ms(500, failed).await,
+            Err(MetadataError::NotController)
+        );
+    }
+}
