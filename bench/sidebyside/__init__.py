@@ -1,0 +1,1 @@
+"""The side-by-side benchmark of Shale and Apache Kafka, run by bench/bench.py."""

@@ -1,0 +1,116 @@
+"""Readings of this machine and its processes from /proc."""
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MIB = 1024 * 1024
+
+
+def proc_status_kib(pid: int, field: str):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def proc_cpu_seconds(pid: int):
+    """utime + stime of the process (all its threads), in seconds."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+
+def steal_seconds():
+    """CPU time the hypervisor gave to others while this machine wanted it, all CPUs, so far
+    (the steal column of /proc/stat), or None where that is not available. A run during which
+    it grows competed with work outside the machine."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        return int(fields[8]) / CLK_TCK if fields[0] == "cpu" and len(fields) > 8 else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def parse_cpu_list(text: str):
+    """A CPU list in taskset's notation ("0", "0,2", "1-3") as a sorted list of CPU numbers."""
+    cpus = set()
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        first, last = int(low), int(high or low)
+        if first < 0 or last < first:
+            raise ValueError(f"bad CPU range {part!r}")
+        cpus.update(range(first, last + 1))
+    if not cpus:
+        raise ValueError("no CPUs given")
+    return sorted(cpus)
+
+
+def pinning(client_cpus_text):
+    """The CPUs for the load tools and for the brokers when the tools are pinned: the given
+    list, and every other CPU this process may use. None when not pinned."""
+    if not client_cpus_text:
+        return None
+    client = parse_cpu_list(client_cpus_text)
+    usable = sorted(os.sched_getaffinity(0))
+    if any(cpu not in usable for cpu in client):
+        raise ValueError(f"CPUs {client} are not all usable here (usable: {usable})")
+    brokers = [cpu for cpu in usable if cpu not in client]
+    if not brokers:
+        raise ValueError(f"pinning the tools to {client} leaves no CPU for the brokers")
+    return {"client_cpus": client, "broker_cpus": brokers}
+
+
+def taskset_prefix(cpus):
+    """Command prefix that runs a program on the given CPUs only (empty when cpus is None)."""
+    return [] if cpus is None else ["taskset", "-c", ",".join(str(cpu) for cpu in cpus)]
+
+
+def disk_traffic_kib():
+    """Kernel-wide KiB read from and written to block devices so far (/proc/vmstat pgpgin and
+    pgpgout), or None where that is not available."""
+    try:
+        counters = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines() if line.count(" ") == 1)
+        return int(counters["pgpgin"]), int(counters["pgpgout"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def load_average():
+    """1-minute load average: other work on the machine skews every figure, so it is recorded."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine_facts(lib_dir: Path):
+    mem_kib = None
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kib = int(line.split()[1])
+    cpu_model = None
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu_model = line.split(":", 1)[1].strip()
+            break
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "memory_gib": round(mem_kib / MIB, 1) if mem_kib else None,
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "java": (java.stderr.strip().splitlines() or ["unknown"])[0],
+        "loadavg_at_start": load_average(),
+        "kafka_lib_dir": str(lib_dir),
+    }
