@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit, property and end-to-end tests (real `shale` processes driven
-# by librdkafka), then the fast slice of the client compatibility matrix. Installs what it needs
-# into local folders (cargo's target/, compat-tests/.deps, a venv) on first use.
+# by librdkafka), the benchmark script's unit tests, then the fast slice of the client compatibility
+# matrix. Installs what it needs into local folders (cargo's target/, compat-tests/.deps, a venv)
+# on first use.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -12,6 +13,9 @@ fi
 
 echo "== cargo test (workspace)"
 cargo test --workspace --no-fail-fast
+
+echo "== bench script unit tests"
+python3 -m unittest discover -s bench/tests
 
 if [ -x compat-tests/run.sh ]; then
     echo "== compat-tests (fast slice)"

@@ -1,0 +1,142 @@
+"""Unit tests of the side-by-side benchmark's parsing, pinning and round selection.
+
+Run with `python3 -m unittest discover -s bench/tests` (run-tests.sh does).
+"""
+
+import os
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
+from sidebyside.machine import parse_cpu_list, pinning, taskset_prefix  # noqa: E402
+from sidebyside.report import ratio, table  # noqa: E402
+from sidebyside.session import median_run  # noqa: E402
+
+PRODUCER_OUTPUT = """\
+104939 records sent, 20987.8 records/sec (20.50 MB/sec), 410.2 ms avg latency, 623.0 ms max latency.
+200000 records sent, 54734.537493 records/sec (53.45 MB/sec), 32.26 ms avg latency, 623.00 ms max latency, \
+10 ms 50th, 108 ms 95th, 124 ms 99th, 140 ms 99.9th.
+100000 steady state records sent, 77519.379845 records/sec (75.70 MB/sec), 6.89 ms avg latency, \
+34.00 ms max latency, 5 ms 50th, 18 ms 95th, 22 ms 99th, 32 ms 99.9th.
+"""
+
+CONSUMER_OUTPUT = """\
+time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, \
+fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-11-30 11:25:05:000, 0, 0.0010, 0.0010, 1, 1.0549, 783, 200, 0.0059, 6.0606
+2026-11-30 11:25:06:000, 0, 100.0000, 100.0, 102400, 102400.0, 0, 1000, 100.0, 102400.0
+2026-11-30 11:25:07:000, 0, 200.0000, 100.0, 204800, 102400.0, 0, 1000, 100.0, 102400.0
+2026-11-30 11:25:07:500, 0, 400.0000, 400.0, 409600, 409600.0, 0, 500, 400.0, 409600.0
+"""
+
+
+class ProducerParsing(unittest.TestCase):
+    def test_whole_run_and_steady_lines(self):
+        parsed = parse_producer(PRODUCER_OUTPUT)
+        self.assertEqual(parsed["records"], 200000)
+        self.assertAlmostEqual(parsed["mb_per_s"], 53.45)
+        self.assertEqual(parsed["latency_p99_ms"], 124)
+        self.assertEqual(parsed["steady_records"], 100000)
+        self.assertAlmostEqual(parsed["steady_mb_per_s"], 75.70)
+        self.assertEqual(parsed["steady_latency_p99_ms"], 22)
+
+    def test_interval_lines_alone_are_no_result(self):
+        self.assertIsNone(parse_producer(PRODUCER_OUTPUT.splitlines()[0]))
+
+    def test_no_steady_line_without_warm_up(self):
+        parsed = parse_producer("\n".join(PRODUCER_OUTPUT.splitlines()[:2]))
+        self.assertNotIn("steady_mb_per_s", parsed)
+
+
+class ConsumerParsing(unittest.TestCase):
+    def test_steady_rate_starts_at_first_report_past_the_warm_up(self):
+        parsed = parse_consumer_detailed(CONSUMER_OUTPUT, warmup_records=150000)
+        # From the 200 MB report at 07.000 to the 400 MB report at 07.500.
+        self.assertAlmostEqual(parsed["steady_mb_per_s"], 400.0)
+        self.assertEqual(parsed["steady_records"], 409600 - 204800)
+        self.assertEqual(parsed["rebalance_ms"], 783)
+        # 400 MB over the summed fetch time of every report (2.7 s).
+        self.assertAlmostEqual(parsed["fetch_mb_per_s"], round(400 / 2.7, 4))
+
+    def test_no_steady_rate_when_the_warm_up_is_never_passed(self):
+        parsed = parse_consumer_detailed(CONSUMER_OUTPUT, warmup_records=10_000_000)
+        self.assertNotIn("steady_mb_per_s", parsed)
+
+    def test_output_without_the_header_is_no_result(self):
+        self.assertIsNone(parse_consumer_detailed("\n".join(CONSUMER_OUTPUT.splitlines()[1:]), 0))
+
+    def test_error_lines_are_kept_once(self):
+        output = "ok\nERROR boom\nERROR boom\njava.lang.IllegalStateException: x\n"
+        self.assertEqual(error_lines(output), ["ERROR boom", "java.lang.IllegalStateException: x"])
+
+
+class Pinning(unittest.TestCase):
+    def test_cpu_lists_in_tasksets_notation(self):
+        self.assertEqual(parse_cpu_list("0"), [0])
+        self.assertEqual(parse_cpu_list("3,1-2"), [1, 2, 3])
+
+    def test_bad_cpu_lists_are_refused(self):
+        for text in ("", "a", "2-1", "-1", "0,"):
+            with self.subTest(text=text), self.assertRaises(ValueError):
+                parse_cpu_list(text)
+
+    def test_unpinned_means_no_prefix(self):
+        self.assertIsNone(pinning(None))
+        self.assertEqual(taskset_prefix(None), [])
+        self.assertEqual(taskset_prefix([0, 2]), ["taskset", "-c", "0,2"])
+
+    def test_pinning_every_cpu_leaves_none_for_the_brokers(self):
+        usable = sorted(os.sched_getaffinity(0))
+        with self.assertRaises(ValueError):
+            pinning(",".join(str(cpu) for cpu in usable))
+
+    def test_unusable_cpus_are_refused(self):
+        with self.assertRaises(ValueError):
+            pinning("100000")
+
+
+class Rounds(unittest.TestCase):
+    def test_median_round_is_reported_with_every_round(self):
+        samples = [{"ok": True, "steady_mb_per_s": v, "wall_s": w} for v, w in ((300.0, 3), (100.0, 1), (200.0, 2))]
+        chosen = median_run(samples)
+        self.assertEqual(chosen["steady_mb_per_s"], 200.0)
+        self.assertEqual(chosen["round_values"]["steady_mb_per_s"], [300.0, 100.0, 200.0])
+        self.assertTrue(chosen["ok"])
+
+    def test_a_failed_round_counts_lowest_and_flaws_the_figure(self):
+        samples = [{"ok": True, "steady_mb_per_s": 300.0}, {"ok": False, "error": "boom"},
+                   {"ok": True, "steady_mb_per_s": 200.0}]
+        chosen = median_run(samples)
+        self.assertEqual(chosen["steady_mb_per_s"], 200.0)
+        self.assertFalse(chosen["ok"])
+        self.assertIn("boom", chosen["error"])
+
+    def test_ratio_needs_both_figures(self):
+        self.assertIsNone(ratio(None, 2.0))
+        self.assertIsNone(ratio(1.0, 0))
+        self.assertAlmostEqual(ratio(3.0, 2.0), 1.5)
+
+
+class Report(unittest.TestCase):
+    def run_entry(self, mb):
+        return {"ok": True, "exit_code": 0, "steady_mb_per_s": mb, "steady_records_per_s": mb * 1000}
+
+    def test_goals_are_counted_from_the_ratios(self):
+        runs = {"produce-p1-acks1": (150.0, 100.0), "consume-p8": (140.0, 100.0)}
+        result = {"brokers": {
+            name: {"startup": {"ready_line_ms": 5.0 if name == "shale" else 1000.0},
+                   "runs": {run: self.run_entry(pair[index]) for run, pair in runs.items()}}
+            for index, name in enumerate(("shale", "kafka"))}}
+        text = table(result)
+        self.assertIn("| Produce 1 KiB, 1 partition, acks=1 (MB/s) | 150.0 | 100.0 | 1.50 | >= 1.5 | yes |", text)
+        self.assertIn("| Consume 1 KiB, 8 partitions (MB/s) | 140.0 | 100.0 | 1.40 | >= 1.5 | **no** |", text)
+        self.assertIn("| Start-up to ready line (ms) | 5.0 | 1,000 | 0.005 | <= 0.05 (1/20) | yes |", text)
+        # Ready line, produce (MB/s and records/s) and consume (both): three goals of five met.
+        self.assertIn("Goals met: 3 of 5 measured.", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
