@@ -32,7 +32,7 @@ from sidebyside.common import BenchError, log
 from sidebyside.loadtools import Tools
 from sidebyside.machine import load_average, machine_facts, pinning
 from sidebyside.report import get, table
-from sidebyside.session import RUNS, Session
+from sidebyside.session import RUN_GROUPS, Session
 
 
 def main():
@@ -142,11 +142,12 @@ def main():
             log(f"round {round_index + 1} of {cfg.repeat}")
             for session in sessions:
                 session.begin_round(round_index)
-            for run in RUNS:
+            for group in RUN_GROUPS:
                 # Who goes first alternates between rounds.
                 turn = sessions if round_index % 2 == 0 else list(reversed(sessions))
                 for session in turn:
-                    session.load_run(run, round_index)
+                    for run in group:
+                        session.load_run(run, round_index)
             for session in sessions:
                 session.end_round(round_index)
         for session in sessions:

@@ -277,6 +277,14 @@ class Session:
 
 RUNS = ("produce-p1-acks1", "produce-p1-acksall", "produce-p8-acks1", "produce-p8-acksall", "consume-p1", "consume-p8")
 
+# The order of a round: one broker does a whole group, then the other. A consume run follows its
+# topic's produce runs directly, so that the data it reads is at most two produce runs old. Kept
+# in the order of the reports above (RUNS) when the groups are joined. Why: on a machine whose
+# kernel pages out memory left unread for a minute (DAMON's pageout scheme on some VMs), data
+# written four runs earlier was read back from disk, and the consume figure measured the disk.
+RUN_GROUPS = (("produce-p1-acks1", "produce-p1-acksall", "consume-p1"),
+              ("produce-p8-acks1", "produce-p8-acksall", "consume-p8"))
+
 
 def median_run(samples):
     """The round with the median throughput (a failed round counts as the lowest), with every

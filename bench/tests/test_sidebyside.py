@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import parse_cpu_list, pinning, taskset_prefix  # noqa: E402
 from sidebyside.report import ratio, table  # noqa: E402
-from sidebyside.session import median_run  # noqa: E402
+from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
 PRODUCER_OUTPUT = """\
 104939 records sent, 20987.8 records/sec (20.50 MB/sec), 410.2 ms avg latency, 623.0 ms max latency.
@@ -118,6 +118,20 @@ class Rounds(unittest.TestCase):
         self.assertIsNone(ratio(None, 2.0))
         self.assertIsNone(ratio(1.0, 0))
         self.assertAlmostEqual(ratio(3.0, 2.0), 1.5)
+
+
+class RoundOrder(unittest.TestCase):
+    def test_groups_hold_every_run_once(self):
+        flat = [run for group in RUN_GROUPS for run in group]
+        self.assertEqual(sorted(flat), sorted(RUNS))
+        self.assertEqual(len(flat), len(set(flat)))
+
+    def test_a_consume_run_directly_follows_its_topics_produce_runs(self):
+        for group in RUN_GROUPS:
+            partitions = {run.split("-")[1] for run in group}
+            self.assertEqual(len(partitions), 1, group)
+            self.assertTrue(group[-1].startswith("consume-"), group)
+            self.assertTrue(all(run.startswith("produce-") for run in group[:-1]), group)
 
 
 class Report(unittest.TestCase):
