@@ -12,7 +12,7 @@ import time
 import os
 from pathlib import Path
 
-from .common import BenchError, free_port
+from .common import BenchError, free_port, kafka_combined_node
 from .machine import proc_cpu_seconds, proc_status_kib, taskset_prefix
 
 
@@ -219,19 +219,9 @@ class KafkaBroker(Broker):
         self.log4j_path = self.workdir / "log4j2.properties"
 
     def prepare(self) -> dict:
-        self.port = free_port()
-        controller_port = free_port()
-        while controller_port == self.port:
-            controller_port = free_port()
+        self.port, node = kafka_combined_node(self.workdir / "data")
         props = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": str(self.workdir / "data"),
+            **node,
             "offsets.topic.replication.factor": "1",
             "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1",

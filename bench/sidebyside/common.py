@@ -5,7 +5,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat-tests"))
-from harness.brokers import free_port  # noqa: E402,F401  (ports outside the ephemeral range)
+# Ports outside the ephemeral range, and the Kafka node both the suite and the benchmark start.
+from harness.brokers import free_port, kafka_combined_node  # noqa: E402,F401
 
 
 class BenchError(RuntimeError):

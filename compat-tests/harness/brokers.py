@@ -74,6 +74,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def kafka_combined_node(log_dir: Path):
+    """A single Apache Kafka node in KRaft combined mode (broker and controller) on loopback:
+    its client port and the server properties that place it there, before any settings of the
+    caller's own."""
+    port = free_port()
+    controller_port = free_port()
+    while controller_port == port:
+        controller_port = free_port()
+    return port, {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(log_dir),
+    }
+
+
 class BrokerError(RuntimeError):
     pass
 
@@ -171,19 +191,9 @@ class KafkaBroker(Broker):
         self.version = f"Apache Kafka {kafka_version}"
 
     def start(self, extra_properties=None):
-        self.port = free_port()
-        controller_port = free_port()
-        while controller_port == self.port:
-            controller_port = free_port()
+        self.port, node = kafka_combined_node(self.workdir / "data")
         props = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": str(self.workdir / "data"),
+            **node,
             **COMMON_PROPERTIES,
             **(extra_properties or {}),
         }
