@@ -541,8 +541,14 @@ impl ReplicaManager {
     }
 
     /// Makes the hosted set equal to `wanted`: opens or creates logs, updates epochs and configs,
-    /// deletes logs of partitions that are gone.
-    pub fn reconcile(&self, wanted: Vec<PartitionAssignment>) -> Result<(), LogError> {
+    /// deletes logs of partitions that are gone. A partition that fails is left as it was and
+    /// the others are still applied (one bad partition directory must not hold back the rest);
+    /// the failures come back so that the caller can try again.
+    pub fn reconcile(
+        &self,
+        wanted: Vec<PartitionAssignment>,
+    ) -> Result<(), Vec<(TopicPartition, LogError)>> {
+        let mut failed = Vec::new();
         let mut keep: HashMap<TopicPartition, PartitionAssignment> = HashMap::new();
         for a in wanted {
             keep.insert(a.tp.clone(), a);
@@ -560,68 +566,87 @@ impl ReplicaManager {
                 if let Some(p) = self.partitions.write().remove(&tp) {
                     info!(tp = %tp, "deleting partition");
                     drop(p);
-                    self.logs.delete(&tp)?;
+                    if let Err(e) = self.logs.delete(&tp) {
+                        failed.push((tp, e));
+                    }
                 }
             }
         }
         let mut high_watermark_moved = false;
         for (tp, a) in keep {
-            if let Some(p) = self.get(&tp) {
-                if p.log.config() != a.config {
-                    p.log.update_config(a.config.clone());
-                }
-                let leads = a.leader_id == a.role.local_id;
-                if p.leader_epoch() != a.leader_epoch {
-                    p.leader_epoch.store(a.leader_epoch, Ordering::Release);
-                    // Only a leader starts an epoch in its log; a follower's epochs come with
-                    // the batches it copies.
-                    if leads {
-                        p.log
-                            .assign_epoch_start_offset(a.leader_epoch, p.log.log_end_offset())?;
-                    }
-                }
-                p.leader_id.store(a.leader_id, Ordering::Release);
-                high_watermark_moved |= apply_role(&p, a.role);
-                continue;
+            match self.apply_assignment(&tp, a) {
+                Ok(moved) => high_watermark_moved |= moved,
+                Err(e) => failed.push((tp, e)),
             }
-            let log = self.logs.get_or_create(&tp, a.config.clone())?;
-            // A log found on disk at start-up was opened with the default config.
-            if log.config() != a.config {
-                log.update_config(a.config.clone());
-            }
-            let leads = a.leader_id == a.role.local_id;
-            if leads && log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
-                log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
-            }
-            let producers = load_producers(&log, self.producer_id_expiration_ms);
-            // A replicated partition starts from its checkpointed high watermark (else its
-            // log start): followers' fetches raise it, and nothing unreplicated is exposed.
-            let hw = if a.role.assignment.replicas.len() > 1 {
-                crate::replication::checkpoint::lookup(log.dir(), &tp)
-                    .map_or(log.log_start_offset(), |hw| {
-                        hw.clamp(log.log_start_offset(), log.log_end_offset())
-                    })
-            } else {
-                log.log_end_offset()
-            };
-            let partition = Arc::new(Partition {
-                tp: tp.clone(),
-                topic_id: a.topic_id,
-                log,
-                producers: Mutex::new(producers),
-                high_watermark: AtomicI64::new(hw),
-                leader_epoch: AtomicI32::new(a.leader_epoch),
-                leader_id: AtomicI32::new(a.leader_id),
-                replication: PartitionReplication::new(hw),
-            });
-            high_watermark_moved |= apply_role(&partition, a.role);
-            self.partitions.write().insert(tp, partition);
         }
         if high_watermark_moved {
             // Consumers long-polling for data below the new high watermark.
             self.notify_appended();
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed)
+        }
+    }
+
+    /// Hosts one wanted partition, or brings the hosted one to its assignment. Returns whether
+    /// its high watermark moved.
+    fn apply_assignment(
+        &self,
+        tp: &TopicPartition,
+        a: PartitionAssignment,
+    ) -> Result<bool, LogError> {
+        if let Some(p) = self.get(tp) {
+            if p.log.config() != a.config {
+                p.log.update_config(a.config.clone());
+            }
+            let leads = a.leader_id == a.role.local_id;
+            if p.leader_epoch() != a.leader_epoch {
+                p.leader_epoch.store(a.leader_epoch, Ordering::Release);
+                // Only a leader starts an epoch in its log; a follower's epochs come with
+                // the batches it copies.
+                if leads {
+                    p.log
+                        .assign_epoch_start_offset(a.leader_epoch, p.log.log_end_offset())?;
+                }
+            }
+            p.leader_id.store(a.leader_id, Ordering::Release);
+            return Ok(apply_role(&p, a.role));
+        }
+        let log = self.logs.get_or_create(tp, a.config.clone())?;
+        // A log found on disk at start-up was opened with the default config.
+        if log.config() != a.config {
+            log.update_config(a.config.clone());
+        }
+        let leads = a.leader_id == a.role.local_id;
+        if leads && log.latest_epoch().is_none_or(|e| e < a.leader_epoch) {
+            log.assign_epoch_start_offset(a.leader_epoch, log.log_end_offset())?;
+        }
+        let producers = load_producers(&log, self.producer_id_expiration_ms);
+        // A replicated partition starts from its checkpointed high watermark (else its
+        // log start): followers' fetches raise it, and nothing unreplicated is exposed.
+        let hw = if a.role.assignment.replicas.len() > 1 {
+            crate::replication::checkpoint::lookup(log.dir(), tp)
+                .map_or(log.log_start_offset(), |hw| {
+                    hw.clamp(log.log_start_offset(), log.log_end_offset())
+                })
+        } else {
+            log.log_end_offset()
+        };
+        let partition = Arc::new(Partition {
+            tp: tp.clone(),
+            topic_id: a.topic_id,
+            log,
+            producers: Mutex::new(producers),
+            high_watermark: AtomicI64::new(hw),
+            leader_epoch: AtomicI32::new(a.leader_epoch),
+            leader_id: AtomicI32::new(a.leader_id),
+            replication: PartitionReplication::new(hw),
+        });
+        let moved = apply_role(&partition, a.role);
+        self.partitions.write().insert(tp.clone(), partition);
+        Ok(moved)
     }
 
     /// Expires idle producers and snapshots producer state (called periodically and at shutdown).

@@ -195,9 +195,12 @@ impl Broker {
         });
 
         // Host what the image says before accepting clients.
-        broker.reconcile(&broker.metadata.image());
+        let applied_at_start = broker.reconcile(&broker.metadata.image());
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(reconcile_loop(broker.clone())));
+        tasks.push(tokio::spawn(reconcile_loop(
+            broker.clone(),
+            applied_at_start,
+        )));
         tasks.push(tokio::spawn(housekeeping_loop(broker.clone())));
         tasks.push(tokio::spawn(crate::txn::timeout_loop(broker.clone())));
 
@@ -223,8 +226,12 @@ impl Broker {
         })
     }
 
-    /// Brings hosted partitions in line with `image`.
-    pub fn reconcile(&self, image: &MetadataImage) {
+    /// Brings hosted partitions in line with `image`. Returns whether all of it was applied.
+    /// Waiters on [`Broker::wait_reconciled`] go on either way: a partition that failed (its
+    /// directory cannot be created, say) is not hosted and answers as such until a later pass
+    /// hosts it, as a Kafka broker keeps serving its other partitions when one log fails; one
+    /// bad partition must not hold every admin call until its timeout.
+    pub fn reconcile(&self, image: &MetadataImage) -> bool {
         let node_id = self.config.node_id;
         let static_props = self.static_props();
         let mut wanted = Vec::new();
@@ -274,14 +281,20 @@ impl Broker {
                 }
             }
         }
-        match self.replicas.reconcile(wanted) {
-            Ok(()) => {
-                self.groups.reconcile(self, image);
-                self.txn.reconcile(self, image);
-                self.replication.reconcile(image);
-                self.reconciled.send_replace(image.offset);
+        let hosted = self.replicas.reconcile(wanted);
+        // Coordinators and fetchers follow what is hosted, also when some partitions failed.
+        self.groups.reconcile(self, image);
+        self.txn.reconcile(self, image);
+        self.replication.reconcile(image);
+        self.reconciled.send_replace(image.offset);
+        match hosted {
+            Ok(()) => true,
+            Err(failed) => {
+                for (tp, e) in &failed {
+                    warn!(tp = %tp, "cannot apply metadata to this partition (will try again): {e}");
+                }
+                false
             }
-            Err(e) => warn!("cannot apply metadata to local partitions: {e}"),
         }
     }
 
@@ -476,22 +489,50 @@ async fn accept_loop(
     }
 }
 
-async fn reconcile_loop(broker: Arc<Broker>) {
+/// Applies every new metadata image. An image that could not be applied in full (a partition
+/// directory that cannot be created, a failed write) is tried again, with a growing pause,
+/// until it is or a newer image arrives: without the retry, a partition that failed once
+/// would stay unhosted until some unrelated metadata change, even after the cause went away.
+async fn reconcile_loop(broker: Arc<Broker>, applied_at_start: bool) {
     let mut images = broker.metadata.subscribe();
     let mut shutdown = broker.shutdown_signal();
+    // An image that came between the start-up pass and this subscription is applied too.
+    images.mark_changed();
+    let mut retry_after = next_reconcile_retry(applied_at_start, None);
     loop {
+        let retry = async {
+            match retry_after {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             changed = images.changed() => {
                 if changed.is_err() {
                     return;
                 }
             }
+            _ = retry => {}
             _ = shutdown.changed() => return,
         }
         let image = images.borrow_and_update().clone();
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.reconcile(&image)).await;
+        let applied = tokio::task::spawn_blocking(move || b.reconcile(&image))
+            .await
+            .unwrap_or(false);
+        retry_after = next_reconcile_retry(applied, retry_after);
     }
+}
+
+const RECONCILE_RETRY_MIN: Duration = Duration::from_millis(100);
+const RECONCILE_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// The pause before trying an image again: none once it applied, else doubling up to a bound.
+pub(crate) fn next_reconcile_retry(applied: bool, previous: Option<Duration>) -> Option<Duration> {
+    if applied {
+        return None;
+    }
+    Some(previous.map_or(RECONCILE_RETRY_MIN, |p| (p * 2).min(RECONCILE_RETRY_MAX)))
 }
 
 async fn housekeeping_loop(broker: Arc<Broker>) {
@@ -570,6 +611,22 @@ impl BrokerHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_reconcile_is_retried_with_a_doubling_pause_up_to_a_bound() {
+        assert_eq!(next_reconcile_retry(true, None), None);
+        assert_eq!(next_reconcile_retry(true, Some(RECONCILE_RETRY_MAX)), None);
+        let mut pause = None;
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            pause = next_reconcile_retry(false, pause);
+            seen.push(pause.map(|p| p.as_millis()));
+        }
+        assert_eq!(
+            seen,
+            [100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000].map(Some)
+        );
+    }
 
     fn buffer_size(socket: &impl std::os::fd::AsRawFd, option: libc::c_int) -> libc::c_int {
         let mut value: libc::c_int = 0;
