@@ -528,7 +528,7 @@ const RECONCILE_RETRY_MIN: Duration = Duration::from_millis(100);
 const RECONCILE_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// The pause before trying an image again: none once it applied, else doubling up to a bound.
-pub(crate) fn next_reconcile_retry(applied: bool, previous: Option<Duration>) -> Option<Duration> {
+fn next_reconcile_retry(applied: bool, previous: Option<Duration>) -> Option<Duration> {
     if applied {
         return None;
     }
