@@ -75,14 +75,36 @@ def taskset_prefix(cpus):
     return [] if cpus is None else ["taskset", "-c", ",".join(str(cpu) for cpu in cpus)]
 
 
+def vmstat_counters(text=None):
+    """The kernel's memory counters (/proc/vmstat, or the given text in its format) as a dict,
+    or None where they are not available."""
+    try:
+        text = Path("/proc/vmstat").read_text() if text is None else text
+        return {name: int(value) for name, value in (line.split() for line in text.splitlines()
+                                                       if line.count(" ") == 1)}
+    except (OSError, ValueError):
+        return None
+
+
 def disk_traffic_kib():
     """Kernel-wide KiB read from and written to block devices so far (/proc/vmstat pgpgin and
     pgpgout), or None where that is not available."""
-    try:
-        counters = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines() if line.count(" ") == 1)
-        return int(counters["pgpgin"]), int(counters["pgpgout"])
-    except (OSError, ValueError, KeyError):
+    counters = vmstat_counters()
+    if counters is None or "pgpgin" not in counters or "pgpgout" not in counters:
         return None
+    return counters["pgpgin"], counters["pgpgout"]
+
+
+# Pages the kernel scanned to free memory: by the writing process itself (direct reclaim, whose
+# CPU is charged to whoever allocates, a broker writing its log included) and by kswapd.
+RECLAIM_COUNTERS = ("pgscan_direct", "pgscan_kswapd", "allocstall_normal", "allocstall_movable")
+
+
+def reclaim_delta(before, after):
+    """How much of RECLAIM_COUNTERS grew between two vmstat readings (those both have)."""
+    if before is None or after is None:
+        return None
+    return {name: after[name] - before[name] for name in RECLAIM_COUNTERS if name in before and name in after}
 
 
 def load_average():

@@ -132,6 +132,13 @@ def table(result) -> str:
     for run in RUNS:
         cells = []
         for name in ("shale", "kafka"):
+            values = get(result, "brokers", name, "runs", run, "round_values", "pgscan_direct") or []
+            cells.append(" / ".join(fmt_num(v, 0) for v in values) or "n/a")
+        if cells != ["n/a", "n/a"]:
+            info.append(f"| Pages scanned by direct reclaim during every round, {run} (whole machine) | {cells[0]} | {cells[1]} |")
+    for run in RUNS:
+        cells = []
+        for name in ("shale", "kafka"):
             values = get(result, "brokers", name, "runs", run, "round_values", "steady_mb_per_s") or []
             cells.append(" / ".join(fmt_num(v) for v in values) or "n/a")
         info.append(f"| Every round, {run} (steady MB/s) | {cells[0]} | {cells[1]} |")

@@ -9,7 +9,7 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import disk_traffic_kib, load_average, steal_seconds
+from .machine import disk_traffic_kib, load_average, reclaim_delta, steal_seconds, vmstat_counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,6 +131,7 @@ class Session:
         os.sync()
         disk_before = disk_traffic_kib()
         steal_before = steal_seconds()
+        vmstat_before = vmstat_counters()
         cpu_before = broker.cpu_seconds()
         others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
@@ -157,6 +158,10 @@ class Session:
         steal_after = steal_seconds()
         if steal_before is not None and steal_after is not None:
             result["steal_s"] = round(steal_after - steal_before, 2)
+        reclaim = reclaim_delta(vmstat_before, vmstat_counters())
+        if reclaim is not None:
+            result["reclaim"] = reclaim
+            result["pgscan_direct"] = reclaim.get("pgscan_direct")
         result["broker_rss_mib_after"] = broker.rss_mib()
         # Other work on the 2-core machine moves every figure: keep the load beside each run.
         result["loadavg_1m_after"] = load_average()
@@ -165,7 +170,8 @@ class Session:
             result["error"] = f"broker exited with code {broker.proc.returncode}"
             result["broker_log_tail"] = broker.tail()
         summary = {k: result.get(k) for k in ("ok", "steady_mb_per_s", "mb_per_s", "fetch_mb_per_s", "broker_cpu_s", "client_cpu_s",
-                                              "wall_s", "disk_read_mib", "steal_s", "loadavg_1m_after")}
+                                              "wall_s", "disk_read_mib", "steal_s", "pgscan_direct",
+                                              "loadavg_1m_after")}
         log(f"{broker.name}: {label} {summary}")
         if record:
             self.samples.setdefault(label, []).append(result)
@@ -299,7 +305,7 @@ def median_run(samples):
     chosen["rounds"] = len(samples)
     chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("steady_mb_per_s", "mb_per_s", "fetch_mb_per_s",
                                                                        "broker_cpu_s", "client_cpu_s", "wall_s",
-                                                                       "disk_read_mib", "steal_s")
+                                                                       "disk_read_mib", "steal_s", "pgscan_direct")
                               if any(k in s for s in samples)}
     if not all(s.get("ok") for s in samples):
         chosen["ok"] = False

@@ -11,7 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
-from sidebyside.machine import parse_cpu_list, pinning, taskset_prefix  # noqa: E402
+from sidebyside.machine import (  # noqa: E402
+    parse_cpu_list, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
@@ -96,6 +97,24 @@ class Pinning(unittest.TestCase):
     def test_unusable_cpus_are_refused(self):
         with self.assertRaises(ValueError):
             pinning("100000")
+
+
+class MemoryCounters(unittest.TestCase):
+    def test_vmstat_text_is_read_as_counters(self):
+        counters = vmstat_counters("pgpgin 10\npgscan_direct 7\nnr_free_pages 99\n")
+        self.assertEqual(counters, {"pgpgin": 10, "pgscan_direct": 7, "nr_free_pages": 99})
+
+    def test_reclaim_is_the_growth_of_the_counters_both_readings_have(self):
+        before = {"pgscan_direct": 5, "pgscan_kswapd": 100, "allocstall_movable": 1}
+        after = {"pgscan_direct": 905, "pgscan_kswapd": 100, "allocstall_movable": 3, "allocstall_normal": 4}
+        self.assertEqual(reclaim_delta(before, after),
+                         {"pgscan_direct": 900, "pgscan_kswapd": 0, "allocstall_movable": 2})
+        self.assertIsNone(reclaim_delta(None, after))
+
+    def test_this_machine_has_the_counters(self):
+        counters = vmstat_counters()
+        if counters is not None:
+            self.assertIn("pgpgin", counters)
 
 
 class Rounds(unittest.TestCase):
