@@ -38,6 +38,12 @@ def run_flawed(result, broker, run) -> bool:
     return bool(entry) and not entry.get("ok")
 
 
+def round_cells(result, broker, run, key, digits):
+    """Every round's value of one figure, "a / b / c", or n/a when the run has none."""
+    values = get(result, "brokers", broker, "runs", run, "round_values", key) or []
+    return " / ".join(fmt_num(v, digits) for v in values) or "n/a"
+
+
 def table(result) -> str:
     rows = []
 
@@ -116,32 +122,17 @@ def table(result) -> str:
     for run in RUNS:
         info.append(f"| Client JVM CPU seconds, {run} | {fmt_num(get(result, 'brokers', 'shale', 'runs', run, 'client_cpu_s'), 2)}"
                     f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'client_cpu_s'), 2)} |")
-    for run in ("consume-p1", "consume-p8"):
-        cells = []
-        for name in ("shale", "kafka"):
-            values = get(result, "brokers", name, "runs", run, "round_values", "disk_read_mib") or []
-            cells.append(" / ".join(fmt_num(v, 1) for v in values) or "n/a")
-        info.append(f"| Disk reads during every round, {run} (MiB, whole machine) | {cells[0]} | {cells[1]} |")
-    for run in RUNS:
-        cells = []
-        for name in ("shale", "kafka"):
-            values = get(result, "brokers", name, "runs", run, "round_values", "steal_s") or []
-            cells.append(" / ".join(fmt_num(v, 2) for v in values) or "n/a")
-        if cells != ["n/a", "n/a"]:
-            info.append(f"| CPU seconds stolen by the hypervisor during every round, {run} | {cells[0]} | {cells[1]} |")
-    for run in RUNS:
-        cells = []
-        for name in ("shale", "kafka"):
-            values = get(result, "brokers", name, "runs", run, "round_values", "pgscan_direct") or []
-            cells.append(" / ".join(fmt_num(v, 0) for v in values) or "n/a")
-        if cells != ["n/a", "n/a"]:
-            info.append(f"| Pages scanned by direct reclaim during every round, {run} (whole machine) | {cells[0]} | {cells[1]} |")
-    for run in RUNS:
-        cells = []
-        for name in ("shale", "kafka"):
-            values = get(result, "brokers", name, "runs", run, "round_values", "steady_mb_per_s") or []
-            cells.append(" / ".join(fmt_num(v) for v in values) or "n/a")
-        info.append(f"| Every round, {run} (steady MB/s) | {cells[0]} | {cells[1]} |")
+    per_round = (
+        (("consume-p1", "consume-p8"), "disk_read_mib", 1, "Disk reads during every round, {run} (MiB, whole machine)", True),
+        (RUNS, "steal_s", 2, "CPU seconds stolen by the hypervisor during every round, {run}", False),
+        (RUNS, "pgscan_direct", 0, "Pages scanned by direct reclaim during every round, {run} (whole machine)", False),
+        (RUNS, "steady_mb_per_s", 1, "Every round, {run} (steady MB/s)", True),
+    )
+    for runs, key, digits, label, always in per_round:
+        for run in runs:
+            cells = [round_cells(result, name, run, key, digits) for name in ("shale", "kafka")]
+            if always or cells != ["n/a", "n/a"]:
+                info.append(f"| {label.format(run=run)} | {cells[0]} | {cells[1]} |")
     shown = {"produce": ("records-per-request-avg", "request-latency-avg", "record-queue-time-avg", "io-wait-ratio"),
              "consume": ("fetch-size-avg", "fetch-latency-avg", "io-wait-ratio")}
     for run in RUNS:
