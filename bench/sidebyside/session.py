@@ -135,12 +135,15 @@ class Session:
         cpu_before = broker.cpu_seconds()
         others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
-        profiler = start_profiler(broker, label) if self.cfg.perf and broker.name == "shale" else None
+        # One profile per round (round 1 is the first sample of the label), not one overwritten
+        # by the next: rounds of the same run can cost the broker very different CPU.
+        profile_label = f"{label}-r{len(self.samples.get(label, [])) + 1}" if record else label
+        profiler = start_profiler(broker, profile_label) if self.cfg.perf and broker.name == "shale" else None
         try:
             result = fn()
         finally:
             if profiler is not None:
-                finish_profiler(profiler, broker, label)
+                finish_profiler(profiler, broker, profile_label)
         result["wall_s"] = round(time.monotonic() - started, 2)
         cpu_after = broker.cpu_seconds()
         if cpu_before is not None and cpu_after is not None:
