@@ -294,53 +294,37 @@ fn other_controller_calls(addr: &str, topic: &str, timeout_ms: i32) -> Vec<(ApiK
                 .with_partition_index(0)
                 .with_replicas(Some(vec![BrokerId(3)]))])])
         .with_timeout_ms(timeout_ms);
-    let mut codes = Vec::new();
-    match call(
-        addr,
-        ApiKey::DeleteTopics,
-        4,
-        RequestKind::DeleteTopics(delete),
-    ) {
-        ResponseKind::DeleteTopics(r) => {
-            codes.push((ApiKey::DeleteTopics, r.responses[0].error_code))
+    [
+        (ApiKey::DeleteTopics, 4, RequestKind::DeleteTopics(delete)),
+        (
+            ApiKey::CreatePartitions,
+            3,
+            RequestKind::CreatePartitions(grow),
+        ),
+        (ApiKey::ElectLeaders, 2, RequestKind::ElectLeaders(elect)),
+        (
+            ApiKey::AlterPartitionReassignments,
+            0,
+            RequestKind::AlterPartitionReassignments(reassign),
+        ),
+    ]
+    .into_iter()
+    .map(|(api, version, request)| (api, first_error_code(call(addr, api, version, request))))
+    .collect()
+}
+
+/// The error code of the first topic or partition in an answer of one of the calls above (the
+/// answer's own code for AlterPartitionReassignments, which has one for the whole request).
+fn first_error_code(response: ResponseKind) -> i16 {
+    match response {
+        ResponseKind::DeleteTopics(r) => r.responses[0].error_code,
+        ResponseKind::CreatePartitions(r) => r.results[0].error_code,
+        ResponseKind::ElectLeaders(r) => {
+            r.replica_election_results[0].partition_result[0].error_code
         }
+        ResponseKind::AlterPartitionReassignments(r) => r.error_code,
         other => panic!("{other:?}"),
     }
-    match call(
-        addr,
-        ApiKey::CreatePartitions,
-        3,
-        RequestKind::CreatePartitions(grow),
-    ) {
-        ResponseKind::CreatePartitions(r) => {
-            codes.push((ApiKey::CreatePartitions, r.results[0].error_code))
-        }
-        other => panic!("{other:?}"),
-    }
-    match call(
-        addr,
-        ApiKey::ElectLeaders,
-        2,
-        RequestKind::ElectLeaders(elect),
-    ) {
-        ResponseKind::ElectLeaders(r) => codes.push((
-            ApiKey::ElectLeaders,
-            r.replica_election_results[0].partition_result[0].error_code,
-        )),
-        other => panic!("{other:?}"),
-    }
-    match call(
-        addr,
-        ApiKey::AlterPartitionReassignments,
-        0,
-        RequestKind::AlterPartitionReassignments(reassign),
-    ) {
-        ResponseKind::AlterPartitionReassignments(r) => {
-            codes.push((ApiKey::AlterPartitionReassignments, r.error_code))
-        }
-        other => panic!("{other:?}"),
-    }
-    codes
 }
 
 #[test]
