@@ -16,7 +16,7 @@ use shale_txn::{
     ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck, TxnMarker,
 };
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 use uuid::Uuid;
 
 use crate::replication::state::{PartitionReplication, RoleUpdate};
@@ -541,9 +541,11 @@ impl ReplicaManager {
     }
 
     /// Makes the hosted set equal to `wanted`: opens or creates logs, updates epochs and configs,
-    /// deletes logs of partitions that are gone. A partition that fails is left as it was and
-    /// the others are still applied (one bad partition directory must not hold back the rest);
-    /// the failures come back so that the caller can try again.
+    /// deletes logs of partitions that are gone. A wanted partition that fails is left as it
+    /// was and the others are still applied (one bad partition directory must not hold back the
+    /// rest); those failures come back so that the caller can try again. A removed partition
+    /// whose directory cannot be deleted is only logged: it is no longer hosted, and another
+    /// pass would not find it to try again.
     pub fn reconcile(
         &self,
         wanted: Vec<PartitionAssignment>,
@@ -567,7 +569,7 @@ impl ReplicaManager {
                     info!(tp = %tp, "deleting partition");
                     drop(p);
                     if let Err(e) = self.logs.delete(&tp) {
-                        failed.push((tp, e));
+                        error!(tp = %tp, "cannot delete the log of a removed partition; its directory stays: {e}");
                     }
                 }
             }
