@@ -1,6 +1,6 @@
 //! A partition whose log directory cannot be created: the broker says why, keeps serving its
-//! other partitions, and hosts the partition once the cause is gone, without a restart or
-//! another metadata change.
+//! other partitions (also across a restart), and hosts the partition once the cause is gone,
+//! without a restart or another metadata change.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -44,31 +44,48 @@ fn send_one(shale: &Shale, topic: &str, timeout: Duration) -> Result<i64, String
     }
 }
 
+const WARNING: &str = "cannot apply metadata to this partition";
+
+fn warnings(shale: &Shale) -> usize {
+    shale.log_text().matches(WARNING).count()
+}
+
+/// Waits until the broker has logged `count` warnings about a partition it could not host.
+fn await_warnings(shale: &Shale, count: usize) {
+    let deadline = Instant::now() + TIMEOUT;
+    while warnings(shale) < count {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {count} warnings about blocked-0 in the log"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_partition_whose_directory_cannot_be_created_is_hosted_once_the_cause_is_gone() {
-    let shale = Shale::start();
+    let mut shale = Shale::start();
     // A plain file where the partition's directory goes.
     let blocker = shale.data_dir().join("blocked-0");
     std::fs::write(&blocker, b"not a directory").unwrap();
 
     create_topic(&shale, "blocked");
-    let deadline = Instant::now() + TIMEOUT;
-    while !shale
-        .log_text()
-        .contains("cannot apply metadata to this partition")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no warning about blocked-0 in the log"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_warnings(&shale, 1);
     assert!(shale.log_text().contains("blocked-0"));
 
     // The rest of the broker goes on: another topic is created and takes writes.
     create_topic(&shale, "healthy");
     assert_eq!(send_one(&shale, "healthy", TIMEOUT), Ok(0));
     // The blocked partition takes none.
+    assert!(send_one(&shale, "blocked", Duration::from_millis(1500)).is_err());
+
+    // A restart with the cause still there: the broker starts, serves what it has, and keeps
+    // trying the blocked partition (the start-up pass fails like the first one).
+    shale.stop();
+    let warnings_before = warnings(&shale);
+    shale.restart();
+    await_warnings(&shale, warnings_before + 1);
+    assert_eq!(send_one(&shale, "healthy", TIMEOUT), Ok(1));
     assert!(send_one(&shale, "blocked", Duration::from_millis(1500)).is_err());
 
     std::fs::remove_file(&blocker).unwrap();
