@@ -86,13 +86,13 @@ def vmstat_counters(text=None):
         return None
 
 
-def disk_traffic_kib():
-    """Kernel-wide KiB read from and written to block devices so far (/proc/vmstat pgpgin and
-    pgpgout), or None where that is not available."""
-    counters = vmstat_counters()
-    if counters is None or "pgpgin" not in counters or "pgpgout" not in counters:
+def disk_traffic_mib(before, after):
+    """MiB read from and written to block devices between two vmstat readings (pgpgin and
+    pgpgout count KiB, kernel-wide), or None where they are not available."""
+    keys = ("pgpgin", "pgpgout")
+    if before is None or after is None or any(k not in before or k not in after for k in keys):
         return None
-    return counters["pgpgin"], counters["pgpgout"]
+    return tuple(round((after[k] - before[k]) / 1024, 1) for k in keys)
 
 
 # Pages the kernel scanned to free memory: by the writing process itself (direct reclaim, whose

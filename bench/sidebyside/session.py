@@ -9,7 +9,7 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import disk_traffic_kib, load_average, reclaim_delta, steal_seconds, vmstat_counters
+from .machine import disk_traffic_mib, load_average, reclaim_delta, steal_seconds, vmstat_counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,10 +46,10 @@ def finish_profiler(profiler, broker: Broker, label: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# One broker's measurements. Both brokers are started first; every load run then alternates
-# between them (Shale then Kafka, Kafka then Shale in the next round) and is repeated
-# `--repeat` times, so that drifting load on the machine and the client JVM's noise treat both
-# alike; the report shows the median of the rounds.
+# One broker's measurements. Both brokers are started first; every group of load runs (see
+# RUN_GROUPS) then alternates between them (Shale then Kafka, Kafka then Shale in the next
+# round) and is repeated `--repeat` times, so that drifting load on the machine and the client
+# JVM's noise treat both alike; the report shows the median of the rounds.
 
 
 class Session:
@@ -129,7 +129,6 @@ class Session:
         # Write back what earlier runs (of either broker) left dirty, so that this run does not
         # pay for their writeback; the flush is not part of the run.
         os.sync()
-        disk_before = disk_traffic_kib()
         steal_before = steal_seconds()
         vmstat_before = vmstat_counters()
         cpu_before = broker.cpu_seconds()
@@ -153,15 +152,15 @@ class Session:
                 if before is not None and after is not None]
         if idle:
             result["other_broker_idle_cpu_s"] = round(sum(idle), 2)
-        disk_after = disk_traffic_kib()
-        if disk_before is not None and disk_after is not None:
+        vmstat_after = vmstat_counters()
+        disk = disk_traffic_mib(vmstat_before, vmstat_after)
+        if disk is not None:
             # Reads mean the page cache no longer held the data; both count every process.
-            result["disk_read_mib"] = round((disk_after[0] - disk_before[0]) / 1024, 1)
-            result["disk_written_mib"] = round((disk_after[1] - disk_before[1]) / 1024, 1)
+            result["disk_read_mib"], result["disk_written_mib"] = disk
         steal_after = steal_seconds()
         if steal_before is not None and steal_after is not None:
             result["steal_s"] = round(steal_after - steal_before, 2)
-        reclaim = reclaim_delta(vmstat_before, vmstat_counters())
+        reclaim = reclaim_delta(vmstat_before, vmstat_after)
         if reclaim is not None:
             result["reclaim"] = reclaim
             result["pgscan_direct"] = reclaim.get("pgscan_direct")

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import (  # noqa: E402
-    parse_cpu_list, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
+    disk_traffic_mib, parse_cpu_list, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
@@ -110,6 +110,13 @@ class MemoryCounters(unittest.TestCase):
         self.assertEqual(reclaim_delta(before, after),
                          {"pgscan_direct": 900, "pgscan_kswapd": 0, "allocstall_movable": 2})
         self.assertIsNone(reclaim_delta(None, after))
+
+    def test_disk_traffic_is_the_growth_of_pgpgin_and_pgpgout_in_mib(self):
+        before = {"pgpgin": 1024, "pgpgout": 0}
+        after = {"pgpgin": 1024 + 3 * 1024, "pgpgout": 512}
+        self.assertEqual(disk_traffic_mib(before, after), (3.0, 0.5))
+        self.assertIsNone(disk_traffic_mib(before, {"pgpgin": 5}))
+        self.assertIsNone(disk_traffic_mib(None, after))
 
     def test_this_machine_has_the_counters(self):
         counters = vmstat_counters()
