@@ -30,6 +30,45 @@ def proc_cpu_seconds(pid: int):
 
 
 
+def proc_counters(pid: int, proc_root: Path = Path("/proc")):
+    """What a process has cost so far, or None once it is gone: user and system CPU and page
+    faults (every thread, exited ones included), and context switches and the time its threads
+    were runnable but waited for a CPU (summed over the threads alive now: a thread that exited
+    takes its share along). System CPU and minor faults grow where the kernel's work for the
+    process grows (page cache, memory); runqueue waiting grows where it competes for a core."""
+    base = proc_root / str(pid)
+    try:
+        stat = (base / "stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        counters = {"user_cpu_s": int(fields[11]) / CLK_TCK, "system_cpu_s": int(fields[12]) / CLK_TCK,
+                    "minor_faults": int(fields[7]), "major_faults": int(fields[9]),
+                    "voluntary_switches": 0, "involuntary_switches": 0, "runqueue_wait_s": 0.0}
+        threads = [entry for entry in (base / "task").iterdir()]
+    except (OSError, ValueError, IndexError):
+        return None
+    for thread in threads:
+        try:
+            for line in (thread / "status").read_text().splitlines():
+                name, _, value = line.partition(":")
+                if name == "voluntary_ctxt_switches":
+                    counters["voluntary_switches"] += int(value)
+                elif name == "nonvoluntary_ctxt_switches":
+                    counters["involuntary_switches"] += int(value)
+            # schedstat: time on a CPU, time waiting on a runqueue (ns), timeslices.
+            counters["runqueue_wait_s"] += int((thread / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # the thread exited between the listing and the reading
+    return counters
+
+
+def counters_delta(before, after):
+    """How much each counter grew between two proc_counters readings (None if either is)."""
+    if before is None or after is None:
+        return None
+    return {name: round(after[name] - before[name], 3) if isinstance(after[name], float) else after[name] - before[name]
+            for name in after if name in before}
+
+
 def steal_seconds():
     """CPU time the hypervisor gave to others while this machine wanted it, all CPUs, so far
     (the steal column of /proc/stat), or None where that is not available. A run during which

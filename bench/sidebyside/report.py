@@ -124,6 +124,10 @@ def table(result) -> str:
                     f" | {fmt_num(get(result, 'brokers', 'kafka', 'runs', run, 'client_cpu_s'), 2)} |")
     per_round = (
         (("consume-p1", "consume-p8"), "disk_read_mib", 1, "Disk reads during every round, {run} (MiB, whole machine)", True),
+        (RUNS, "broker_cpu_s", 2, "Broker CPU seconds in every round, {run}", False),
+        (RUNS, "broker_system_cpu_s", 2, "Broker CPU seconds in the kernel in every round, {run}", False),
+        (RUNS, "broker_minor_faults", 0, "Broker minor page faults in every round, {run}", False),
+        (RUNS, "broker_runqueue_wait_s", 2, "Broker threads' seconds runnable but waiting for a CPU in every round, {run}", False),
         (RUNS, "steal_s", 2, "CPU seconds stolen by the hypervisor during every round, {run}", False),
         (RUNS, "pgscan_direct", 0, "Pages scanned by direct reclaim during every round, {run} (whole machine)", False),
         (RUNS, "steady_mb_per_s", 1, "Every round, {run} (steady MB/s)", True),

@@ -9,7 +9,7 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import disk_traffic_mib, load_average, reclaim_delta, steal_seconds, vmstat_counters
+from .machine import counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta, steal_seconds, vmstat_counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +132,7 @@ class Session:
         steal_before = steal_seconds()
         vmstat_before = vmstat_counters()
         cpu_before = broker.cpu_seconds()
+        counters_before = proc_counters(broker.proc.pid)
         others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
         # One profile per round (round 1 is the first sample of the label), not one overwritten
@@ -147,6 +148,9 @@ class Session:
         cpu_after = broker.cpu_seconds()
         if cpu_before is not None and cpu_after is not None:
             result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
+        counters = counters_delta(counters_before, proc_counters(broker.proc.pid))
+        if counters is not None:
+            result.update({f"broker_{name}": value for name, value in counters.items()})
         # The other broker idles meanwhile; what it costs is kept beside the run.
         idle = [after - before for before, after in zip(others_before, (o.cpu_seconds() for o in self.others))
                 if before is not None and after is not None]
@@ -307,7 +311,10 @@ def median_run(samples):
     chosen["rounds"] = len(samples)
     chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("steady_mb_per_s", "mb_per_s", "fetch_mb_per_s",
                                                                        "broker_cpu_s", "client_cpu_s", "wall_s",
-                                                                       "disk_read_mib", "steal_s", "pgscan_direct")
+                                                                       "disk_read_mib", "steal_s", "pgscan_direct",
+                                                                       "broker_system_cpu_s", "broker_minor_faults",
+                                                                       "broker_runqueue_wait_s",
+                                                                       "broker_involuntary_switches")
                               if any(k in s for s in samples)}
     if not all(s.get("ok") for s in samples):
         chosen["ok"] = False

@@ -5,6 +5,7 @@ Run with `python3 -m unittest discover -s bench/tests` (run-tests.sh does).
 
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -12,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import (  # noqa: E402
-    disk_traffic_mib, parse_cpu_list, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
+    CLK_TCK, counters_delta, disk_traffic_mib, parse_cpu_list, proc_counters, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
@@ -122,6 +123,45 @@ class MemoryCounters(unittest.TestCase):
         counters = vmstat_counters()
         if counters is not None:
             self.assertIn("pgpgin", counters)
+
+
+def fake_proc(root: Path, pid: int, threads):
+    """A /proc/<pid> with a stat line (minflt 70, majflt 2, 3 s user, 1 s system) and the given
+    threads: (voluntary, involuntary, runqueue wait ns)."""
+    base = root / str(pid)
+    (base / "task").mkdir(parents=True)
+    (base / "stat").write_text(f"{pid} (a b) S 1 1 1 0 -1 0 70 0 2 0 {3 * CLK_TCK} {CLK_TCK} 0 0 20 0 1\n")
+    for tid, (voluntary, involuntary, wait_ns) in enumerate(threads, start=pid):
+        (base / "task" / str(tid)).mkdir()
+        (base / "task" / str(tid) / "status").write_text(
+            f"Name:\tx\nvoluntary_ctxt_switches:\t{voluntary}\nnonvoluntary_ctxt_switches:\t{involuntary}\n")
+        (base / "task" / str(tid) / "schedstat").write_text(f"123 {wait_ns} 9\n")
+
+
+class ProcessCounters(unittest.TestCase):
+    def test_threads_are_summed_and_the_process_line_read_past_its_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_proc(Path(tmp), 42, [(10, 1, 500_000_000), (5, 2, 250_000_000)])
+            self.assertEqual(proc_counters(42, Path(tmp)), {
+                "user_cpu_s": 3.0, "system_cpu_s": 1.0, "minor_faults": 70, "major_faults": 2,
+                "voluntary_switches": 15, "involuntary_switches": 3, "runqueue_wait_s": 0.75})
+
+    def test_a_gone_process_has_no_counters(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertIsNone(proc_counters(42, Path(tmp)))
+
+    def test_delta_is_the_growth_of_each_counter(self):
+        before = {"minor_faults": 10, "runqueue_wait_s": 0.5, "system_cpu_s": 1.0}
+        after = {"minor_faults": 25, "runqueue_wait_s": 0.75, "system_cpu_s": 1.5}
+        self.assertEqual(counters_delta(before, after),
+                         {"minor_faults": 15, "runqueue_wait_s": 0.25, "system_cpu_s": 0.5})
+        self.assertIsNone(counters_delta(None, after))
+
+    def test_this_process_has_counters(self):
+        counters = proc_counters(os.getpid())
+        self.assertIsNotNone(counters)
+        self.assertGreater(counters["minor_faults"], 0)
+        self.assertTrue(all(value >= 0 for value in counters.values()))
 
 
 class Rounds(unittest.TestCase):
