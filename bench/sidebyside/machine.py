@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
 
 

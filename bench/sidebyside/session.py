@@ -9,7 +9,7 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta, steal_seconds, vmstat_counters
+from .machine import MIB, PAGE_BYTES, counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta, steal_seconds, vmstat_counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,6 +168,10 @@ class Session:
         if reclaim is not None:
             result["reclaim"] = reclaim
             result["pgscan_direct"] = reclaim.get("pgscan_direct")
+            result["pgscan_kswapd"] = reclaim.get("pgscan_kswapd")
+        if vmstat_before is not None and "nr_free_pages" in vmstat_before:
+            # Where the page cache the run writes comes from: free memory, or memory reclaimed.
+            result["free_mib_before"] = round(vmstat_before["nr_free_pages"] * PAGE_BYTES / MIB)
         result["broker_rss_mib_after"] = broker.rss_mib()
         # Other work on the 2-core machine moves every figure: keep the load beside each run.
         result["loadavg_1m_after"] = load_average()
@@ -312,6 +316,7 @@ def median_run(samples):
     chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("steady_mb_per_s", "mb_per_s", "fetch_mb_per_s",
                                                                        "broker_cpu_s", "client_cpu_s", "wall_s",
                                                                        "disk_read_mib", "steal_s", "pgscan_direct",
+                                                                       "pgscan_kswapd", "free_mib_before",
                                                                        "broker_system_cpu_s", "broker_minor_faults",
                                                                        "broker_runqueue_wait_s",
                                                                        "broker_involuntary_switches")
