@@ -1,10 +1,8 @@
 """Readings of this machine and its processes from /proc."""
 
-import mmap
 import os
 import platform
 import subprocess
-import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -70,33 +68,6 @@ def counters_delta(before, after):
         return None
     return {name: round(after[name] - before[name], 3) if isinstance(after[name], float) else after[name] - before[name]
             for name in after if name in before}
-
-
-# How much fresh memory probe_fresh_memory touches: enough pages for a stable figure, little
-# time (0.1 to 0.7 s here).
-FRESH_MEMORY_PROBE_BYTES = 256 * MIB
-
-
-def fresh_memory_ns_per_page(size_bytes: int = FRESH_MEMORY_PROBE_BYTES):
-    """Touches `size_bytes` of new anonymous memory page by page, frees it, and returns the
-    nanoseconds it took per page (None when nothing is touched).
-
-    Why: on the VM this benchmark was developed on, the first write to a page of memory the
-    guest had not used lately cost from about 2 to 14 us, varying over minutes. Every page of
-    page cache a produce run fills is such a page, so the broker's CPU in the kernel rises and
-    falls with it: the same 2 GB cost one broker 3 kernel CPU-s in one round and 9 in another,
-    and Kafka alike. The reading, taken just before every run, shows which runs paid it."""
-    pages = size_bytes // PAGE_BYTES
-    if pages <= 0:
-        return None
-    region = mmap.mmap(-1, pages * PAGE_BYTES)
-    try:
-        started = time.perf_counter()
-        region[::PAGE_BYTES] = b"\x01" * pages
-        elapsed_s = time.perf_counter() - started
-    finally:
-        region.close()
-    return round(elapsed_s * 1e9 / pages)
 
 
 def steal_seconds():

@@ -129,7 +129,6 @@ def table(result) -> str:
         (RUNS, "broker_minor_faults", 0, "Broker minor page faults in every round, {run}", False),
         (RUNS, "broker_runqueue_wait_s", 2, "Broker threads' seconds runnable but waiting for a CPU in every round, {run}", False),
         (RUNS, "steal_s", 2, "CPU seconds stolen by the hypervisor during every round, {run}", False),
-        (RUNS, "fresh_memory_ns_per_page", 0, "First write to fresh memory just before every round, {run} (ns per page)", False),
         (RUNS, "free_mib_before", 0, "Free memory before every round, {run} (MiB, whole machine)", False),
         (RUNS, "pgscan_kswapd", 0, "Pages scanned by kswapd during every round, {run} (whole machine)", False),
         (RUNS, "pgscan_direct", 0, "Pages scanned by direct reclaim during every round, {run} (whole machine)", False),

@@ -9,8 +9,7 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import (MIB, PAGE_BYTES, counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta,
-                      steal_seconds, vmstat_counters, fresh_memory_ns_per_page)
+from .machine import MIB, PAGE_BYTES, counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta, steal_seconds, vmstat_counters
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +129,6 @@ class Session:
         # Write back what earlier runs (of either broker) left dirty, so that this run does not
         # pay for their writeback; the flush is not part of the run.
         os.sync()
-        fresh_memory_ns = fresh_memory_ns_per_page()
         steal_before = steal_seconds()
         vmstat_before = vmstat_counters()
         cpu_before = broker.cpu_seconds()
@@ -147,7 +145,6 @@ class Session:
             if profiler is not None:
                 finish_profiler(profiler, broker, profile_label)
         result["wall_s"] = round(time.monotonic() - started, 2)
-        result["fresh_memory_ns_per_page"] = fresh_memory_ns
         cpu_after = broker.cpu_seconds()
         if cpu_before is not None and cpu_after is not None:
             result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
@@ -184,7 +181,7 @@ class Session:
             result["broker_log_tail"] = broker.tail()
         summary = {k: result.get(k) for k in ("ok", "steady_mb_per_s", "mb_per_s", "fetch_mb_per_s", "broker_cpu_s", "client_cpu_s",
                                               "wall_s", "disk_read_mib", "steal_s", "pgscan_direct",
-                                              "fresh_memory_ns_per_page", "loadavg_1m_after")}
+                                              "loadavg_1m_after")}
         log(f"{broker.name}: {label} {summary}")
         if record:
             self.samples.setdefault(label, []).append(result)
@@ -319,7 +316,7 @@ def median_run(samples):
     chosen["round_values"] = {k: [s.get(k) for s in samples] for k in ("steady_mb_per_s", "mb_per_s", "fetch_mb_per_s",
                                                                        "broker_cpu_s", "client_cpu_s", "wall_s",
                                                                        "disk_read_mib", "steal_s", "pgscan_direct",
-                                                                       "pgscan_kswapd", "free_mib_before", "fresh_memory_ns_per_page",
+                                                                       "pgscan_kswapd", "free_mib_before",
                                                                        "broker_system_cpu_s", "broker_minor_faults",
                                                                        "broker_runqueue_wait_s",
                                                                        "broker_involuntary_switches")

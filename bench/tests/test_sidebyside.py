@@ -13,8 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import (  # noqa: E402
-    CLK_TCK, PAGE_BYTES, counters_delta, disk_traffic_mib, fresh_memory_ns_per_page, parse_cpu_list,
-    proc_counters, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
+    CLK_TCK, counters_delta, disk_traffic_mib, parse_cpu_list, proc_counters, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
@@ -163,14 +162,6 @@ class ProcessCounters(unittest.TestCase):
         self.assertIsNotNone(counters)
         self.assertGreater(counters["minor_faults"], 0)
         self.assertTrue(all(value >= 0 for value in counters.values()))
-
-
-class FreshMemory(unittest.TestCase):
-    def test_touching_reports_a_cost_per_page(self):
-        self.assertGreater(fresh_memory_ns_per_page(64 * PAGE_BYTES), 0)
-
-    def test_nothing_to_touch_is_no_reading(self):
-        self.assertIsNone(fresh_memory_ns_per_page(PAGE_BYTES - 1))
 
 
 class Rounds(unittest.TestCase):
