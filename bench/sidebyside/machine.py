@@ -20,14 +20,20 @@ def proc_status_kib(pid: int, field: str):
     return None
 
 
+def _stat_fields(stat_path: Path):
+    """The fields of a /proc/<pid>/stat line after the command name (which may hold spaces and
+    parentheses), from the state on: minflt is [7], majflt [9], utime [11], stime [12]."""
+    stat = stat_path.read_text()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
 def proc_cpu_seconds(pid: int):
     """utime + stime of the process (all its threads), in seconds."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, ValueError, IndexError):
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 
@@ -39,12 +45,11 @@ def proc_counters(pid: int, proc_root: Path = Path("/proc")):
     process grows (page cache, memory); runqueue waiting grows where it competes for a core."""
     base = proc_root / str(pid)
     try:
-        stat = (base / "stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
+        fields = _stat_fields(base / "stat")
         counters = {"user_cpu_s": int(fields[11]) / CLK_TCK, "system_cpu_s": int(fields[12]) / CLK_TCK,
                     "minor_faults": int(fields[7]), "major_faults": int(fields[9]),
                     "voluntary_switches": 0, "involuntary_switches": 0, "runqueue_wait_s": 0.0}
-        threads = [entry for entry in (base / "task").iterdir()]
+        threads = list((base / "task").iterdir())
     except (OSError, ValueError, IndexError):
         return None
     for thread in threads:

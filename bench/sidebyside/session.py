@@ -9,7 +9,8 @@ import time
 from .brokers import Broker, _kill_group
 from .common import BenchError, log
 from .loadtools import Tools, error_lines, parse_client_metrics, parse_consumer_detailed, parse_producer
-from .machine import MIB, PAGE_BYTES, counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta, steal_seconds, vmstat_counters
+from .machine import (MIB, PAGE_BYTES, counters_delta, disk_traffic_mib, load_average, proc_counters, reclaim_delta,
+                      steal_seconds, vmstat_counters)
 
 
 # ---------------------------------------------------------------------------------------------

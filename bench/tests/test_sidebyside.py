@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import (  # noqa: E402
-    CLK_TCK, counters_delta, disk_traffic_mib, parse_cpu_list, proc_counters, pinning, reclaim_delta, taskset_prefix, vmstat_counters)
+    CLK_TCK, counters_delta, disk_traffic_mib, parse_cpu_list, pinning, proc_counters, reclaim_delta, taskset_prefix,
+    vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
 
