@@ -30,7 +30,7 @@ from pathlib import Path
 from sidebyside.brokers import KafkaBroker, ShaleBroker
 from sidebyside.common import BenchError, log
 from sidebyside.loadtools import Tools
-from sidebyside.machine import load_average, machine_facts, pinning
+from sidebyside.machine import CpuQuota, load_average, machine_facts, pinning
 from sidebyside.report import get, table
 from sidebyside.session import RUN_GROUPS, Session
 
@@ -53,6 +53,9 @@ def main():
     parser.add_argument("--pin-client", metavar="CPUS",
                         help="run the load tools on these CPUs only (taskset list, e.g. 0) and both brokers on the"
                              " others: shows what each broker does when it does not share a core with the client")
+    parser.add_argument("--broker-cpu-quota", type=float, metavar="CPUS",
+                        help="hold each broker to this many CPUs' time (0.25 = a quarter of one) in a cgroup of"
+                             " its own, the client unbounded: shows each broker's throughput on the same CPU budget")
     parser.add_argument("--render", type=Path, help="only print the table of an earlier results JSON")
     if "--render" in sys.argv:
         index = sys.argv.index("--render")
@@ -98,7 +101,7 @@ def main():
             "steady_warmup_records_per_produce_run": cfg.steady_warmup_records,
             "records_per_consume_run": 2 * cfg.records, "idle_s": cfg.idle_s, "client_jvm": f"-Xmx{client_heap} -Xms{client_heap}",
             "kafka_jvm": "-Xmx1g", "tool_timeout_s": cfg.tool_timeout_s, "rounds": cfg.repeat,
-            "pinning": pins,
+            "pinning": pins, "broker_cpu_quota": cfg.broker_cpu_quota,
         },
         "machine": machine_facts(cfg.kafka_lib),
         "shale_git_commit": cfg.git_commit,
@@ -125,6 +128,11 @@ def main():
                 continue
             broker = make()
             brokers.append(broker)
+            if cfg.broker_cpu_quota:
+                try:
+                    broker.quota = CpuQuota(f"shale-bench-{stamp}-{name}", cfg.broker_cpu_quota)
+                except ValueError as err:
+                    raise SystemExit(f"--broker-cpu-quota: {err}")
             session = Session(broker, tools, cfg)
             result["brokers"][name] = session.out
             try:
@@ -153,6 +161,8 @@ def main():
         for session in sessions:
             session.summarize()
             session.finish()
+            if session.broker.quota is not None:
+                session.out["cpu_quota_stat"] = session.broker.quota.stat()
     finally:
         for broker in brokers:
             broker.stop()
@@ -185,6 +195,9 @@ def main():
     print(f"Rounds: {cfg.repeat}, alternating the brokers (both stay up); every figure is the median round.")
     if pins:
         print(f"Pinned: the load tools ran on CPUs {client_cpus} only, the brokers on CPUs {broker_cpus}.")
+    if cfg.broker_cpu_quota:
+        print(f"CPU quota: each broker was held to {cfg.broker_cpu_quota} CPUs' time in a cgroup of its own;"
+              " the load tools were not.")
     print()
     print(result["markdown"])
     print()

@@ -2,7 +2,7 @@
 # Shale vs Apache Kafka on this machine, side by side in one run (see bench/README.md).
 #
 #   bench/run.sh [--quick] [--no-build] [--perf] [--only shale|kafka] [--records N] [--repeat N]
-#                [--client-metrics] [--pin-client CPUS]
+#                [--client-metrics] [--pin-client CPUS] [--broker-cpu-quota CPUS]
 #   bench/run.sh --transactions [--no-build] [--only shale|kafka] [--records N]
 #
 # Environment: SHALE_BIN (use this binary, skip the build), SHALE_COMMIT (label for that binary),
@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0 ;;
     --client-metrics) passthrough+=(--client-metrics) ;;
     --perf) command -v perf >/dev/null || die "--perf needs perf (apt-get install -y linux-perf)"; passthrough+=(--perf) ;;
-    --only|--records|--repeat|--pin-client) [[ $# -ge 2 ]] || die "$1 needs a value"; passthrough+=("$1" "$2"); shift ;;
+    --only|--records|--repeat|--pin-client|--broker-cpu-quota) [[ $# -ge 2 ]] || die "$1 needs a value"; passthrough+=("$1" "$2"); shift ;;
     -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option: $1 (try --help)" ;;
   esac

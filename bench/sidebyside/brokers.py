@@ -69,6 +69,7 @@ class Broker:
 
     def __init__(self, workroot: Path, logs: Path, cpus=None):
         self.cpus = cpus
+        self.quota = None  # a CpuQuota the broker runs in (--broker-cpu-quota), set before start
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=workroot))
         self.log_path = logs / f"{self.name}-broker.log"
         self.proc = None
@@ -100,7 +101,7 @@ class Broker:
 
     def start(self, timeout_s: float) -> dict:
         """Spawns the broker and returns start-up timings in milliseconds."""
-        cmd = taskset_prefix(self.cpus) + self.command()
+        cmd = taskset_prefix(self.cpus) + (self.quota.prefix() if self.quota else []) + self.command()
         self._log_file = open(self.log_path, "ab")
         self._log_file.write(("$ " + " ".join(cmd) + "\n").encode())
         self._log_file.flush()
@@ -164,6 +165,8 @@ class Broker:
             self._log_file.close()
             self._log_file = None
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.quota is not None:
+            self.quota.remove()
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float):

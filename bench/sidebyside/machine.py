@@ -86,6 +86,55 @@ def steal_seconds():
         return None
 
 
+class CpuQuota:
+    """A cgroup that holds one broker to a share of one CPU's time (`--broker-cpu-quota`): with
+    both brokers on the same budget, a throughput figure measures the broker, not the client
+    that shares its cores. Uses cgroup v2's cpu.max where the cpu controller is there, else
+    v1's CFS quota."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, name: str, fraction: float, v2_root: Path = Path("/sys/fs/cgroup"),
+                 v1_root: Path = Path("/sys/fs/cgroup/cpu")):
+        if not 0 < fraction <= (os.cpu_count() or 1):
+            raise ValueError(f"a CPU quota must be above 0 and at most the CPU count, not {fraction}")
+        quota_us = max(1000, round(fraction * self.PERIOD_US))
+        controllers = v2_root / "cgroup.controllers"
+        try:
+            if controllers.exists() and "cpu" in controllers.read_text().split():
+                (v2_root / "cgroup.subtree_control").write_text("+cpu")
+                self.path = v2_root / name
+                self.path.mkdir()
+                (self.path / "cpu.max").write_text(f"{quota_us} {self.PERIOD_US}")
+            elif (v1_root / "cpu.cfs_quota_us").exists():
+                self.path = v1_root / name
+                self.path.mkdir()
+                (self.path / "cpu.cfs_period_us").write_text(str(self.PERIOD_US))
+                (self.path / "cpu.cfs_quota_us").write_text(str(quota_us))
+            else:
+                raise ValueError("no cgroup cpu controller found (cgroup v2 cpu.max or v1 cpu.cfs_quota_us)")
+        except OSError as err:
+            raise ValueError(f"cannot set up a CPU quota cgroup: {err}") from err
+
+    def prefix(self):
+        """Command prefix that moves the process into the cgroup, then runs the command."""
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs")]
+
+    def stat(self):
+        """The cgroup's throttling counters (nr_periods, nr_throttled, ...), or None."""
+        try:
+            return {key: int(value) for key, value in
+                    (line.split() for line in (self.path / "cpu.stat").read_text().splitlines())}
+        except (OSError, ValueError):
+            return None
+
+    def remove(self):
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass  # a process still in it (it is gone once that exits); nothing else to undo
+
+
 def parse_cpu_list(text: str):
     """A CPU list in taskset's notation ("0", "0,2", "1-3") as a sorted list of CPU numbers."""
     cpus = set()

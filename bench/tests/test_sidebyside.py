@@ -4,6 +4,7 @@ Run with `python3 -m unittest discover -s bench/tests` (run-tests.sh does).
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -13,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sidebyside.loadtools import error_lines, parse_consumer_detailed, parse_producer  # noqa: E402
 from sidebyside.machine import (  # noqa: E402
-    CLK_TCK, counters_delta, disk_traffic_mib, parse_cpu_list, pinning, proc_counters, reclaim_delta, taskset_prefix,
+    CLK_TCK, CpuQuota, counters_delta, disk_traffic_mib, parse_cpu_list, pinning, proc_counters, reclaim_delta, taskset_prefix,
     vmstat_counters)
 from sidebyside.report import ratio, table  # noqa: E402
 from sidebyside.session import RUN_GROUPS, RUNS, median_run  # noqa: E402
@@ -163,6 +164,43 @@ class ProcessCounters(unittest.TestCase):
         self.assertIsNotNone(counters)
         self.assertGreater(counters["minor_faults"], 0)
         self.assertTrue(all(value >= 0 for value in counters.values()))
+
+
+class CpuQuotas(unittest.TestCase):
+    def test_cgroup_v2_gets_cpu_max(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "cgroup.controllers").write_text("cpuset cpu io memory\n")
+            quota = CpuQuota("b", 0.25, v2_root=root, v1_root=root / "none")
+            self.assertEqual((root / "cgroup.subtree_control").read_text(), "+cpu")
+            self.assertEqual((root / "b" / "cpu.max").read_text(), "25000 100000")
+            self.assertEqual(quota.prefix()[-1], str(root / "b" / "cgroup.procs"))
+            quota.remove()  # not a cgroup file system: the directory is kept, nothing raised
+
+    def test_cgroup_v1_gets_a_cfs_quota(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            v1 = Path(tmp) / "cpu"
+            v1.mkdir()
+            (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+            CpuQuota("b", 1.5, v2_root=Path(tmp) / "none", v1_root=v1)
+            self.assertEqual((v1 / "b" / "cpu.cfs_quota_us").read_text(), "150000")
+            self.assertEqual((v1 / "b" / "cpu.cfs_period_us").read_text(), "100000")
+
+    def test_no_controller_or_a_bad_share_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(ValueError):
+                CpuQuota("b", 0.25, v2_root=Path(tmp), v1_root=Path(tmp))
+            with self.assertRaises(ValueError):
+                CpuQuota("b", 0, v2_root=Path(tmp), v1_root=Path(tmp))
+
+    def test_the_prefix_moves_the_command_into_the_cgroup(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            v1 = Path(tmp) / "cpu"
+            v1.mkdir()
+            (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+            quota = CpuQuota("b", 0.5, v2_root=Path(tmp) / "none", v1_root=v1)
+            out = subprocess.run(quota.prefix() + ["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+            self.assertEqual((v1 / "b" / "cgroup.procs").read_text().strip(), out.stdout.strip())
 
 
 class Rounds(unittest.TestCase):
