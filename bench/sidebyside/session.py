@@ -132,7 +132,6 @@ class Session:
         os.sync()
         steal_before = steal_seconds()
         vmstat_before = vmstat_counters()
-        cpu_before = broker.cpu_seconds()
         counters_before = proc_counters(broker.proc.pid)
         others_before = [other.cpu_seconds() for other in self.others]
         started = time.monotonic()
@@ -146,11 +145,9 @@ class Session:
             if profiler is not None:
                 finish_profiler(profiler, broker, profile_label)
         result["wall_s"] = round(time.monotonic() - started, 2)
-        cpu_after = broker.cpu_seconds()
-        if cpu_before is not None and cpu_after is not None:
-            result["broker_cpu_s"] = round(cpu_after - cpu_before, 2)
         counters = counters_delta(counters_before, proc_counters(broker.proc.pid))
         if counters is not None:
+            result["broker_cpu_s"] = round(counters["user_cpu_s"] + counters["system_cpu_s"], 2)
             result.update({f"broker_{name}": value for name, value in counters.items()})
         # The other broker idles meanwhile; what it costs is kept beside the run.
         idle = [after - before for before, after in zip(others_before, (o.cpu_seconds() for o in self.others))
