@@ -12,7 +12,7 @@ import time
 import os
 from pathlib import Path
 
-from .common import BenchError, free_port, kafka_combined_node
+from .common import BenchError, free_port, kafka_combined_node, log
 from .machine import proc_cpu_seconds, proc_status_kib, taskset_prefix
 
 
@@ -165,8 +165,8 @@ class Broker:
             self._log_file.close()
             self._log_file = None
         shutil.rmtree(self.workdir, ignore_errors=True)
-        if self.quota is not None:
-            self.quota.remove()
+        if self.quota is not None and not self.quota.remove():
+            log(f"{self.name}: the CPU quota cgroup {self.quota.path} could not be removed")
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float):

@@ -3,6 +3,7 @@
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -100,21 +101,29 @@ class CpuQuota:
             raise ValueError(f"a CPU quota must be above 0 and at most the CPU count, not {fraction}")
         quota_us = max(1000, round(fraction * self.PERIOD_US))
         controllers = v2_root / "cgroup.controllers"
+        if controllers.exists() and "cpu" in controllers.read_text().split():
+            self.path = v2_root / name
+            settings = {"cpu.max": f"{quota_us} {self.PERIOD_US}"}
+            enable = v2_root / "cgroup.subtree_control"
+        elif (v1_root / "cpu.cfs_quota_us").exists():
+            self.path = v1_root / name
+            settings = {"cpu.cfs_period_us": str(self.PERIOD_US), "cpu.cfs_quota_us": str(quota_us)}
+            enable = None
+        else:
+            raise ValueError("no cgroup cpu controller found (cgroup v2 cpu.max or v1 cpu.cfs_quota_us)")
         try:
-            if controllers.exists() and "cpu" in controllers.read_text().split():
-                (v2_root / "cgroup.subtree_control").write_text("+cpu")
-                self.path = v2_root / name
-                self.path.mkdir()
-                (self.path / "cpu.max").write_text(f"{quota_us} {self.PERIOD_US}")
-            elif (v1_root / "cpu.cfs_quota_us").exists():
-                self.path = v1_root / name
-                self.path.mkdir()
-                (self.path / "cpu.cfs_period_us").write_text(str(self.PERIOD_US))
-                (self.path / "cpu.cfs_quota_us").write_text(str(quota_us))
-            else:
-                raise ValueError("no cgroup cpu controller found (cgroup v2 cpu.max or v1 cpu.cfs_quota_us)")
+            if enable is not None:
+                enable.write_text("+cpu")
+            self.path.mkdir()
         except OSError as err:
-            raise ValueError(f"cannot set up a CPU quota cgroup: {err}") from err
+            raise ValueError(f"cannot create the CPU quota cgroup {self.path}: {err}") from err
+        try:
+            for setting, value in settings.items():
+                (self.path / setting).write_text(value)
+        except OSError as err:
+            # A cgroup without its quota would let the broker run unbounded: none is left behind.
+            self.remove(wait_s=0)
+            raise ValueError(f"cannot set the CPU quota in {self.path}: {err}") from err
 
     def prefix(self):
         """Command prefix that moves the process into the cgroup, then runs the command."""
@@ -128,11 +137,20 @@ class CpuQuota:
         except (OSError, ValueError):
             return None
 
-    def remove(self):
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass  # a process still in it (it is gone once that exits); nothing else to undo
+    def remove(self, wait_s: float = 5.0) -> bool:
+        """Removes the cgroup; a process that just exited can keep it busy for a moment, so
+        this tries again for up to `wait_s`. False when it is still there."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.path.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
 
 
 def parse_cpu_list(text: str):

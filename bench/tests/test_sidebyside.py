@@ -9,6 +9,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -175,7 +176,8 @@ class CpuQuotas(unittest.TestCase):
             self.assertEqual((root / "cgroup.subtree_control").read_text(), "+cpu")
             self.assertEqual((root / "b" / "cpu.max").read_text(), "25000 100000")
             self.assertEqual(quota.prefix()[-1], str(root / "b" / "cgroup.procs"))
-            quota.remove()  # not a cgroup file system: the directory is kept, nothing raised
+            # Not a cgroup file system: files in it keep the directory, which is reported.
+            self.assertFalse(quota.remove(wait_s=0))
 
     def test_cgroup_v1_gets_a_cfs_quota(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -192,6 +194,32 @@ class CpuQuotas(unittest.TestCase):
                 CpuQuota("b", 0.25, v2_root=Path(tmp), v1_root=Path(tmp))
             with self.assertRaises(ValueError):
                 CpuQuota("b", 0, v2_root=Path(tmp), v1_root=Path(tmp))
+
+    def test_a_quota_that_cannot_be_set_leaves_no_cgroup_behind(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            v1 = Path(tmp) / "cpu"
+            v1.mkdir()
+            (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+            real_write = Path.write_text
+
+            def refuse_quota(path, text, *args, **kwargs):
+                if path.name == "cpu.cfs_period_us" and path.parent.name == "b":
+                    raise PermissionError("refused")
+                return real_write(path, text, *args, **kwargs)
+
+            with mock.patch.object(Path, "write_text", refuse_quota):
+                with self.assertRaisesRegex(ValueError, "cannot set the CPU quota"):
+                    CpuQuota("b", 0.25, v2_root=Path(tmp) / "none", v1_root=v1)
+            self.assertFalse((v1 / "b").exists())
+
+    def test_a_root_that_cannot_enable_the_controller_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "cgroup.controllers").write_text("cpu\n")
+            (root / "cgroup.subtree_control").mkdir()  # writing it fails
+            with self.assertRaisesRegex(ValueError, "cannot create"):
+                CpuQuota("b", 0.25, v2_root=root, v1_root=root / "none")
+            self.assertFalse((root / "b").exists())
 
     def test_the_prefix_moves_the_command_into_the_cgroup(self):
         with tempfile.TemporaryDirectory() as tmp:
