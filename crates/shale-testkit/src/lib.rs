@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests of several crates.
 
 pub mod ports;
+pub mod wait;
 
 pub use ports::free_port;
+pub use wait::{wait_for, wait_until};

@@ -4,6 +4,7 @@
 
 pub mod defs;
 mod properties;
+mod security;
 mod storage;
 mod typed;
 
@@ -39,6 +40,27 @@ pub enum ConfigError {
     },
     #[error("malformed override {0:?}: expected key=value")]
     MalformedOverride(String),
+    #[error(
+        "listener {listener} in {key} uses security protocol {protocol} \
+         (listener.security.protocol.map), which Shale does not implement yet; it serves only \
+         PLAINTEXT listeners and will not serve this one weaker than configured"
+    )]
+    UnservedSecurityProtocol {
+        key: String,
+        listener: String,
+        protocol: String,
+    },
+    #[error(
+        "listener {listener} in {key} maps to unknown security protocol {protocol} \
+         (listener.security.protocol.map); Kafka's are PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
+    )]
+    UnknownSecurityProtocol {
+        key: String,
+        listener: String,
+        protocol: String,
+    },
+    #[error("configuration {key} is not honoured: {reason}")]
+    UnservedSecurityKey { key: String, reason: String },
 }
 
 /// The explicitly set static properties, with their origin, before typing.
@@ -151,18 +173,10 @@ impl StaticProperties {
     pub fn unknown_keys(&self) -> Vec<String> {
         self.values
             .keys()
-            .filter(|k| defs::find(k).is_none() && !is_topic_level_passthrough(k))
+            .filter(|k| defs::find(k).is_none() && !security::is_checked_key(k))
             .cloned()
             .collect()
     }
-}
-
-/// Listener-prefixed and security keys Shale does not type yet but Kafka files commonly carry.
-fn is_topic_level_passthrough(key: &str) -> bool {
-    key.starts_with("listener.name.")
-        || key.starts_with("ssl.")
-        || key.starts_with("sasl.")
-        || key.starts_with("security.")
 }
 
 #[cfg(test)]

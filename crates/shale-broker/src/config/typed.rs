@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::defs::{self, ConfigKind};
-use super::{ConfigError, StaticProperties};
+use super::{security, ConfigError, StaticProperties};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -110,6 +110,7 @@ impl BrokerConfig {
                 validate_value(def, key, value)?;
             }
         }
+        security::check_keys(&props)?;
         let r = Reader { props: &props };
         let node_id = match props.get("node.id") {
             Some(_) => r.int("node.id")?,
@@ -160,6 +161,12 @@ impl BrokerConfig {
                 .cloned()
                 .collect(),
         };
+        for listener in &listeners {
+            security::check_listener("listeners", listener)?;
+        }
+        for listener in &advertised_listeners {
+            security::check_listener("advertised.listeners", listener)?;
+        }
         let inter_broker_listener_name = match props.get("inter.broker.listener.name") {
             Some(name) => name.to_string(),
             None => advertised_listeners
