@@ -2,18 +2,94 @@
 
 use kafka_protocol::ResponseError as E;
 use shale_group::GroupError;
-use shale_log::LogError;
+use shale_log::{LogError, RecordErrors};
 use shale_metadata::MetadataError;
 use shale_txn::ProducerStateError;
 
 use crate::partitions::AppendError;
 
+/// A refused append as a Produce partition answer carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: i16,
+    pub message: String,
+    /// KIP-467: the records at fault, by index in the batch, with their messages.
+    pub record_errors: Vec<(i32, String)>,
+}
+
+impl Refusal {
+    pub fn new(code: i16, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+/// Kafka's answer for a batch with refused records (its `LogValidator.processRecordErrors`):
+/// any bad timestamp makes it INVALID_TIMESTAMP with a fixed message, otherwise INVALID_RECORD
+/// with a message quoting at most the first three record errors.
+fn record_errors_refusal(errors: &RecordErrors) -> Refusal {
+    let (code, message) = if errors.has_invalid_timestamp() {
+        (
+            E::InvalidTimestamp,
+            "One or more records have been rejected due to invalid timestamp".to_string(),
+        )
+    } else {
+        let shown: Vec<String> = errors
+            .0
+            .iter()
+            .take(3)
+            .map(|e| {
+                format!(
+                    "RecordError(batchIndex={}, message='{}')",
+                    e.batch_index, e.message
+                )
+            })
+            .collect();
+        (
+            E::InvalidRecord,
+            format!(
+                "One or more records have been rejected due to {} record errors in total, and \
+                 only showing the first three errors at most: [{}]",
+                errors.0.len(),
+                shown.join(", ")
+            ),
+        )
+    };
+    Refusal {
+        code: code.code(),
+        message,
+        record_errors: errors
+            .0
+            .iter()
+            .map(|e| (e.batch_index, e.message.clone()))
+            .collect(),
+    }
+}
+
+/// How Produce answers a failed append.
+pub fn append_refusal(e: &AppendError) -> Refusal {
+    match e {
+        AppendError::Log(LogError::RecordsRejected(errors)) => record_errors_refusal(errors),
+        other => {
+            let (code, message) = append_error_code(other);
+            Refusal::new(code, message)
+        }
+    }
+}
+
 /// Kafka error code and message for a log-engine error.
 pub fn log_error_code(e: &LogError) -> (i16, String) {
+    if let LogError::RecordsRejected(errors) = e {
+        let refusal = record_errors_refusal(errors);
+        return (refusal.code, refusal.message);
+    }
     let code = match e {
         LogError::CorruptMessage(_) => E::CorruptMessage,
         LogError::MessageTooLarge { .. } => E::MessageTooLarge,
-        LogError::InvalidTimestamp { .. } => E::InvalidTimestamp,
+        LogError::RecordsRejected(_) => E::InvalidRecord,
         LogError::UnsupportedMagic(_) => E::UnsupportedForMessageFormat,
         LogError::InvalidRecord(_) => E::InvalidRecord,
         LogError::OffsetOutOfRange { .. } => E::OffsetOutOfRange,
@@ -150,6 +226,47 @@ pub fn txn_coordinator_error_code(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shale_log::{RecordError, RecordFault};
+
+    fn record_error(batch_index: i32, fault: RecordFault, message: &str) -> RecordError {
+        RecordError {
+            batch_index,
+            fault,
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn record_errors_are_answered_as_kafka_answers_them() {
+        let keyless = |i| record_error(i, RecordFault::MissingKey, "no key");
+        let errors = RecordErrors((0..5).map(keyless).collect());
+        let refusal = append_refusal(&AppendError::Log(LogError::RecordsRejected(errors)));
+        assert_eq!(refusal.code, 87);
+        assert_eq!(
+            refusal.message,
+            "One or more records have been rejected due to 5 record errors in total, and only \
+             showing the first three errors at most: [RecordError(batchIndex=0, message='no key'), \
+             RecordError(batchIndex=1, message='no key'), RecordError(batchIndex=2, message='no key')]"
+        );
+        // The message shows three; the field lists every one.
+        assert_eq!(refusal.record_errors.len(), 5);
+        assert_eq!(refusal.record_errors[4], (4, "no key".to_string()));
+
+        let mixed = RecordErrors(vec![
+            keyless(0),
+            record_error(3, RecordFault::Timestamp, "too new"),
+        ]);
+        let refusal = append_refusal(&AppendError::Log(LogError::RecordsRejected(mixed)));
+        assert_eq!(refusal.code, 32);
+        assert_eq!(
+            refusal.message,
+            "One or more records have been rejected due to invalid timestamp"
+        );
+        assert_eq!(
+            refusal.record_errors,
+            vec![(0, "no key".to_string()), (3, "too new".to_string())]
+        );
+    }
 
     #[test]
     fn representative_codes() {

@@ -10,9 +10,10 @@ pub enum LogError {
     /// A batch is larger than `max.message.bytes` or a segment (MESSAGE_TOO_LARGE).
     #[error("record batch of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")]
     MessageTooLarge { size_bytes: u64, limit_bytes: u64 },
-    /// A record timestamp lies outside the allowed window (INVALID_TIMESTAMP).
-    #[error("timestamp {timestamp_ms} is outside the allowed range around {now_ms}")]
-    InvalidTimestamp { timestamp_ms: i64, now_ms: i64 },
+    /// Records of a batch break per-record rules (KIP-467): each is named by its index in
+    /// the batch, so a client can fail only those and retry the rest.
+    #[error("{0}")]
+    RecordsRejected(RecordErrors),
     /// Only RecordBatch v2 is accepted (UNSUPPORTED_FOR_MESSAGE_FORMAT / CORRUPT_MESSAGE).
     #[error("unsupported record batch magic {0}")]
     UnsupportedMagic(u8),
@@ -51,5 +52,44 @@ impl LogError {
     /// True for errors that mean the disk failed, not the input.
     pub fn is_storage(&self) -> bool {
         matches!(self, LogError::Storage(_) | LogError::LogOffline(_))
+    }
+}
+
+/// Why one record of a batch was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordFault {
+    /// Its timestamp lies outside `message.timestamp.before.max.ms` / `after.max.ms`.
+    Timestamp,
+    /// It has no key and the topic is compacted.
+    MissingKey,
+}
+
+/// One refused record: its index in the batch, the rule it broke and Kafka's message for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordError {
+    pub batch_index: i32,
+    pub fault: RecordFault,
+    pub message: String,
+}
+
+/// Every refused record of a batch, in batch order (never empty).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordErrors(pub Vec<RecordError>);
+
+impl RecordErrors {
+    /// True when any record was refused for its timestamp: Kafka then answers
+    /// INVALID_TIMESTAMP for the whole batch.
+    pub fn has_invalid_timestamp(&self) -> bool {
+        self.0.iter().any(|e| e.fault == RecordFault::Timestamp)
+    }
+}
+
+impl std::fmt::Display for RecordErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} records rejected", self.0.len())?;
+        if let Some(first) = self.0.first() {
+            write!(f, ", the first at index {}: {}", first.batch_index, first.message)?;
+        }
+        Ok(())
     }
 }

@@ -42,7 +42,7 @@ mod types;
 pub use batch::{parse_batches, BatchHeader, Compression};
 pub use cleaner::{CleanerReport, KeepAllTransactions, TxnOutcome, TxnResolver};
 pub use config::{CleanupPolicy, LogConfig, TimestampType};
-pub use error::LogError;
+pub use error::{LogError, RecordError, RecordErrors, RecordFault};
 pub use fault::FaultInjector;
 pub use log::{Log, RetentionResult};
 pub use manager::{LogManager, RetentionReport};

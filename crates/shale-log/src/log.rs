@@ -15,7 +15,7 @@ use crate::batch::{self, BatchHeader, Compression};
 use crate::checkpoint::{fsync_dir, OffsetCheckpointFile};
 use crate::config::{LogConfig, TimestampType};
 use crate::epoch::LeaderEpochCache;
-use crate::error::LogError;
+use crate::error::{LogError, RecordError, RecordErrors, RecordFault};
 use crate::fault::FaultInjector;
 use crate::records;
 use crate::segment::{self, Segment};
@@ -398,7 +398,7 @@ impl Log {
             validate_batch(h, &config, origin)?;
         }
         if origin != AppendOrigin::Replication {
-            validate_records(batches, &headers, &config, now_ms)?;
+            validate_records(&self.tp, batches, &headers, &config, now_ms)?;
         }
         let _w = self.writer.lock();
         self.check_online()?;
@@ -1077,27 +1077,34 @@ fn validate_batch(
     Ok(())
 }
 
-fn check_timestamp(ts: i64, now_ms: i64, config: &LogConfig) -> Result<(), LogError> {
-    if now_ms.saturating_sub(ts) > config.message_timestamp_before_max_ms
-        || ts.saturating_sub(now_ms) > config.message_timestamp_after_max_ms
-    {
-        return Err(LogError::InvalidTimestamp {
-            timestamp_ms: ts,
-            now_ms,
-        });
-    }
-    Ok(())
+/// Kafka's message for a timestamp outside the window; the bounds wrap as Java's longs do
+/// (`now - Long.MAX_VALUE` is printed as a large negative number).
+fn timestamp_error(ts: i64, index: usize, now_ms: i64, config: &LogConfig) -> Option<String> {
+    let out_of_range = now_ms.saturating_sub(ts) > config.message_timestamp_before_max_ms
+        || ts.saturating_sub(now_ms) > config.message_timestamp_after_max_ms;
+    out_of_range.then(|| {
+        format!(
+            "Timestamp {ts} of message with offset {index} is out of range. The timestamp \
+             should be within [{}, {}]",
+            now_ms.wrapping_sub(config.message_timestamp_before_max_ms),
+            now_ms.wrapping_add(config.message_timestamp_after_max_ms)
+        )
+    })
 }
 
-/// Record-level checks as Kafka's validator does them: offset deltas in order, timestamps
-/// within bounds, keys on compacted topics. Compressed batches are decompressed for this,
-/// bounded by `decompressed_batch_bytes_max`; the stored bytes stay as received.
+/// Record-level checks as Kafka's validator does them: offset deltas in order, then per record
+/// a key on compacted topics and a timestamp within bounds. A record breaking one of those is
+/// collected with its index (KIP-467) and the batch is refused naming every such record.
+/// Compressed batches are decompressed for this, bounded by `decompressed_batch_bytes_max`;
+/// the stored bytes stay as received.
 fn validate_records(
+    tp: &TopicPartition,
     bytes: &[u8],
     headers: &[BatchHeader],
     config: &LogConfig,
     now_ms: i64,
 ) -> Result<(), LogError> {
+    let mut rejected = Vec::new();
     let check_ts = config.message_timestamp_type == TimestampType::CreateTime;
     let mut pos = 0usize;
     let mut scratch;
@@ -1123,21 +1130,32 @@ fn validate_records(
             if h.is_control() {
                 continue;
             }
-            if config.cleanup_policy.compact && r.key.is_none() {
-                return Err(LogError::InvalidRecord(
-                    "compacted topic cannot accept a record without key".into(),
-                ));
-            }
-            if check_ts {
-                check_timestamp(
-                    h.base_timestamp.saturating_add(r.timestamp_delta),
-                    now_ms,
-                    config,
-                )?;
+            // Kafka checks the key first and reports one fault per record.
+            let fault = if config.cleanup_policy.compact && r.key.is_none() {
+                Some((
+                    RecordFault::MissingKey,
+                    format!("Compacted topic cannot accept message without key in topic partition {tp}"),
+                ))
+            } else if check_ts {
+                let ts = h.base_timestamp.saturating_add(r.timestamp_delta);
+                timestamp_error(ts, i, now_ms, config).map(|m| (RecordFault::Timestamp, m))
+            } else {
+                None
+            };
+            if let Some((fault, message)) = fault {
+                rejected.push(RecordError {
+                    batch_index: i as i32,
+                    fault,
+                    message,
+                });
             }
         }
     }
-    Ok(())
+    if rejected.is_empty() {
+        Ok(())
+    } else {
+        Err(LogError::RecordsRejected(RecordErrors(rejected)))
+    }
 }
 
 /// Finds the first record of a batch matching `pred(offset, timestamp)`.

@@ -150,7 +150,7 @@ fn refuses_bad_batches_and_writes_nothing() {
     let mut future = batch_at(1, "f", NOW + 2 * 3_600_000);
     assert!(matches!(
         log.append(&mut future, 0, NOW, AppendOrigin::Client),
-        Err(LogError::InvalidTimestamp { .. })
+        Err(LogError::RecordsRejected(e)) if e.has_invalid_timestamp()
     ));
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.size_bytes(), 0);
@@ -288,7 +288,7 @@ fn compressed_batches_are_validated_record_by_record() {
         assert!(
             matches!(
                 log.append(&mut late, 0, NOW, AppendOrigin::Client),
-                Err(LogError::InvalidTimestamp { .. })
+                Err(LogError::RecordsRejected(e)) if e.has_invalid_timestamp()
             ),
             "{c:?}"
         );

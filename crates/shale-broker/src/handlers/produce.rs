@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -121,10 +123,22 @@ pub async fn handle(
                             .with_log_start_offset(a.log_start_offset),
                     );
                 }
-                Err((code, message)) => {
+                Err(refusal) => {
+                    let record_errors = refusal
+                        .record_errors
+                        .into_iter()
+                        .map(|(index, message)| {
+                            BatchIndexAndErrorMessage::default()
+                                .with_batch_index(index)
+                                .with_batch_index_error_message(Some(StrBytes::from_string(
+                                    message,
+                                )))
+                        })
+                        .collect();
                     partitions.push(
-                        base.with_error_code(code)
-                            .with_error_message(Some(StrBytes::from_string(message))),
+                        base.with_error_code(refusal.code)
+                            .with_error_message(Some(StrBytes::from_string(refusal.message)))
+                            .with_record_errors(record_errors),
                     );
                 }
             }

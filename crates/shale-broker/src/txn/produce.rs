@@ -11,15 +11,12 @@ use shale_log::batch::BatchHeader;
 use shale_txn::coordinator::{TopicPartition as TxnTopicPartition, TxnCoordinatorError};
 use shale_txn::TransactionVersion;
 
-use crate::errors::append_error_code;
+use crate::errors::{append_refusal, Refusal};
 use crate::partitions::{Appended, Partition};
 use crate::Broker;
 
 /// The first Produce version of transaction version 2 clients.
 const PRODUCE_TV2_MIN_VERSION: i16 = 12;
-
-/// A refused append: error code and message for the partition's response.
-pub type Refusal = (i16, String);
 
 /// Appends client batches, verifying a transactional producer's first batch on the partition.
 pub async fn append_client(
@@ -33,7 +30,7 @@ pub async fn append_client(
     let append = |records: &mut [u8]| {
         partition
             .append_client(records, now_ms)
-            .map_err(|e| append_error_code(&e))
+            .map_err(|e| append_refusal(&e))
     };
     let header = match BatchHeader::decode(records) {
         Ok(h) if h.is_transactional() && h.producer_id >= 0 => h,
@@ -41,9 +38,9 @@ pub async fn append_client(
         _ => return append(records),
     };
     let Some(transactional_id) = transactional_id.filter(|t| !t.is_empty()) else {
-        return Err((
+        return Err(Refusal::new(
             ResponseError::TransactionalIdAuthorizationFailed.code(),
-            "transactional records need the request's transactional id".to_owned(),
+            "transactional records need the request's transactional id",
         ));
     };
     let (producer_id, producer_epoch) = (header.producer_id, header.producer_epoch);
@@ -99,9 +96,9 @@ pub async fn append_client(
     }
     gate.append_verified(&partition.tp, producer_id, token, || append(records))
         .unwrap_or_else(|| {
-            Err((
+            Err(Refusal::new(
                 ResponseError::InvalidTxnState.code(),
-                "the transaction ended while the batch was being verified".to_owned(),
+                "the transaction ended while the batch was being verified",
             ))
         })
 }
@@ -124,7 +121,7 @@ fn produce_refusal(error: &TxnCoordinatorError) -> Refusal {
         | TxnCoordinatorError::TransactionalIdNotFound
         | TxnCoordinatorError::IllegalState { .. } => ResponseError::InvalidTxnState.code(),
     };
-    (code, format!("transaction verification failed: {error}"))
+    Refusal::new(code, format!("transaction verification failed: {error}"))
 }
 
 #[cfg(test)]
@@ -137,15 +134,15 @@ mod tests {
             producer_epoch: 1,
             current_epoch: 2,
         };
-        assert_eq!(produce_refusal(&fenced).0, 47);
+        assert_eq!(produce_refusal(&fenced).code, 47);
         assert_eq!(
-            produce_refusal(&TxnCoordinatorError::ConcurrentTransactions).0,
+            produce_refusal(&TxnCoordinatorError::ConcurrentTransactions).code,
             19
         );
         let not_added = TxnCoordinatorError::InvalidTxnState {
             state: shale_txn::coordinator::TxnState::CompleteCommit,
             action: "write",
         };
-        assert_eq!(produce_refusal(&not_added).0, 48);
+        assert_eq!(produce_refusal(&not_added).code, 48);
     }
 }
