@@ -88,7 +88,11 @@ impl std::fmt::Display for RecordErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} records rejected", self.0.len())?;
         if let Some(first) = self.0.first() {
-            write!(f, ", the first at index {}: {}", first.batch_index, first.message)?;
+            write!(
+                f,
+                ", the first at index {}: {}",
+                first.batch_index, first.message
+            )?;
         }
         Ok(())
     }

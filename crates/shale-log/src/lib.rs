@@ -47,4 +47,4 @@ pub use fault::FaultInjector;
 pub use log::{Log, RetentionResult};
 pub use manager::{LogManager, RetentionReport};
 pub use txn_index::{AbortedTxn, TxnIndex, TxnIndexError};
-pub use types::{AppendInfo, AppendOrigin, FileSlice, ReadInfo, TopicPartition};
+pub use types::{AppendInfo, AppendOrigin, FileSlice, FoundRecord, ReadInfo, TopicPartition};

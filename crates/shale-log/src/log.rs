@@ -19,7 +19,7 @@ use crate::error::{LogError, RecordError, RecordErrors, RecordFault};
 use crate::fault::FaultInjector;
 use crate::records;
 use crate::segment::{self, Segment};
-use crate::types::{AppendInfo, AppendOrigin, FileSlice, ReadInfo, TopicPartition};
+use crate::types::{AppendInfo, AppendOrigin, FileSlice, FoundRecord, ReadInfo, TopicPartition};
 
 /// What one retention pass over a log removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -676,6 +676,14 @@ impl Log {
 
     /// First record offset whose timestamp is >= `timestamp_ms`, with that timestamp.
     pub fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<(i64, i64)>, LogError> {
+        Ok(self
+            .record_for_timestamp(timestamp_ms)?
+            .map(|r| (r.offset, r.timestamp_ms)))
+    }
+
+    /// The first record whose timestamp is >= `timestamp_ms`, with its batch's leader epoch
+    /// (ListOffsets by timestamp).
+    pub fn record_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<FoundRecord>, LogError> {
         let lso = self.log_start_offset();
         let limit = self.config().decompressed_batch_bytes_max;
         for seg in self.segments_snapshot() {
@@ -702,6 +710,13 @@ impl Log {
 
     /// Offset and timestamp of the record with the largest timestamp (ListOffsets -3).
     pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        Ok(self
+            .max_timestamp_record()?
+            .map(|r| (r.offset, r.timestamp_ms)))
+    }
+
+    /// The record with the largest timestamp, with its batch's leader epoch (ListOffsets -3).
+    pub fn max_timestamp_record(&self) -> Result<Option<FoundRecord>, LogError> {
         let mut best: Option<(i64, i64, Arc<Segment>)> = None;
         for seg in self.segments_snapshot() {
             if let Some((t, o)) = seg.max_timestamp()? {
@@ -719,9 +734,25 @@ impl Log {
             if let Some(found) = find_record(&bytes, &h, limit, |_, t| t == ts)? {
                 return Ok(Some(found));
             }
-            return Ok(Some((h.last_offset(), ts)));
+            return Ok(Some(FoundRecord {
+                offset: h.last_offset(),
+                timestamp_ms: ts,
+                leader_epoch: h.partition_leader_epoch,
+            }));
         }
         Ok(None)
+    }
+
+    /// The leader epoch that `offset` was written in, from the leader-epoch cache (Kafka's
+    /// `epochForOffset`): the epoch of the latest entry starting at or before it.
+    pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.epochs
+            .read()
+            .entries()
+            .iter()
+            .take_while(|(_, start)| *start <= offset)
+            .last()
+            .map(|(epoch, _)| *epoch)
     }
 
     /// Removes everything at and above `offset` (a follower diverged from its leader).
@@ -1134,7 +1165,9 @@ fn validate_records(
             let fault = if config.cleanup_policy.compact && r.key.is_none() {
                 Some((
                     RecordFault::MissingKey,
-                    format!("Compacted topic cannot accept message without key in topic partition {tp}"),
+                    format!(
+                        "Compacted topic cannot accept message without key in topic partition {tp}"
+                    ),
                 ))
             } else if check_ts {
                 let ts = h.base_timestamp.saturating_add(r.timestamp_delta);
@@ -1164,7 +1197,7 @@ fn find_record(
     h: &BatchHeader,
     decompressed_bytes_max: u64,
     pred: impl Fn(i64, i64) -> bool,
-) -> Result<Option<(i64, i64)>, LogError> {
+) -> Result<Option<FoundRecord>, LogError> {
     let body = records::batch_body(bytes, decompressed_bytes_max)?;
     let recs = records::decode_records(&body, h.record_count)?;
     for r in recs {
@@ -1175,7 +1208,11 @@ fn find_record(
             h.base_timestamp.saturating_add(r.timestamp_delta)
         };
         if pred(off, ts) {
-            return Ok(Some((off, ts)));
+            return Ok(Some(FoundRecord {
+                offset: off,
+                timestamp_ms: ts,
+                leader_epoch: h.partition_leader_epoch,
+            }));
         }
     }
     Ok(None)

@@ -59,6 +59,14 @@ pub enum AppendOrigin {
     Replication,
 }
 
+/// A record found by timestamp: its offset, its timestamp and the leader epoch of its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundRecord {
+    pub offset: i64,
+    pub timestamp_ms: i64,
+    pub leader_epoch: i32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendInfo {
     pub first_offset: i64,

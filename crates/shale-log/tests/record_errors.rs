@@ -7,8 +7,7 @@ mod common;
 use common::*;
 use shale_log::records::BatchBuilder;
 use shale_log::{
-    AppendOrigin, CleanupPolicy, Compression, Log, LogConfig, LogError, RecordFault,
-    TopicPartition,
+    AppendOrigin, CleanupPolicy, Compression, Log, LogConfig, LogError, RecordFault, TopicPartition,
 };
 
 fn open(name: &str, config: LogConfig) -> (tempfile::TempDir, Log) {
@@ -52,7 +51,8 @@ fn keyless_records_on_a_compacted_topic_are_each_named() {
             .iter()
             .map(|e| (e.batch_index, e.fault, e.message.as_str()))
             .collect();
-        let msg = "Compacted topic cannot accept message without key in topic partition compacted-0";
+        let msg =
+            "Compacted topic cannot accept message without key in topic partition compacted-0";
         assert_eq!(
             got,
             vec![
@@ -129,7 +129,10 @@ fn a_keyless_record_with_a_bad_timestamp_reports_the_key_as_kafka_does() {
     let mut b = b.build().unwrap();
     let errors = rejected(&log, &mut b);
     let faults: Vec<_> = errors.0.iter().map(|e| e.fault).collect();
-    assert_eq!(faults, vec![RecordFault::MissingKey, RecordFault::Timestamp]);
+    assert_eq!(
+        faults,
+        vec![RecordFault::MissingKey, RecordFault::Timestamp]
+    );
     // Any timestamp fault makes the whole answer INVALID_TIMESTAMP.
     assert!(errors.has_invalid_timestamp());
 }

@@ -90,6 +90,17 @@ fn create_topic(conn: &mut Conn, name: &str) {
 
 /// A RecordBatch v2 holding `count` small records.
 fn batch(producer_id: i64, epoch: i16, base_sequence: i32, count: i32) -> BytesMut {
+    batch_at(producer_id, epoch, base_sequence, count, 1_700_000_000_000)
+}
+
+/// A RecordBatch v2 holding `count` small records, all with timestamp `timestamp_ms`.
+fn batch_at(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    count: i32,
+    timestamp_ms: i64,
+) -> BytesMut {
     let mut records = BytesMut::new();
     for i in 0..count {
         let mut r = BytesMut::new();
@@ -107,8 +118,8 @@ fn batch(producer_id: i64, epoch: i16, base_sequence: i32, count: i32) -> BytesM
     let mut body = BytesMut::new(); // from attributes to the end: the CRC's coverage
     body.put_i16(0);
     body.put_i32(count - 1);
-    body.put_i64(1_700_000_000_000);
-    body.put_i64(1_700_000_000_000);
+    body.put_i64(timestamp_ms);
+    body.put_i64(timestamp_ms);
     body.put_i64(producer_id);
     body.put_i16(epoch);
     body.put_i32(base_sequence);
@@ -387,6 +398,153 @@ fn list_offsets_answers_every_served_version() {
             }
         }
     }
+}
+
+/// One ListOffsets partition answer: (error code, offset, timestamp, leader epoch).
+fn list_offset(c: &mut Conn, topic: &str, version: i16, timestamp: i64) -> (i16, i64, i64, i32) {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::ListOffsetsRequest;
+    let req = ListOffsetsRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(timestamp)])]);
+    match c.call(ApiKey::ListOffsets, version, RequestKind::ListOffsets(req)) {
+        ResponseKind::ListOffsets(r) => {
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.offset, p.timestamp, p.leader_epoch)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Kafka 4.4's answers for the special timestamps, measured on a single node: each needs a
+/// minimum version (UNSUPPORTED_VERSION below it), and without tiered storage LATEST_TIERED
+/// and EARLIEST_PENDING_UPLOAD find no offset.
+#[test]
+fn list_offsets_special_timestamps_answer_as_kafka_does() {
+    let shale = Shale::start();
+    let mut c = Conn::open(&shale);
+    create_topic(&mut c, "raw-special");
+    let t0 = 1_700_000_000_000;
+    assert_eq!(
+        produce(&mut c, "raw-special", batch_at(-1, -1, -1, 2, t0).freeze()),
+        (0, 0)
+    );
+    assert_eq!(
+        produce(
+            &mut c,
+            "raw-special",
+            batch_at(-1, -1, -1, 3, t0 + 5000).freeze()
+        ),
+        (0, 2)
+    );
+    const UNSUPPORTED: i16 = 35;
+    for version in 1..=10i16 {
+        let epoch = if version >= 4 { 0 } else { -1 };
+        let at = |c: &mut Conn, ts| list_offset(c, "raw-special", version, ts);
+        assert_eq!(at(&mut c, -1), (0, 5, -1, epoch), "latest v{version}");
+        assert_eq!(at(&mut c, -2), (0, 0, -1, epoch), "earliest v{version}");
+        let max = if version >= 7 {
+            (0, 2, t0 + 5000, epoch)
+        } else {
+            (UNSUPPORTED, -1, -1, epoch.min(-1))
+        };
+        assert_eq!(at(&mut c, -3), max, "max timestamp v{version}");
+        let earliest_local = if version >= 8 {
+            (0, 0, -1, epoch)
+        } else {
+            (UNSUPPORTED, -1, -1, -1)
+        };
+        assert_eq!(at(&mut c, -4), earliest_local, "earliest local v{version}");
+        let tiered = if version >= 9 {
+            (0, -1, -1, -1)
+        } else {
+            (UNSUPPORTED, -1, -1, -1)
+        };
+        assert_eq!(at(&mut c, -5), tiered, "latest tiered v{version}");
+        // EARLIEST_PENDING_UPLOAD needs v11, which this broker does not serve yet.
+        assert_eq!(
+            at(&mut c, -6),
+            (UNSUPPORTED, -1, -1, -1),
+            "pending upload v{version}"
+        );
+        assert_eq!(at(&mut c, -7).0, UNSUPPORTED, "-7 v{version}");
+        assert_eq!(
+            at(&mut c, t0 + 1),
+            (0, 2, t0 + 5000, epoch),
+            "by time v{version}"
+        );
+        assert_eq!(
+            at(&mut c, t0 + 6000),
+            (0, -1, -1, -1),
+            "past the last v{version}"
+        );
+    }
+}
+
+/// ListOffsets answers the leader epoch of the batch it found, not the partition's current
+/// one: records written before a leader change keep the epoch they were written in.
+#[test]
+fn list_offsets_returns_the_epoch_of_the_batch_found() {
+    let mut shale = Shale::start();
+    // Recent timestamps: retention would delete a rolled segment of 2023's records.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let t0 = now_ms - 60_000;
+    let before = {
+        let mut c = Conn::open(&shale);
+        create_topic(&mut c, "raw-epochs");
+        assert_eq!(
+            produce(&mut c, "raw-epochs", batch_at(-1, -1, -1, 2, t0).freeze()),
+            (0, 0)
+        );
+        list_offset(&mut c, "raw-epochs", 10, -1).3
+    };
+    // A restart elects the partition's leader again, in a new epoch.
+    shale.restart();
+    let mut c = Conn::open(&shale);
+    let after = shale_testkit::wait_for(
+        "the partition to lead again",
+        Duration::from_secs(30),
+        || {
+            let (code, _, _, epoch) = list_offset(&mut c, "raw-epochs", 10, -1);
+            (code == 0).then_some(epoch)
+        },
+    );
+    assert!(
+        after > before,
+        "the restart started a new epoch ({before} -> {after})"
+    );
+    assert_eq!(
+        produce(
+            &mut c,
+            "raw-epochs",
+            batch_at(-1, -1, -1, 2, t0 + 5000).freeze()
+        ),
+        (0, 2)
+    );
+    assert_eq!(
+        list_offset(&mut c, "raw-epochs", 10, -2),
+        (0, 0, -1, before)
+    );
+    assert_eq!(
+        list_offset(&mut c, "raw-epochs", 10, t0),
+        (0, 0, t0, before)
+    );
+    assert_eq!(
+        list_offset(&mut c, "raw-epochs", 10, t0 + 1),
+        (0, 2, t0 + 5000, after)
+    );
+    assert_eq!(
+        list_offset(&mut c, "raw-epochs", 10, -3),
+        (0, 2, t0 + 5000, after)
+    );
+    assert_eq!(list_offset(&mut c, "raw-epochs", 10, -1), (0, 4, -1, after));
 }
 
 #[test]

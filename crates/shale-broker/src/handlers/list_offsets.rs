@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochResponse,
 };
 use kafka_protocol::ResponseError;
+use shale_log::{FoundRecord, LogError};
 
 use super::leader_partition;
 use crate::dispatch::RequestContext;
@@ -24,6 +25,19 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
+const EARLIEST_PENDING_UPLOAD: i64 = -6;
+
+/// The first ListOffsets version that knows a special timestamp; older requests carrying it
+/// get UNSUPPORTED_VERSION, as from Kafka.
+fn special_timestamp_min_version(timestamp: i64) -> Option<i16> {
+    match timestamp {
+        MAX_TIMESTAMP => Some(7),
+        EARLIEST_LOCAL => Some(8),
+        LATEST_TIERED => Some(9),
+        EARLIEST_PENDING_UPLOAD => Some(11),
+        _ => None,
+    }
+}
 
 pub fn handle(
     broker: &Arc<Broker>,
@@ -54,41 +68,49 @@ pub fn handle(
                         Ok(partition) => partition,
                         Err(code) => return base.with_error_code(code),
                     };
+                    if let Some(min_version) = special_timestamp_min_version(p.timestamp) {
+                        if version < min_version {
+                            return base.with_error_code(ResponseError::UnsupportedVersion.code());
+                        }
+                    }
                     // The leader epoch field exists from v4; older versions must leave it unset.
-                    let epoch = if version >= 4 {
-                        partition.leader_epoch()
-                    } else {
-                        -1
+                    let epoch_of = |epoch: Option<i32>| {
+                        if version >= 4 {
+                            epoch.unwrap_or(-1)
+                        } else {
+                            -1
+                        }
                     };
                     let visible_end = if read_committed {
                         partition.last_stable_offset()
                     } else {
                         partition.high_watermark()
                     };
+                    let found = |r: Result<Option<FoundRecord>, LogError>| match r {
+                        Ok(Some(r)) if r.offset < visible_end => base
+                            .clone()
+                            .with_offset(r.offset)
+                            .with_timestamp(r.timestamp_ms)
+                            .with_leader_epoch(epoch_of(Some(r.leader_epoch))),
+                        Ok(_) => base.clone(),
+                        Err(e) => base.clone().with_error_code(log_error_code(&e).0),
+                    };
                     match p.timestamp {
-                        LATEST | LATEST_TIERED => {
-                            base.with_offset(visible_end).with_leader_epoch(epoch)
+                        // The partition's current epoch, as Kafka answers the latest offset.
+                        LATEST => base
+                            .with_offset(visible_end)
+                            .with_leader_epoch(epoch_of(Some(partition.leader_epoch()))),
+                        // Without tiered storage the local log is the whole log.
+                        EARLIEST | EARLIEST_LOCAL => {
+                            let start = partition.log.log_start_offset();
+                            base.with_offset(start)
+                                .with_leader_epoch(epoch_of(partition.log.epoch_for_offset(start)))
                         }
-                        EARLIEST | EARLIEST_LOCAL => base
-                            .with_offset(partition.log.log_start_offset())
-                            .with_leader_epoch(epoch),
-                        MAX_TIMESTAMP => match partition.log.max_timestamp_offset() {
-                            Ok(Some((offset, ts))) if offset < visible_end => base
-                                .with_offset(offset)
-                                .with_timestamp(ts)
-                                .with_leader_epoch(epoch),
-                            Ok(_) => base,
-                            Err(e) => base.with_error_code(log_error_code(&e).0),
-                        },
-                        ts if ts >= 0 => match partition.log.offset_for_timestamp(ts) {
-                            Ok(Some((offset, found_ts))) if offset < visible_end => base
-                                .with_offset(offset)
-                                .with_timestamp(found_ts)
-                                .with_leader_epoch(epoch),
-                            Ok(_) => base,
-                            Err(e) => base.with_error_code(log_error_code(&e).0),
-                        },
-                        _ => base.with_error_code(ResponseError::InvalidRequest.code()),
+                        // Nothing is tiered or waiting for upload: Kafka answers no offset.
+                        LATEST_TIERED | EARLIEST_PENDING_UPLOAD => base,
+                        MAX_TIMESTAMP => found(partition.log.max_timestamp_record()),
+                        ts if ts >= 0 => found(partition.log.record_for_timestamp(ts)),
+                        _ => base.with_error_code(ResponseError::UnsupportedVersion.code()),
                     }
                 })
                 .collect();
