@@ -1171,21 +1171,23 @@ impl MetadataNode {
         &self.inner.cluster_id
     }
 
-    /// The controller id Kafka clients are given (Metadata, DescribeCluster). As in KRaft,
-    /// clients cannot reach controller-only nodes, so this is the active controller when it is
-    /// an unfenced broker, and otherwise an unfenced broker (this one if it is, else the lowest
-    /// id). [`MetadataNode::quorum_leader`] names the real quorum leader.
+    /// The controller id Kafka clients are given (Metadata, DescribeCluster). KRaft names a
+    /// live broker, since clients cannot reach controller-only nodes and forward through any
+    /// broker. This node, when it is an unfenced broker, is the surest live one: it is
+    /// answering the request. Naming the quorum leader instead would hand out a node that has
+    /// just died until the survivors elect a new one, and an admin client would wait for it.
+    /// Otherwise the active controller if it is an unfenced broker, else any unfenced broker,
+    /// else none (-1 on the wire), never a fenced or unknown node.
+    /// [`MetadataNode::quorum_leader`] names the real quorum leader.
     pub fn active_controller_id(&self) -> Option<i32> {
         let image = self.image();
         let live = |id: i32| image.broker(id).is_some_and(|b| b.is_active());
+        if self.inner.registers_broker && live(self.inner.node_id) {
+            return Some(self.inner.node_id);
+        }
         match image.active_controller_id() {
             Some(id) if live(id) => Some(id),
-            _ if live(self.inner.node_id) => Some(self.inner.node_id),
-            active => image
-                .brokers()
-                .find(|b| b.is_active())
-                .map(|b| b.broker_id)
-                .or(active),
+            _ => image.brokers().find(|b| b.is_active()).map(|b| b.broker_id),
         }
     }
 
