@@ -42,6 +42,7 @@ SCENARIOS = [
     ("delete_records", "DeleteRecords moves the log start offset"),
     ("consumer_lag", "committed offsets and lag through ConsumerGroupCommand"),
     ("errors", "unknown topic, record too large, invalid config error codes"),
+    ("record_errors", "KIP-467: a refused batch names its bad records (keyless on compacted, timestamp out of range)"),
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
 ]
@@ -70,11 +71,13 @@ CLIENTS = {
 ONLY_CLIENTS = {
     "consumer_lag": (["cli"], "lag is checked through Kafka's ConsumerGroupCommand (the cli client)"),
     "exactly_once": (["java"], "the read-process-write worker is the Java client (java/ExactlyOnce.java)"),
+    "record_errors": (["confluent-kafka", "java", "kafka-python"],
+                      "per-record errors are checked through librdkafka (confluent-kafka), the Java producer and kafka-python"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
 FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
-                  "offsets_for_times", "configs", "errors", "transactions", "exactly_once"]
+                  "offsets_for_times", "configs", "errors", "record_errors", "transactions", "exactly_once"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}

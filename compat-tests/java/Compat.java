@@ -17,6 +17,7 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.*;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.record.TimestampType;
@@ -64,6 +65,7 @@ public class Compat {
                 case "delete_records": deleteRecords(); break;
                 case "errors": errors(); break;
                 case "transactions": transactions(); break;
+                case "record_errors": recordErrors(); break;
                 case "exactly_once": exactlyOnce(); break;
                 default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
@@ -618,6 +620,116 @@ public class Compat {
             try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false))) {
                 var parts = c.listTopics().get(missing);
                 checkEq(parts, null, "missing topic not auto-created by a consumer");
+            }
+        }
+    }
+
+    // ---------- KIP-467 per-record errors ----------
+
+    // Kafka 4.x topic defaults: message.timestamp.after.max.ms = 1 h, before.max.ms = Long.MAX_VALUE.
+    static final long TIMESTAMP_AFTER_MAX_MS = 3_600_000L;
+    static final long FUTURE_TIMESTAMP_SKEW_MS = 2 * 3_600_000L;
+    static final String OTHER_RECORD_MESSAGE =
+            "Failed to append record because it was part of a batch which had one more more invalid records";
+    static final java.util.regex.Pattern TIMESTAMP_MESSAGE = java.util.regex.Pattern.compile(
+            "Timestamp (-?\\d+) of message with offset (\\d+) is out of range\\. "
+                    + "The timestamp should be within \\[(-?\\d+), (-?\\d+)\\]");
+
+    /// One refused batch of 3 records: keys, timestamps and what each record is expected to fail with
+    /// ("keyless", "timestamp" or "other": refused only because it shared the batch).
+    record BadBatch(String name, Map<String, String> configs, Errors top, byte[][] keys, long[] timestamps,
+                    String[] expected) {
+        int named() { return (int) Arrays.stream(expected).filter(k -> !k.equals("other")).count(); }
+    }
+
+    static void checkRecordMessage(String message, String kind, String t, int index, long timestamp,
+                                   long sentMs, long ackedMs, String what) {
+        if (kind.equals("keyless")) {
+            checkEq(message, "Compacted topic cannot accept message without key in topic partition " + t + "-0",
+                    what + ": message");
+            return;
+        }
+        var m = TIMESTAMP_MESSAGE.matcher(message == null ? "" : message);
+        check(m.matches(), what + ": message '" + message + "' is not Kafka's out-of-range timestamp message");
+        checkEq(Long.parseLong(m.group(1)), timestamp, what + ": timestamp in the message");
+        checkEq(Integer.parseInt(m.group(2)), index, what + ": offset in the message (the record's index in the batch)");
+        long low = Long.parseLong(m.group(3)), high = Long.parseLong(m.group(4));
+        long now = high - TIMESTAMP_AFTER_MAX_MS;
+        check(sentMs <= now && now <= ackedMs, what + ": upper bound " + high + " is not the broker's time (between "
+                + sentMs + " and " + ackedMs + ") + 1 h");
+        checkEq(low, now - Long.MAX_VALUE, what + ": lower bound (broker time - Long.MAX_VALUE)");
+    }
+
+    /// KIP-467: a batch the broker refuses names its bad records in record_errors. The producer fails
+    /// each named record with the broker's per-record message, typed by the partition-level error when
+    /// it is the only one named and as InvalidRecordException otherwise; the other records of the batch
+    /// fail with a plain KafkaException. Nothing of the batch is stored; the next batch of the same
+    /// (idempotent) producer is.
+    static void recordErrors() throws Exception {
+        long now = System.currentTimeMillis(), future = now + FUTURE_TIMESTAMP_SKEW_MS;
+        byte[] k0 = "k0".getBytes(), k1 = "k1".getBytes(), k2 = "k2".getBytes();
+        Map<String, String> compact = Map.of("cleanup.policy", "compact");
+        List<BadBatch> cases = List.of(
+                // Compacted topic, records 0 and 2 keyless: INVALID_RECORD, 2 record errors.
+                new BadBatch("keyless", compact, Errors.INVALID_RECORD, new byte[][]{null, k1, null},
+                        new long[]{now, now, now}, new String[]{"keyless", "other", "keyless"}),
+                // Record 1 two hours ahead (the limit is 1 h): INVALID_TIMESTAMP, 1 record error.
+                new BadBatch("future", Map.of(), Errors.INVALID_TIMESTAMP, new byte[][]{k0, k1, k2},
+                        new long[]{now, future, now}, new String[]{"other", "timestamp", "other"}),
+                // Both: INVALID_TIMESTAMP (a timestamp error is among them), 2 record errors.
+                new BadBatch("mixed", compact, Errors.INVALID_TIMESTAMP, new byte[][]{null, k1, k2},
+                        new long[]{now, future, now}, new String[]{"keyless", "timestamp", "other"}));
+        try (Admin admin = admin();
+             // linger.ms and batch.size hold the 3 records in one batch until flush() sends it.
+             KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.LINGER_MS_CONFIG, 10_000,
+                     ProducerConfig.BATCH_SIZE_CONFIG, 1_000_000))) {
+            for (BadBatch c : cases) {
+                String t = topic(c.name());
+                createTopic(admin, t, 1, c.configs());
+                long sentMs = System.currentTimeMillis();
+                List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
+                for (int i = 0; i < 3; i++)
+                    fs.add(p.send(new ProducerRecord<>(t, 0, c.timestamps()[i], c.keys()[i], ("bad-" + i).getBytes())));
+                p.flush();
+                long ackedMs = System.currentTimeMillis() + 1;
+                for (int i = 0; i < 3; i++) {
+                    String what = c.name() + ": record " + i, kind = c.expected()[i];
+                    Throwable err;
+                    try {
+                        fs.get(i).get(30, TimeUnit.SECONDS);
+                        throw new AssertionError(what + ": delivered, but the batch should have been refused");
+                    } catch (ExecutionException e) {
+                        err = e.getCause();
+                    }
+                    System.out.println(what + ": " + err.getClass().getName() + ": " + err.getMessage());
+                    if (kind.equals("other")) {
+                        checkEq(err.getClass(), KafkaException.class, what + ": exception type");
+                        checkEq(err.getMessage(), OTHER_RECORD_MESSAGE, what + ": message");
+                    } else {
+                        Class<?> type = c.named() == 1 ? c.top().exception().getClass() : InvalidRecordException.class;
+                        checkEq(err.getClass(), type, what + ": exception type");
+                        checkRecordMessage(err.getMessage(), kind, t, i, c.timestamps()[i], sentMs, ackedMs, what);
+                    }
+                }
+                TopicPartition tp = new TopicPartition(t, 0);
+                try (KafkaConsumer<byte[], byte[]> cons = consumer(Map.of())) {
+                    checkEq(cons.endOffsets(List.of(tp)).get(tp), 0L, c.name() + ": end offset after the refused batch");
+                }
+                List<Rec> good = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    Rec r = new Rec();
+                    r.key = ("good-k" + i).getBytes();
+                    r.value = ("good-" + i).getBytes();
+                    r.headers = List.of(new RecordHeader("h", "1".getBytes()));
+                    r.timestamp = now + i;
+                    good.add(r);
+                }
+                List<RecordMetadata> mds = produce(p, t, good);
+                for (int i = 0; i < 3; i++) checkEq(mds.get(i).offset(), (long) i, c.name() + ": good batch offset");
+                compare(good, consumeAssigned(t, 0, 3), c.name() + ": stored");
+                try (KafkaConsumer<byte[], byte[]> cons = consumer(Map.of())) {
+                    checkEq(cons.endOffsets(List.of(tp)).get(tp), 3L, c.name() + ": end offset after the good batch");
+                }
             }
         }
     }

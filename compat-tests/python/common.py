@@ -2,6 +2,7 @@
 assertions and the exit-code convention (0 pass, 77 not applicable, anything else fail)."""
 
 import argparse
+import re
 import sys
 import time
 import traceback
@@ -16,8 +17,91 @@ TOO_LARGE_VALUE_BYTES = 1_200_000
 UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION = 17
+INVALID_TIMESTAMP = 32
 TOPIC_ALREADY_EXISTS = 36
 INVALID_CONFIG = 40
+INVALID_RECORD = 87
+
+# KIP-467 per-record errors (record_errors scenario). Kafka 4.x topic defaults:
+# message.timestamp.after.max.ms = 1 h, message.timestamp.before.max.ms = Long.MAX_VALUE.
+TIMESTAMP_AFTER_MAX_MS = 3_600_000
+TIMESTAMP_BEFORE_MAX_MS = 2 ** 63 - 1
+FUTURE_TIMESTAMP_SKEW_MS = 2 * 3_600_000
+# What the Java producer and kafka-python say about the records of a refused batch that were
+# not themselves named in record_errors.
+OTHER_RECORD_MESSAGE = ("Failed to append record because it was part of a batch which had one more more "
+                        "invalid records")
+KEYLESS_RECORD_MESSAGE = "Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+TIMESTAMP_MESSAGE = re.compile(r"Timestamp (-?\d+) of message with offset (\d+) is out of range\. "
+                               r"The timestamp should be within \[(-?\d+), (-?\d+)\]")
+
+
+def record_error_cases(now_ms):
+    """The KIP-467 cases of the record_errors scenario: one batch of 3 records each.
+
+    Each case is a dict: name, topic configs, records, top (the partition-level error Kafka
+    answers) and expected, where expected[i] says what record i is: "keyless" (named in
+    record_errors with the compacted-topic message), "timestamp" (named with the out-of-range
+    message for its timestamp) or "other" (not named: refused because it shared the batch)."""
+    future = now_ms + FUTURE_TIMESTAMP_SKEW_MS
+
+    def rec(key, i, ts=now_ms):
+        return {"key": key, "value": f"bad-{i}".encode(), "headers": [], "timestamp": ts}
+    return [
+        # Produce to a compacted topic with records 0 and 2 keyless: INVALID_RECORD, 2 record errors.
+        {"name": "keyless", "configs": {"cleanup.policy": "compact"}, "top": INVALID_RECORD,
+         "records": [rec(None, 0), rec(b"k1", 1), rec(None, 2)],
+         "expected": ["keyless", "other", "keyless"]},
+        # Record 1 two hours ahead (the limit is 1 h): INVALID_TIMESTAMP, 1 record error.
+        {"name": "future", "configs": {}, "top": INVALID_TIMESTAMP,
+         "records": [rec(b"k0", 0), rec(b"k1", 1, future), rec(b"k2", 2)],
+         "expected": ["other", "timestamp", "other"]},
+        # Both faults in one batch: INVALID_TIMESTAMP (a timestamp error is among them), 2 record errors.
+        {"name": "mixed", "configs": {"cleanup.policy": "compact"}, "top": INVALID_TIMESTAMP,
+         "records": [rec(None, 0), rec(b"k1", 1, future), rec(b"k2", 2)],
+         "expected": ["keyless", "timestamp", "other"]},
+    ]
+
+
+def named_error_code(case):
+    """The error Java and kafka-python give a record named in record_errors (librdkafka too when
+    more than one is named): the partition-level error when it is the only one named, else
+    INVALID_RECORD."""
+    named = [kind for kind in case["expected"] if kind != "other"]
+    return case["top"] if len(named) == 1 else INVALID_RECORD
+
+
+def partition_error_message(case, topic):
+    """The partition-level error_message Kafka answers for a refused batch of `case`."""
+    if case["top"] == INVALID_TIMESTAMP:
+        return "One or more records have been rejected due to invalid timestamp"
+    named = [(i, kind) for i, kind in enumerate(case["expected"]) if kind != "other"]
+    check(all(kind == "keyless" for _, kind in named), "INVALID_RECORD cases name keyless records only")
+    message = KEYLESS_RECORD_MESSAGE.format(topic=topic, partition=0)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{message}')" for i, _ in named[:3])
+    return (f"One or more records have been rejected due to {len(named)} record errors in total, and only "
+            f"showing the first three errors at most: [{shown}]")
+
+
+def good_records(now_ms):
+    return [{"key": f"good-k{i}".encode(), "value": f"good-{i}".encode(), "headers": [("h", b"1")],
+             "timestamp": now_ms + i} for i in range(3)]
+
+
+def check_record_message(message, kind, topic, index, timestamp, sent_ms, acked_ms, what):
+    """The per-record message Kafka puts in record_errors for record `index` of the batch."""
+    if kind == "keyless":
+        check_eq(message, KEYLESS_RECORD_MESSAGE.format(topic=topic, partition=0), f"{what}: message")
+        return
+    match = TIMESTAMP_MESSAGE.fullmatch(message or "")
+    check(match, f"{what}: message {message!r} is not Kafka's out-of-range timestamp message")
+    check_eq(int(match[1]), timestamp, f"{what}: timestamp in the message")
+    check_eq(int(match[2]), index, f"{what}: offset in the message (the record's index in the batch)")
+    low, high = int(match[3]), int(match[4])
+    now = high - TIMESTAMP_AFTER_MAX_MS
+    check(sent_ms <= now <= acked_ms,
+          f"{what}: upper bound {high} is not the broker's time (between {sent_ms} and {acked_ms}) + 1 h")
+    check_eq(low, now - TIMESTAMP_BEFORE_MAX_MS, f"{what}: lower bound (broker time - Long.MAX_VALUE)")
 
 
 class NotApplicable(Exception):

@@ -10,7 +10,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from common import (CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, check,
-                    check_eq, compare_records, log, main, make_records, wait_until)
+                    check_eq, compare_records, good_records, log, main, make_records,
+                    named_error_code, record_error_cases, wait_until)
 
 TIMEOUT_S = 30
 
@@ -410,6 +411,57 @@ def scenario_transactions(ctx):
     group_member.close()
 
 
+def end_offset(ctx, topic):
+    cons = consumer(ctx)
+    try:
+        return cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1]
+    finally:
+        cons.close()
+
+
+def scenario_record_errors(ctx):
+    """KIP-467: a batch the broker refuses names its bad records in record_errors. librdkafka
+    2.16 uses them only when more than one record is named: those fail with INVALID_RECORD and
+    the rest of the batch with _INVALID_DIFFERENT_RECORD; with a single record error every record
+    of the batch fails with the partition-level error. The per-record message is not exposed
+    (KafkaError.str() is librdkafka's text for the code). Nothing of the batch is stored; the
+    next batch is."""
+    adm = admin(ctx)
+    now = int(time.time() * 1000)
+    # linger.ms holds the 3 records in one batch until flush() sends it.
+    prod = producer(ctx, linger_ms=10000, batch_num_messages=1000)
+    for case in record_error_cases(now):
+        name, topic = case["name"], ctx.topic(case["name"])
+        create_topic(adm, topic, config=case["configs"])
+        reports = {}
+        for i, r in enumerate(case["records"]):
+            prod.produce(topic, key=r["key"], value=r["value"], timestamp=r["timestamp"], partition=0,
+                         on_delivery=lambda err, msg, i=i: reports.__setitem__(i, err))
+        check_eq(prod.flush(TIMEOUT_S), 0, f"{name}: messages left after flush")
+        log(name, {i: (e.code(), e.name(), e.str()) if e else None for i, e in sorted(reports.items())})
+        check_eq(sorted(reports), [0, 1, 2], f"{name}: delivery reports")
+        named = sum(1 for kind in case["expected"] if kind != "other")
+        for i, kind in enumerate(case["expected"]):
+            err, what = reports[i], f"{name}: record {i}"
+            check(err is not None, f"{what}: delivered, but the batch should have been refused")
+            if named == 1:
+                check_eq(err.code(), case["top"], f"{what}: error code (one record error: the partition's)")
+            elif kind == "other":
+                check_eq(err.code(), KafkaError._INVALID_DIFFERENT_RECORD, f"{what}: error code")
+            else:
+                check_eq(err.code(), named_error_code(case), f"{what}: error code")
+        check_eq(end_offset(ctx, topic), 0, f"{name}: end offset after the refused batch")
+        good = good_records(now)
+        delivered = []
+        for r in good:
+            prod.produce(topic, key=r["key"], value=r["value"], headers=r["headers"], timestamp=r["timestamp"],
+                         partition=0, on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+        check_eq(prod.flush(TIMEOUT_S), 0, f"{name}: good messages left after flush")
+        check_eq(delivered, [(None, 0), (None, 1), (None, 2)], f"{name}: good batch delivered at offsets 0..2")
+        compare_records(good, consume_assigned(ctx, topic, 3), what=f"{name}: stored")
+        check_eq(end_offset(ctx, topic), 3, f"{name}: end offset after the good batch")
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -425,6 +477,7 @@ SCENARIOS = {
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
     "transactions": scenario_transactions,
+    "record_errors": scenario_record_errors,
 }
 
 if __name__ == "__main__":

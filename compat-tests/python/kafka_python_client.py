@@ -8,9 +8,11 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 
-from common import (CODECS, INVALID_CONFIG, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, TOO_LARGE_VALUE_BYTES,
-                    TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, NotApplicable,
-                    check, check_eq, compare_records, log, main, make_records, wait_until)
+from common import (CODECS, INVALID_CONFIG, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, OTHER_RECORD_MESSAGE,
+                    TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
+                    INVALID_TOPIC_EXCEPTION, NotApplicable, check, check_eq, check_record_message,
+                    compare_records, good_records, log, main, make_records, named_error_code,
+                    partition_error_message, record_error_cases, wait_until)
 
 
 def admin(ctx):
@@ -406,6 +408,66 @@ def scenario_transactions(ctx):
     check_eq(offsets[tp].offset, 5, "offset committed in the transaction (the aborted one dropped)")
 
 
+def scenario_record_errors(ctx):
+    """KIP-467: a batch the broker refuses names its bad records in record_errors. kafka-python
+    (like the Java producer) fails each named record with the broker's per-record message, as the
+    partition-level error when it is the only one named, else as InvalidRecordError; the other
+    records of the batch fail with a plain KafkaError saying they shared a batch with invalid
+    records. kafka-python 3.0.12's idempotent producer then enters a fatal state and fails later
+    sends with the partition-level error and error_message, which shows both. Nothing of the batch
+    is stored; the next batch (from a new producer) is."""
+    adm = admin(ctx)
+    now = int(time.time() * 1000)
+    for case in record_error_cases(now):
+        name, topic = case["name"], ctx.topic(case["name"])
+        create_topic(adm, topic, configs=case["configs"])
+        # linger_ms holds the 3 records in one batch until flush() sends it.
+        prod = producer(ctx, linger_ms=10000, batch_size=1_000_000)
+        sent_ms = int(time.time() * 1000)
+        futures = [prod.send(topic, key=r["key"], value=r["value"], timestamp_ms=r["timestamp"], partition=0)
+                   for r in case["records"]]
+        prod.flush(timeout=30)
+        acked_ms = int(time.time() * 1000) + 1
+        for i, (fut, kind, rec) in enumerate(zip(futures, case["expected"], case["records"])):
+            what = f"{name}: record {i}"
+            try:
+                fut.get(timeout=30)
+                raise AssertionError(f"{what}: delivered, but the batch should have been refused")
+            except kerr.KafkaError as exc:
+                message = exc.args[0] if exc.args else None
+                log(what, type(exc).__name__, repr(message))
+                if kind == "other":
+                    check_eq(type(exc), kerr.KafkaError, f"{what}: error type")
+                    check_eq(message, OTHER_RECORD_MESSAGE, f"{what}: message")
+                else:
+                    check_eq(exc.errno, named_error_code(case), f"{what}: error code")
+                    check_record_message(message, kind, topic, i, rec["timestamp"], sent_ms, acked_ms, what)
+        # The producer's fatal error is the partition-level error with the broker's error_message.
+        late = prod.send(topic, key=b"late", value=b"late", partition=0)
+        prod.flush(timeout=30)
+        try:
+            late.get(timeout=30)
+            raise AssertionError(f"{name}: a send after the refused batch succeeded (kafka-python goes fatal)")
+        except kerr.KafkaError as exc:
+            log(name, "partition error", type(exc).__name__, repr(exc.args[0] if exc.args else None))
+            check_eq(exc.errno, case["top"], f"{name}: partition-level error code")
+            check_eq(exc.args[0] if exc.args else None, partition_error_message(case, topic),
+                     f"{name}: partition-level error_message")
+        prod.close()
+        tp = TopicPartition(topic, 0)
+        cons = consumer(ctx)
+        check_eq(cons.end_offsets([tp])[tp], 0, f"{name}: end offset after the refused batch")
+        good = good_records(now)
+        prod = producer(ctx, linger_ms=10000, batch_size=1_000_000)
+        metas = produce_records(prod, topic, good)
+        prod.close()
+        check_eq([m.offset for m in metas], [0, 1, 2], f"{name}: good batch offsets")
+        compare_records(good, consume_assigned(ctx, topic, 3), what=f"{name}: stored")
+        check_eq(cons.end_offsets([tp])[tp], 3, f"{name}: end offset after the good batch")
+        cons.close()
+    adm.close()
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -419,6 +481,7 @@ SCENARIOS = {
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
     "transactions": scenario_transactions,
+    "record_errors": scenario_record_errors,
 }
 
 if __name__ == "__main__":
