@@ -46,11 +46,7 @@ pub fn describe_cluster(
         .brokers()
         .filter(|b| include_fenced || !b.fenced)
         .filter_map(|b| {
-            let ep = b
-                .listeners
-                .iter()
-                .find(|e| e.name == listener)
-                .or_else(|| b.listeners.first())?;
+            let ep = super::leader_hints::listener_endpoint(b, listener)?;
             Some(
                 DescribeClusterBroker::default()
                     .with_broker_id(BrokerId(b.broker_id))

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_log::TopicPartition;
@@ -21,6 +21,8 @@ use shale_protocol::{FetchFrame, ProtocolError, RecordSet};
 use uuid::Uuid;
 
 use self::encode::{FetchAnswer, FileRecords};
+use super::leader_hints::LeaderHints;
+use super::leader_partition;
 
 use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
@@ -55,7 +57,9 @@ pub async fn handle(
     if let Some(follower) = crate::replication::serve::follower_id(&request, version) {
         return crate::replication::serve::handle(broker, version, follower, request).await;
     }
-    fetch(broker, version, request).await.into_response()
+    fetch(broker, version, ctx.listener_name.as_ref(), request)
+        .await
+        .into_response()
 }
 
 /// Whether [`handle_frame`] answers this request: fetches of consumers, not of followers
@@ -74,7 +78,7 @@ pub async fn handle_frame(
     let version = ctx.version();
     let answer = match session_refusal(&request, version) {
         Some(refusal) => FetchAnswer::without_partitions(refusal),
-        None => fetch(broker, version, request).await,
+        None => fetch(broker, version, ctx.listener_name.as_ref(), request).await,
     };
     answer.encode(ctx.header.correlation_id, version)
 }
@@ -95,7 +99,12 @@ fn session_refusal(request: &FetchRequest, version: i16) -> Option<FetchResponse
     )
 }
 
-async fn fetch(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchAnswer {
+async fn fetch(
+    broker: &Arc<Broker>,
+    version: i16,
+    listener: &str,
+    request: FetchRequest,
+) -> FetchAnswer {
     let image = broker.image();
     let mut topics = Vec::new();
     let mut wanted = Vec::new();
@@ -153,7 +162,7 @@ async fn fetch(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> Fet
             || tokio::time::Instant::now() >= deadline
             || request.max_wait_ms <= 0;
         if done {
-            return assemble(&topics, results, version);
+            return assemble(broker, listener, &topics, results, version);
         }
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => {}
@@ -163,7 +172,7 @@ async fn fetch(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> Fet
         if *shutdown.borrow() {
             let (results, _, _) =
                 read_all(broker, &wanted, &topics, read_committed, response_max_bytes);
-            return assemble(&topics, results, version);
+            return assemble(broker, listener, &topics, results, version);
         }
     }
 }
@@ -198,39 +207,19 @@ fn read_all(
             ));
             continue;
         };
-        let Some(partition) = broker.replicas.get(tp) else {
-            any_error = true;
-            out.push((
-                w.topic_index,
-                base.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
-                FileRecords::default(),
-            ));
-            continue;
-        };
-        if partition.leader_id() != broker.node_id() {
-            any_error = true;
-            out.push((
-                w.topic_index,
-                base.with_error_code(ResponseError::NotLeaderOrFollower.code()),
-                FileRecords::default(),
-            ));
-            continue;
-        }
-        let epoch = partition.leader_epoch();
-        if w.current_leader_epoch >= 0 && w.current_leader_epoch != epoch {
-            any_error = true;
-            let code = if w.current_leader_epoch < epoch {
-                ResponseError::FencedLeaderEpoch.code()
-            } else {
-                ResponseError::UnknownLeaderEpoch.code()
+        let partition =
+            match leader_partition(broker, &tp.topic, tp.partition, w.current_leader_epoch) {
+                Ok(partition) => partition,
+                Err(code) => {
+                    any_error = true;
+                    out.push((
+                        w.topic_index,
+                        base.with_error_code(code),
+                        FileRecords::default(),
+                    ));
+                    continue;
+                }
             };
-            out.push((
-                w.topic_index,
-                base.with_error_code(code),
-                FileRecords::default(),
-            ));
-            continue;
-        }
         let hw = partition.high_watermark();
         let lso = partition.last_stable_offset();
         let upper = if read_committed { lso } else { hw };
@@ -289,11 +278,33 @@ fn read_all(
     (out, total, any_error)
 }
 
-/// Groups the partition answers by topic; the record sets follow in the same order.
-fn assemble(topics: &[WantedTopic], results: Vec<PartitionAnswer>, version: i16) -> FetchAnswer {
+/// The first Fetch version whose answers carry leader hints (KIP-951).
+const LEADER_HINTS_MIN_VERSION: i16 = 16;
+
+/// Groups the partition answers by topic (the record sets follow in the same order) and, from
+/// v16, tells where the partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH are
+/// led now.
+fn assemble(
+    broker: &Arc<Broker>,
+    listener: &str,
+    topics: &[WantedTopic],
+    results: Vec<PartitionAnswer>,
+    version: i16,
+) -> FetchAnswer {
+    let image = broker.image();
+    let mut hints = LeaderHints::new(&image, listener);
     let mut per_topic: Vec<Vec<(PartitionData, FileRecords)>> =
         topics.iter().map(|_| Vec::new()).collect();
-    for (i, p, r) in results {
+    for (i, mut p, r) in results {
+        if version >= LEADER_HINTS_MIN_VERSION {
+            if let Some((leader_id, leader_epoch)) =
+                hints.current_leader(&topics[i].name, p.partition_index, p.error_code)
+            {
+                p.current_leader = LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader_id))
+                    .with_leader_epoch(leader_epoch);
+            }
+        }
         per_topic[i].push((p, r));
     }
     let mut records = Vec::new();
@@ -314,10 +325,22 @@ fn assemble(topics: &[WantedTopic], results: Vec<PartitionAnswer>, version: i16)
             }
         })
         .collect();
+    let node_endpoints = hints
+        .into_endpoints()
+        .into_iter()
+        .map(|e| {
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(e.node_id))
+                .with_host(StrBytes::from_string(e.host))
+                .with_port(e.port)
+                .with_rack(e.rack.map(StrBytes::from_string))
+        })
+        .collect();
     FetchAnswer {
         response: FetchResponse::default()
             .with_session_id(0)
-            .with_responses(responses),
+            .with_responses(responses)
+            .with_node_endpoints(node_endpoints),
         records,
     }
 }

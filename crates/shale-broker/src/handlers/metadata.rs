@@ -11,6 +11,7 @@ use kafka_protocol::ResponseError;
 use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
+use super::leader_hints::listener_endpoint;
 use super::topics::{auto_create, is_internal_topic};
 use crate::dispatch::RequestContext;
 use crate::Broker;
@@ -95,11 +96,7 @@ pub async fn handle(
         .brokers()
         .filter(|b| !b.fenced)
         .filter_map(|b| {
-            let ep = b
-                .listeners
-                .iter()
-                .find(|e| e.name == listener)
-                .or_else(|| b.listeners.first())?;
+            let ep = listener_endpoint(b, listener)?;
             Some(
                 MetadataResponseBroker::default()
                     .with_node_id(BrokerId(b.broker_id))

@@ -7,6 +7,7 @@ pub mod delete_records;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod fetch;
+pub(crate) mod leader_hints;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;

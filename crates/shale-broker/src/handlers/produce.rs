@@ -4,17 +4,23 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_log::TopicPartition;
+
+use super::leader_hints::LeaderHints;
+use super::leader_partition;
 
 use crate::dispatch::RequestContext;
 use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
+
+/// The first Produce version whose answers carry leader hints (KIP-951).
+const LEADER_HINTS_MIN_VERSION: i16 = 10;
 
 /// Returns `None` for acks=0: the client expects no response.
 pub async fn handle(
@@ -61,23 +67,13 @@ pub async fn handle(
                 partitions.push(base.with_error_code(code));
                 continue;
             };
-            let tp = TopicPartition {
-                topic: t.name.clone(),
-                partition: p.index,
+            let partition = match leader_partition(broker, &t.name, p.index, -1) {
+                Ok(partition) => partition,
+                Err(code) => {
+                    partitions.push(base.with_error_code(code));
+                    continue;
+                }
             };
-            let Some(partition) = broker.replicas.get(&tp) else {
-                let code = if t.partitions.contains_key(&p.index) {
-                    ResponseError::NotLeaderOrFollower.code()
-                } else {
-                    ResponseError::UnknownTopicOrPartition.code()
-                };
-                partitions.push(base.with_error_code(code));
-                continue;
-            };
-            if partition.leader_id() != broker.node_id() {
-                partitions.push(base.with_error_code(ResponseError::NotLeaderOrFollower.code()));
-                continue;
-            }
             let Some(records) = p.records else {
                 partitions.push(base.with_error_code(ResponseError::CorruptMessage.code()));
                 continue;
@@ -169,5 +165,33 @@ pub async fn handle(
     if acks == 0 {
         return None;
     }
-    Some(ProduceResponse::default().with_responses(responses))
+    let mut response = ProduceResponse::default();
+    if version >= LEADER_HINTS_MIN_VERSION {
+        let image = broker.image();
+        let mut hints = LeaderHints::new(&image, ctx.listener_name.as_ref());
+        for topic in &mut responses {
+            let name = topic.name.0.to_string();
+            for p in &mut topic.partition_responses {
+                if let Some((leader_id, leader_epoch)) =
+                    hints.current_leader(&name, p.index, p.error_code)
+                {
+                    p.current_leader = LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(leader_id))
+                        .with_leader_epoch(leader_epoch);
+                }
+            }
+        }
+        response.node_endpoints = hints
+            .into_endpoints()
+            .into_iter()
+            .map(|e| {
+                NodeEndpoint::default()
+                    .with_node_id(BrokerId(e.node_id))
+                    .with_host(StrBytes::from_string(e.host))
+                    .with_port(e.port)
+                    .with_rack(e.rack.map(StrBytes::from_string))
+            })
+            .collect();
+    }
+    Some(response.with_responses(responses))
 }
