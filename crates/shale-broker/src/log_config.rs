@@ -73,6 +73,9 @@ pub fn log_config_from(resolve: impl Fn(&str) -> Option<String>) -> LogConfig {
     if let Some(v) = resolve("min.cleanable.dirty.ratio").and_then(|v| v.trim().parse().ok()) {
         c.min_cleanable_dirty_ratio = v;
     }
+    if let Some(v) = int("max.decompressed.message.bytes") {
+        c.decompressed_batch_bytes_max = v.max(1) as u64;
+    }
     if let Some(v) = resolve("preallocate") {
         c.preallocate = v.trim().eq_ignore_ascii_case("true");
     }

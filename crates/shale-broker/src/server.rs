@@ -237,9 +237,11 @@ impl Broker {
         let mut wanted = Vec::new();
         for topic in image.topics() {
             let resolved: std::collections::HashMap<String, String> =
-                shale_metadata::config_defs::resolve_topic_config(
+                // This broker's own dynamic configs count, as on a Kafka broker.
+                shale_metadata::config_defs::resolve_topic_config_for_broker(
                     image,
                     &topic.name,
+                    Some(node_id),
                     &static_props,
                 )
                 .into_iter()
@@ -306,7 +308,13 @@ impl Broker {
         name: &str,
     ) -> Option<String> {
         // One name resolved, not the whole topic config: acks=all produces ask per partition.
-        shale_metadata::config_defs::effective_topic_config(image, topic, name, &self.static_props)
+        shale_metadata::config_defs::effective_topic_config(
+            image,
+            topic,
+            name,
+            Some(self.config.node_id),
+            &self.static_props,
+        )
     }
 
     /// The static broker properties as a plain map (explicit values only).

@@ -134,6 +134,9 @@ const fn range(min: i64) -> Validator {
 
 const LONG_MAX: &str = "9223372036854775807";
 
+/// The default of `max.decompressed.message.bytes`: 64 MiB (see its entry).
+pub const SHALE_DECOMPRESSED_BYTES_MAX: &str = "67108864";
+
 macro_rules! def {
     ($name:expr, $ty:ident, $default:expr, $validator:expr, [$($syn:expr),*]) => {
         TopicConfigDef {
@@ -147,7 +150,8 @@ macro_rules! def {
     };
 }
 
-/// Every topic config of Kafka 4.x, in name order.
+/// Every topic config of Kafka 4.4, in name order: exactly the names its DescribeConfigs lists
+/// for a topic (checked against a captured answer in `tests/kafka_topic_configs.rs`).
 pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def!(
         "cleanup.policy",
@@ -196,6 +200,13 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "86400000",
         range(0),
         [syn("log.cleaner.delete.retention.ms", "86400000")]
+    ),
+    def!(
+        "errors.deadletterqueue.group.enable",
+        Boolean,
+        "false",
+        Validator::None,
+        []
     ),
     def!(
         "file.delete.delay.ms",
@@ -264,19 +275,27 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         range(1),
         [syn("log.cleaner.max.compaction.lag.ms", LONG_MAX)]
     ),
+    // Kafka's default is 2147483639: it decompresses as a stream, while Shale decompresses a
+    // batch into memory to validate it, so its default bound is 64 MiB, reported as it is.
+    def!(
+        "max.decompressed.message.bytes",
+        Int,
+        SHALE_DECOMPRESSED_BYTES_MAX,
+        Validator::Range {
+            min: Some(1.0),
+            max: Some(2147483639.0)
+        },
+        [syn(
+            "max.decompressed.message.bytes",
+            SHALE_DECOMPRESSED_BYTES_MAX
+        )]
+    ),
     def!(
         "max.message.bytes",
         Int,
         "1048588",
         range(0),
         [syn("message.max.bytes", "1048588")]
-    ),
-    def!(
-        "message.downconversion.enable",
-        Boolean,
-        "true",
-        Validator::None,
-        [syn("log.message.downconversion.enable", "true")]
     ),
     def!(
         "message.timestamp.after.max.ms",
@@ -329,6 +348,20 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "false",
         Validator::None,
         [syn("log.preallocate", "false")]
+    ),
+    def!(
+        "remote.copy.lag.bytes",
+        Long,
+        "-1",
+        range(-1),
+        [syn("log.remote.copy.lag.bytes", "-1")]
+    ),
+    def!(
+        "remote.copy.lag.ms",
+        Long,
+        "0",
+        range(-1),
+        [syn("log.remote.copy.lag.ms", "0")]
     ),
     def!(
         "remote.log.copy.disable",
@@ -693,51 +726,66 @@ fn resolve_one(
     cluster_default: &BTreeMap<String, String>,
     static_broker_props: &HashMap<String, String>,
 ) -> ResolvedConfig {
+    let lookup = |synonym: &BrokerSynonym, source: ConfigSource| -> Option<String> {
+        match source {
+            ConfigSource::DynamicBrokerConfig => broker_dynamic.get(synonym.name).cloned(),
+            ConfigSource::DynamicDefaultBrokerConfig => cluster_default.get(synonym.name).cloned(),
+            ConfigSource::StaticBrokerConfig => static_broker_props.get(synonym.name).cloned(),
+            ConfigSource::DefaultConfig => synonym.default.map(str::to_string),
+            ConfigSource::DynamicTopicConfig => None,
+        }
+    };
+    const BROKER_SOURCES: [ConfigSource; 4] = [
+        ConfigSource::DynamicBrokerConfig,
+        ConfigSource::DynamicDefaultBrokerConfig,
+        ConfigSource::StaticBrokerConfig,
+        ConfigSource::DefaultConfig,
+    ];
+    // The value in force: the topic's own, else the first broker synonym (in Kafka's order of
+    // precedence, log.retention.ms before .minutes before .hours) that has a value in any
+    // source, the most dynamic source first.
+    let effective = topic_overrides
+        .get(def.name)
+        .map(|v| (v.clone(), ConfigSource::DynamicTopicConfig))
+        .or_else(|| {
+            def.synonyms.iter().find_map(|synonym| {
+                BROKER_SOURCES.iter().find_map(|&source| {
+                    lookup(synonym, source).map(|v| (convert(synonym, &v), source))
+                })
+            })
+        });
+    // What Kafka lists: the topic's own value, then the broker synonyms grouped by source
+    // (every synonym's per-broker value, then the cluster defaults, the static values, the
+    // defaults), less those before the first entry of the topic config's main broker key. So
+    // a config whose main key has no value anywhere (log.retention.ms has no default) lists
+    // no broker synonym at all, and is then reported as DEFAULT_CONFIG.
     let mut synonyms = Vec::new();
-    // (converted value, source) of the first synonym found: the effective value.
-    let mut effective: Option<(String, ConfigSource)> = None;
     if let Some(v) = topic_overrides.get(def.name) {
         synonyms.push(ConfigSynonym {
             name: def.name.to_string(),
             value: v.clone(),
             source: ConfigSource::DynamicTopicConfig,
         });
-        effective = Some((v.clone(), ConfigSource::DynamicTopicConfig));
     }
-    for synonym in def.synonyms {
-        let candidates = [
-            (
-                broker_dynamic.get(synonym.name).cloned(),
-                ConfigSource::DynamicBrokerConfig,
-            ),
-            (
-                cluster_default.get(synonym.name).cloned(),
-                ConfigSource::DynamicDefaultBrokerConfig,
-            ),
-            (
-                static_broker_props.get(synonym.name).cloned(),
-                ConfigSource::StaticBrokerConfig,
-            ),
-            (
-                synonym.default.map(str::to_string),
-                ConfigSource::DefaultConfig,
-            ),
-        ];
-        for (value, source) in candidates {
-            if let Some(value) = value {
-                if effective.is_none() {
-                    effective = Some((convert(synonym, &value), source));
-                }
-                synonyms.push(ConfigSynonym {
+    let chain: Vec<ConfigSynonym> = BROKER_SOURCES
+        .iter()
+        .flat_map(|&source| {
+            def.synonyms.iter().filter_map(move |synonym| {
+                lookup(synonym, source).map(|value| ConfigSynonym {
                     name: synonym.name.to_string(),
                     value,
                     source,
-                });
-            }
-        }
+                })
+            })
+        })
+        .collect();
+    if let Some(main) = def.synonyms.first() {
+        synonyms.extend(chain.into_iter().skip_while(|s| s.name != main.name));
     }
-    let (value, source) =
-        effective.unwrap_or_else(|| (def.default.to_string(), ConfigSource::DefaultConfig));
+    let source = synonyms
+        .first()
+        .map_or(ConfigSource::DefaultConfig, |s| s.source);
+    let value = effective.map_or_else(|| def.default.to_string(), |(v, _)| v);
     ResolvedConfig {
         name: def.name.to_string(),
         value: Some(value),
@@ -750,12 +798,14 @@ fn resolve_one(
     }
 }
 
-/// The effective value of one topic config (topic override, then broker synonyms, then the
-/// default), for code that needs a single value such as `unclean.leader.election.enable`.
+/// The effective value of one topic config on broker `broker_id` (topic override, then the
+/// broker synonyms: that broker's dynamic values, the cluster defaults, the static values,
+/// the defaults), for code that needs a single value such as `min.insync.replicas`.
 pub fn effective_topic_config(
     image: &MetadataImage,
     topic: &str,
     name: &str,
+    broker_id: Option<i32>,
     static_broker_props: &HashMap<String, String>,
 ) -> Option<String> {
     let def = topic_config_def(name)?;
@@ -763,7 +813,7 @@ pub fn effective_topic_config(
     resolve_one(
         def,
         image.topic_configs(topic),
-        &empty,
+        broker_id.map_or(&empty, |id| image.broker_configs(id)),
         image.cluster_default_broker_configs(),
         static_broker_props,
     )
@@ -860,20 +910,13 @@ mod tests {
         assert_eq!(seg.value.as_deref(), Some("2097152"));
         assert_eq!(seg.source, ConfigSource::DynamicDefaultBrokerConfig);
 
+        // As Kafka 4.4 answers with log.retention.hours=24 in server.properties: the value is
+        // in force, but log.retention.ms has no value anywhere, so no synonym is listed and
+        // the source is DEFAULT_CONFIG.
         let retention = find(&all, "retention.ms");
         assert_eq!(retention.value.as_deref(), Some("86400000"));
-        assert_eq!(retention.source, ConfigSource::StaticBrokerConfig);
-        assert_eq!(
-            retention
-                .synonyms
-                .iter()
-                .map(|s| (s.name.as_str(), s.source))
-                .collect::<Vec<_>>(),
-            vec![
-                ("log.retention.hours", ConfigSource::StaticBrokerConfig),
-                ("log.retention.hours", ConfigSource::DefaultConfig)
-            ]
-        );
+        assert_eq!(retention.source, ConfigSource::DefaultConfig);
+        assert!(retention.synonyms.is_empty(), "{:?}", retention.synonyms);
 
         let other = resolve_topic_config(&image, "other", &HashMap::new());
         let retention = find(&other, "retention.ms");
@@ -890,51 +933,64 @@ mod tests {
             Some("3600000")
         );
         assert_eq!(
-            effective_topic_config(&image, "t", "max.message.bytes", &HashMap::new()).as_deref(),
+            effective_topic_config(&image, "t", "max.message.bytes", None, &HashMap::new())
+                .as_deref(),
             Some("2000")
         );
     }
 
     #[test]
     fn per_broker_dynamic_config_wins_over_cluster_default() {
+        // Kafka 4.4's answer for this state, measured: log.retention.ms set for the cluster
+        // and for broker 3, log.retention.hours=24 in server.properties.
         let image = MetadataImage::empty("c").apply_entry(
             &[
                 MetadataRecord::Config {
                     resource: ConfigResource::ClusterDefaultBroker,
-                    name: "log.retention.minutes".into(),
-                    value: Some("10".into()),
+                    name: "log.retention.ms".into(),
+                    value: Some("600000".into()),
                 },
                 MetadataRecord::Config {
                     resource: ConfigResource::Broker(3),
-                    name: "log.retention.hours".into(),
-                    value: Some("2".into()),
+                    name: "log.retention.ms".into(),
+                    value: Some("7200000".into()),
                 },
             ],
             0,
         );
-        let on_3 = resolve_topic_config_for_broker(&image, "t", Some(3), &HashMap::new());
+        let mut props = HashMap::new();
+        props.insert("log.retention.hours".to_string(), "24".to_string());
+        let on_3 = resolve_topic_config_for_broker(&image, "t", Some(3), &props);
         let retention = find(&on_3, "retention.ms");
-        // log.retention.minutes comes before log.retention.hours in the synonym chain, so
-        // the cluster-wide minutes value beats broker 3's hours value.
-        assert_eq!(retention.value.as_deref(), Some("600000"));
-        assert_eq!(retention.source, ConfigSource::DynamicDefaultBrokerConfig);
+        assert_eq!(retention.value.as_deref(), Some("7200000"));
+        assert_eq!(retention.source, ConfigSource::DynamicBrokerConfig);
         assert_eq!(
             retention
                 .synonyms
                 .iter()
-                .map(|s| (s.name.as_str(), s.source))
+                .map(|s| (s.name.as_str(), s.value.as_str(), s.source))
                 .collect::<Vec<_>>(),
             vec![
                 (
-                    "log.retention.minutes",
+                    "log.retention.ms",
+                    "7200000",
+                    ConfigSource::DynamicBrokerConfig
+                ),
+                (
+                    "log.retention.ms",
+                    "600000",
                     ConfigSource::DynamicDefaultBrokerConfig
                 ),
-                ("log.retention.hours", ConfigSource::DynamicBrokerConfig),
-                ("log.retention.hours", ConfigSource::DefaultConfig),
+                (
+                    "log.retention.hours",
+                    "24",
+                    ConfigSource::StaticBrokerConfig
+                ),
+                ("log.retention.hours", "168", ConfigSource::DefaultConfig),
             ]
         );
-        let on_1 = resolve_topic_config_for_broker(&image, "t", Some(1), &HashMap::new());
+        // Another broker sees the cluster default.
+        let on_1 = resolve_topic_config_for_broker(&image, "t", Some(1), &props);
         assert_eq!(find(&on_1, "retention.ms").value.as_deref(), Some("600000"));
-        assert!(find(&on_1, "segment.bytes").is_default);
     }
 }

@@ -114,6 +114,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("auto.create.topics.enable", Boolean, Some("true"), None),
     def("delete.topic.enable", Boolean, Some("true"), None),
     def("message.max.bytes", Int, Some("1048588"), Some(0)),
+    // Kafka's default is 2147483639; Shale's bound is 64 MiB (see the topic config).
+    def("max.decompressed.message.bytes", Int, Some("67108864"), Some(1)),
     def("socket.request.max.bytes", Int, Some("104857600"), Some(1)),
     def("max.connections", Int, Some("2147483647"), Some(0)),
     def("queued.max.requests", Int, Some("500"), Some(1)),
@@ -189,7 +191,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("socket.send.buffer.bytes", Int, Some("102400"), Some(-1)),
     def("socket.receive.buffer.bytes", Int, Some("102400"), Some(-1)),
     accepted("background.threads", Int, Some("10")),
-    accepted("group.coordinator.rebalance.protocols", List, Some("classic,consumer,streams")),
+    // Only the classic protocol is served; start-up refuses a list naming another.
+    def("group.coordinator.rebalance.protocols", List, Some("classic"), None),
     accepted("share.coordinator.state.topic.replication.factor", Short, Some("3")),
     accepted("share.coordinator.state.topic.min.isr", Short, Some("2")),
     accepted("log.cleaner.threads", Int, Some("1")),
@@ -198,6 +201,41 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     accepted("log.cleaner.dedupe.buffer.size", Long, Some("134217728")),
     accepted("zookeeper.connect", String, None),
 ];
+
+/// The keys Shale applies at runtime when AlterConfigs sets them for one broker or for the
+/// cluster: each is a topic config's broker synonym, and topic configs are resolved afresh on
+/// every metadata change. Kafka updates more at runtime (thread pools, listeners, TLS, the
+/// cleaner's threads); Shale refuses an update of those rather than keep a value it would not
+/// act on. The compression keys join once topic compression is applied.
+pub const DYNAMIC_KEYS: &[&str] = &[
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleanup.policy",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.type",
+    "log.preallocate",
+    "log.retention.bytes",
+    "log.retention.ms",
+    "log.roll.ms",
+    "log.segment.bytes",
+    "log.segment.delete.delay.ms",
+    "max.decompressed.message.bytes",
+    "message.max.bytes",
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+];
+
+/// Whether Shale applies an update of `name` at runtime.
+pub fn is_dynamic(name: &str) -> bool {
+    DYNAMIC_KEYS.contains(&name)
+}
 
 /// Looks a key up in the table.
 pub fn find(name: &str) -> Option<&'static BrokerConfigDef> {
@@ -215,6 +253,21 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len());
+    }
+
+    #[test]
+    fn dynamic_keys_are_kafkas_and_stand_for_topic_configs() {
+        for key in DYNAMIC_KEYS {
+            assert!(find(key).is_some(), "{key} is in the table");
+            assert!(
+                super::super::kafka_keys::is_kafka_dynamic_key(key),
+                "Kafka updates {key} at runtime"
+            );
+            assert!(
+                shale_metadata::config_defs::topic_config_for_broker_synonym(key).is_some(),
+                "{key} is applied through a topic config"
+            );
+        }
     }
 
     #[test]

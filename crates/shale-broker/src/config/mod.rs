@@ -3,6 +3,7 @@
 //! in that order of precedence (later wins).
 
 pub mod defs;
+pub mod kafka_keys;
 mod properties;
 mod security;
 mod storage;

@@ -139,6 +139,7 @@ impl BrokerConfig {
                 "at least one role is required",
             ));
         }
+        check_group_protocols(&r.list("group.coordinator.rebalance.protocols"))?;
         let protocol_map = parse_protocol_map(&r.list("listener.security.protocol.map"))?;
         let listeners = parse_listeners("listeners", &r.list("listeners"), &protocol_map)?;
         if listeners.is_empty() {
@@ -396,6 +397,24 @@ pub(crate) fn validate_value(
     Ok(())
 }
 
+/// `group.coordinator.rebalance.protocols` may name only what this broker serves: the classic
+/// protocol (KIP-848's `consumer`, `streams` and `share` groups are not served yet).
+fn check_group_protocols(protocols: &[String]) -> Result<(), ConfigError> {
+    let key = "group.coordinator.rebalance.protocols";
+    let value = protocols.join(",");
+    if !protocols.iter().any(|p| p == "classic") {
+        return Err(invalid(key, &value, "the classic protocol is required"));
+    }
+    if let Some(other) = protocols.iter().find(|p| p.as_str() != "classic") {
+        return Err(invalid(
+            key,
+            &value,
+            &format!("Shale serves only the classic group protocol, not {other}"),
+        ));
+    }
+    Ok(())
+}
+
 fn parse_protocol_map(entries: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
     entries
         .iter()
@@ -634,6 +653,34 @@ mod tests {
         assert_eq!(cfg.advertised_listeners, cfg.listeners);
         assert_eq!(cfg.log_dirs, vec![PathBuf::from("./data")]);
         assert_eq!(cfg.message_max_bytes, 1_048_588);
+    }
+
+    #[test]
+    fn only_the_classic_group_protocol_may_be_named() {
+        let config = BrokerConfig::from_properties(props(&[])).unwrap();
+        assert_eq!(
+            config
+                .properties
+                .get("group.coordinator.rebalance.protocols"),
+            None
+        );
+        BrokerConfig::from_properties(props(&[(
+            "group.coordinator.rebalance.protocols",
+            "classic",
+        )]))
+        .unwrap();
+        for value in ["classic,consumer", "consumer", "classic,streams"] {
+            let err = BrokerConfig::from_properties(props(&[(
+                "group.coordinator.rebalance.protocols",
+                value,
+            )]))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("group.coordinator.rebalance.protocols"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

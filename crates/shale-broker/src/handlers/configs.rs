@@ -12,13 +12,15 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_metadata::config_defs::{resolve_topic_config_for_broker, ConfigSource};
+use shale_metadata::config_defs::resolve_topic_config_for_broker;
 use shale_metadata::{
     AlterConfigOp, AlterConfigOpType, ConfigResource, ControllerRequest, ControllerResponse,
 };
 
+use super::broker_configs::{
+    check_alter, describe_broker, describe_cluster_default, BrokerConfigEntry, BrokerConfigSources,
+};
 use super::topics::submit_and_apply;
-use crate::config::{ConfigKind, BROKER_CONFIGS};
 use crate::dispatch::RequestContext;
 use crate::errors::metadata_error_code;
 use crate::Broker;
@@ -28,6 +30,13 @@ const RESOURCE_BROKER: i8 = 4;
 
 fn s(v: impl Into<String>) -> StrBytes {
     StrBytes::from_string(v.into())
+}
+
+fn is_broker_resource(resource: &ConfigResource) -> bool {
+    matches!(
+        resource,
+        ConfigResource::Broker(_) | ConfigResource::ClusterDefaultBroker
+    )
 }
 
 /// Turns a wire resource into a domain one, or the error Kafka gives for it.
@@ -133,65 +142,59 @@ pub fn describe(
                         .with_config_type(c.config_type.id())
                 })
                 .collect(),
-                ConfigResource::Broker(id) => {
-                    let dynamic = image.broker_configs(id);
-                    let cluster_default = image.cluster_default_broker_configs();
-                    BROKER_CONFIGS
-                        .iter()
-                        .filter(|d| wanted(d.name))
-                        .map(|d| {
-                            let (value, source) = if let Some(v) = dynamic.get(d.name) {
-                                (Some(v.clone()), ConfigSource::DynamicBrokerConfig)
-                            } else if let Some(v) = cluster_default.get(d.name) {
-                                (Some(v.clone()), ConfigSource::DynamicDefaultBrokerConfig)
-                            } else if let Some(v) = broker.config.properties.get(d.name) {
-                                (Some(v.to_string()), ConfigSource::StaticBrokerConfig)
-                            } else {
-                                (d.default.map(str::to_string), ConfigSource::DefaultConfig)
-                            };
-                            let sensitive = d.kind == ConfigKind::Password;
-                            let mut synonyms = Vec::new();
-                            if include_synonyms {
-                                if let Some(v) = &value {
-                                    synonyms.push(
-                                        DescribeConfigsSynonym::default()
-                                            .with_name(s(d.name))
-                                            .with_value(if sensitive {
-                                                None
-                                            } else {
-                                                Some(s(v.clone()))
-                                            })
-                                            .with_source(source.id()),
-                                    );
-                                }
-                            }
-                            DescribeConfigsResourceResult::default()
-                                .with_name(s(d.name))
-                                .with_value(if sensitive { None } else { value.map(s) })
-                                .with_read_only(true)
-                                .with_config_source(source.id())
-                                .with_is_sensitive(sensitive)
-                                .with_synonyms(synonyms)
-                                .with_config_type(d.kind.describe_code())
-                        })
-                        .collect()
+                ConfigResource::Broker(id) if id != broker.node_id() => {
+                    // As Kafka: a broker describes only itself (or the cluster defaults).
+                    return base
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(s(format!(
+                        "Unexpected broker id, expected {} or empty string, but received {name}",
+                        broker.node_id()
+                    ))));
                 }
-                ConfigResource::ClusterDefaultBroker => image
-                    .cluster_default_broker_configs()
-                    .iter()
-                    .filter(|(k, _)| wanted(k))
-                    .map(|(k, v)| {
-                        DescribeConfigsResourceResult::default()
-                            .with_name(s(k.clone()))
-                            .with_value(Some(s(v.clone())))
-                            .with_config_source(ConfigSource::DynamicDefaultBrokerConfig.id())
-                    })
+                ConfigResource::Broker(id) => describe_broker(&BrokerConfigSources {
+                    per_broker: image.broker_configs(id),
+                    cluster_default: image.cluster_default_broker_configs(),
+                    static_props: &broker.config.properties,
+                })
+                .into_iter()
+                .filter(|e| wanted(&e.name))
+                .map(|e| broker_entry(e, include_synonyms))
+                .collect(),
+                ConfigResource::ClusterDefaultBroker => describe_cluster_default(&image)
+                    .into_iter()
+                    .filter(|e| wanted(&e.name))
+                    .map(|e| broker_entry(e, include_synonyms))
                     .collect(),
             };
             base.with_configs(configs)
         })
         .collect();
     DescribeConfigsResponse::default().with_results(results)
+}
+
+/// A broker config entry on the wire.
+fn broker_entry(e: BrokerConfigEntry, include_synonyms: bool) -> DescribeConfigsResourceResult {
+    let synonyms = if include_synonyms {
+        e.synonyms
+            .into_iter()
+            .map(|(name, value, source)| {
+                DescribeConfigsSynonym::default()
+                    .with_name(s(name))
+                    .with_value(value.map(s))
+                    .with_source(source.id())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    DescribeConfigsResourceResult::default()
+        .with_name(s(e.name))
+        .with_value(e.value.map(s))
+        .with_read_only(e.read_only)
+        .with_config_source(e.source.id())
+        .with_is_sensitive(e.sensitive)
+        .with_synonyms(synonyms)
+        .with_config_type(e.config_type)
 }
 
 /// Runs an alter request on the controller and maps each resource's outcome.
@@ -245,13 +248,18 @@ pub async fn alter(
         let name = r.resource_name.to_string();
         match resource(broker, r.resource_type, &name) {
             Ok(res) => {
-                resources.push((
-                    res,
-                    r.configs
-                        .into_iter()
-                        .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string())))
-                        .collect(),
-                ));
+                let configs: Vec<(String, Option<String>)> = r
+                    .configs
+                    .into_iter()
+                    .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string())))
+                    .collect();
+                if is_broker_resource(&res) {
+                    if let Err(refused) = check_alter(&configs) {
+                        out.push((r.resource_type, name, refused.code, Some(refused.message)));
+                        continue;
+                    }
+                }
+                resources.push((res, configs));
                 names.push((r.resource_type, name));
             }
             Err((code, message)) => out.push((r.resource_type, name, code, Some(message))),
@@ -322,6 +330,22 @@ pub async fn incremental_alter(
                 op,
                 value: c.value.map(|v| v.to_string()),
             });
+        }
+        if is_broker_resource(&parsed) {
+            let changes: Vec<(String, Option<String>)> = ops
+                .iter()
+                .map(|o| {
+                    let value = match o.op {
+                        AlterConfigOpType::Delete => None,
+                        _ => o.value.clone(),
+                    };
+                    (o.name.clone(), value)
+                })
+                .collect();
+            if let Err(refused) = check_alter(&changes) {
+                out.push((r.resource_type, name, refused.code, Some(refused.message)));
+                continue;
+            }
         }
         resources.push((parsed, ops));
         names.push((r.resource_type, name));

@@ -1,6 +1,7 @@
 //! One module per API family.
 
 pub mod api_versions;
+pub(crate) mod broker_configs;
 pub mod cluster;
 pub mod configs;
 pub mod delete_records;

@@ -20,7 +20,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_metadata::config_defs::resolve_topic_config;
+use shale_metadata::config_defs::resolve_topic_config_for_broker;
 use shale_metadata::{
     ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, MetadataError,
 };
@@ -228,7 +228,12 @@ pub async fn create_topics(
                     results.push(match r {
                         Ok(c) => {
                             let configs = (version >= 5).then(|| {
-                                let mut resolved = resolve_topic_config(&image, &name, &static_props);
+                                let mut resolved = resolve_topic_config_for_broker(
+                                    &image,
+                                    &name,
+                                    Some(broker.node_id()),
+                                    &static_props,
+                                );
                                 if request.validate_only {
                                     // Not in the image yet: overlay the requested values.
                                     if let Some(req) = to_create.iter().find(|t| t.name == name) {
