@@ -5,6 +5,8 @@
 #   config/cluster/cluster.sh start    format on the first run (one shared cluster id), start all
 #   config/cluster/cluster.sh stop     SIGTERM all three and wait
 #   config/cluster/cluster.sh status   which nodes run, and who leads the metadata quorum
+#   config/cluster/cluster.sh kill N   kill -9 node N (to watch the others carry on)
+#   config/cluster/cluster.sh start N  start node N again after a kill
 #
 # SHALE points at the binary (default: target/release/shale, built if missing).
 set -euo pipefail
@@ -18,6 +20,27 @@ need_binary() {
     cargo build --release -p shale
     SHALE="${CARGO_TARGET_DIR:-target}/release/shale"
   fi
+}
+
+start_one() {
+  local n="$1"
+  "$SHALE" serve --config "config/cluster/node-$n.properties" >>"data/node-$n.log" 2>&1 &
+  echo $! >"data/node-$n.pid"
+  for _ in $(seq 1 600); do
+    grep -q "Shale server started" "data/node-$n.log" && { echo "node $n: started"; return; }
+    kill -0 "$(cat "data/node-$n.pid")" 2>/dev/null || { tail -20 "data/node-$n.log"; exit 1; }
+    sleep 0.1
+  done
+  echo "node $n: not ready after 60 s (see data/node-$n.log)" >&2
+  exit 1
+}
+
+kill_one() {
+  local n="$1"
+  [[ -f "data/node-$n.pid" ]] || { echo "node $n is not running" >&2; exit 1; }
+  kill -KILL "$(cat "data/node-$n.pid")" 2>/dev/null || true
+  rm -f "data/node-$n.pid"
+  echo "node $n: killed"
 }
 
 start() {
@@ -70,8 +93,9 @@ status() {
 }
 
 case "${1:-}" in
-  start) start ;;
+  start) if [[ -n "${2:-}" ]]; then need_binary; start_one "$2"; else start; fi ;;
+  kill) kill_one "${2:?node number}" ;;
   stop) stop ;;
   status) status ;;
-  *) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

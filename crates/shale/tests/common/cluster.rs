@@ -79,6 +79,9 @@ pub struct Cluster {
     formatting: Formatting,
     /// Extra `key=value` overrides for every node.
     pub overrides: Vec<String>,
+    /// Start from the repository's `config/cluster/node-N.properties`, overriding only the
+    /// ports, the data directories and the fencing pace.
+    example_configs: bool,
 }
 
 fn shale() -> Command {
@@ -111,10 +114,26 @@ impl Cluster {
         Cluster::start_with(roles, Formatting::Command, overrides)
     }
 
+    /// The README's three-node cluster: the repository's `config/cluster/node-N.properties` as
+    /// they are, on free ports and temporary data directories.
+    pub fn from_example_configs() -> Cluster {
+        let roles = (1..=3).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_from(roles, Formatting::Command, &[], true)
+    }
+
     pub fn start_with(
         roles: Vec<(i32, Role)>,
         formatting: Formatting,
         overrides: &[&str],
+    ) -> Cluster {
+        Cluster::start_from(roles, formatting, overrides, false)
+    }
+
+    fn start_from(
+        roles: Vec<(i32, Role)>,
+        formatting: Formatting,
+        overrides: &[&str],
+        example_configs: bool,
     ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
@@ -152,6 +171,7 @@ impl Cluster {
             nodes,
             formatting,
             overrides: overrides.iter().map(|o| o.to_string()).collect(),
+            example_configs,
         };
         if formatting == Formatting::Command {
             let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
@@ -186,6 +206,28 @@ impl Cluster {
             Role::Controller => "controller",
             Role::Broker => "broker",
         };
+        if self.example_configs {
+            let file = format!(
+                "{}/../../config/cluster/node-{id}.properties",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let port = node.client_port.expect("combined nodes");
+            let props = [
+                format!("listeners={}", listeners.join(",")),
+                format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port}"),
+                format!("controller.quorum.voters={}", self.voters),
+                format!("log.dirs={}", node.data.display()),
+                "broker.heartbeat.interval.ms=200".to_string(),
+                "broker.session.timeout.ms=2000".to_string(),
+            ];
+            let mut args = vec!["--config".to_string(), file];
+            args.extend(
+                props
+                    .into_iter()
+                    .flat_map(|p| ["--override".to_string(), p]),
+            );
+            return args;
+        }
         let mut props = vec![
             format!("node.id={id}"),
             format!("process.roles={roles}"),
