@@ -42,6 +42,7 @@ SCENARIOS = [
     ("delete_records", "DeleteRecords moves the log start offset"),
     ("consumer_lag", "committed offsets and lag through ConsumerGroupCommand"),
     ("errors", "unknown topic, record too large, invalid config error codes"),
+    ("broker_configs", "dynamic broker configs (broker 1 and the cluster default): refused alters, read_only, effect on topics"),
     ("record_errors", "KIP-467: a refused batch names its bad records (keyless on compacted, timestamp out of range)"),
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
@@ -73,6 +74,9 @@ ONLY_CLIENTS = {
     "exactly_once": (["java"], "the read-process-write worker is the Java client (java/ExactlyOnce.java)"),
     "record_errors": (["confluent-kafka", "java", "kafka-python"],
                       "per-record errors are checked through librdkafka (confluent-kafka), the Java producer and kafka-python"),
+    "broker_configs": (["java", "cli", "kafka-python", "confluent-kafka"],
+                       "dynamic broker configs are checked through the Java AdminClient, ConfigCommand, kafka-python and "
+                       "confluent-kafka"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

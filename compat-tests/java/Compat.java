@@ -64,6 +64,7 @@ public class Compat {
                 case "configs": configs(); break;
                 case "delete_records": deleteRecords(); break;
                 case "errors": errors(); break;
+                case "broker_configs": brokerConfigs(); break;
                 case "transactions": transactions(); break;
                 case "record_errors": recordErrors(); break;
                 case "exactly_once": exactlyOnce(); break;
@@ -621,6 +622,113 @@ public class Compat {
                 var parts = c.listTopics().get(missing);
                 checkEq(parts, null, "missing topic not auto-created by a consumer");
             }
+        }
+    }
+
+    // ---------- dynamic broker configs ----------
+
+    static final String CLUSTER_DEFAULT = "";  // the resource name of the cluster-wide broker default
+
+    static ConfigResource brokerResource(String name) { return new ConfigResource(ConfigResource.Type.BROKER, name); }
+
+    static void alterBroker(Admin admin, String name, AlterConfigOp.OpType op, String key, String value) throws Exception {
+        admin.incrementalAlterConfigs(Map.of(brokerResource(name), List.of(
+                new AlterConfigOp(new ConfigEntry(key, value), op)))).all().get(30, TimeUnit.SECONDS);
+    }
+
+    static ConfigEntry describedEntry(Admin admin, ConfigResource r, String key) throws Exception {
+        Config c = admin.describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true))
+                .all().get(30, TimeUnit.SECONDS).get(r);
+        ConfigEntry e = c.get(key);
+        check(e != null, r + ": " + key + " not described");
+        return e;
+    }
+
+    /// "value SOURCE [synonym=value SOURCE, ...]": what a described entry says, in one comparable line.
+    static String shown(ConfigEntry e) {
+        List<String> syn = new ArrayList<>();
+        for (ConfigEntry.ConfigSynonym s : e.synonyms()) syn.add(s.name() + "=" + s.value() + " " + s.source());
+        return e.value() + " " + e.source() + " " + syn;
+    }
+
+    /// Dynamic configs are applied by the broker after the alter is answered (Kafka: once the controller's
+    /// record reaches the broker's metadata), so what the topic reports is polled for.
+    static void waitForTopicConfig(Admin admin, String t, String key, String expected) throws Exception {
+        ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, t);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        String last = null;
+        while (System.nanoTime() < deadline) {
+            last = shown(describedEntry(admin, r, key));
+            if (last.equals(expected)) return;
+            Thread.sleep(100);
+        }
+        checkEq(last, expected, t + " " + key + " (after 20 s)");
+    }
+
+    static void expectInvalidRequest(Admin admin, String name, String key, String value, String message) throws Exception {
+        String what = "broker '" + name + "' " + key + "=" + value;
+        InvalidRequestException e = expectError(InvalidRequestException.class,
+                () -> alterBroker(admin, name, AlterConfigOp.OpType.SET, key, value), what);
+        checkEq(Errors.forException(e).code(), (short) 42, what + ": error code");
+        checkEq(e.getMessage(), message, what + ": message");
+    }
+
+    static RecordMetadata sendValue(KafkaProducer<byte[], byte[]> p, String t, int size) throws Exception {
+        return p.send(new ProducerRecord<>(t, 0, null, new byte[size])).get(30, TimeUnit.SECONDS);
+    }
+
+    /// Dynamic broker configs: refused alters (INVALID_REQUEST with Kafka's messages) on broker "1" and on the
+    /// cluster default, read_only per key, a cluster-default message.max.bytes that topics without their own
+    /// max.message.bytes report and enforce, and log.retention.ms set per broker and cluster-wide seen through a
+    /// topic's retention.ms and its synonym chain. Every config set is deleted at the end.
+    static void brokerConfigs() throws Exception {
+        try (Admin admin = admin()) {
+            String t = topic("t");
+            createTopic(admin, t, 1, null);
+            ConfigResource topicRes = new ConfigResource(ConfigResource.Type.TOPIC, t);
+            checkEq(shown(describedEntry(admin, topicRes, "retention.ms")), "604800000 DEFAULT_CONFIG []",
+                    "retention.ms before any broker config (no synonyms)");
+            for (String name : List.of("1", CLUSTER_DEFAULT)) {
+                expectInvalidRequest(admin, name, "log.dirs", "/x", "Cannot update these configs dynamically: [log.dirs]");
+                expectInvalidRequest(admin, name, "log.retention.ms", "abc",
+                        "Invalid value abc for configuration log.retention.ms: Not a number of type LONG");
+                expectInvalidRequest(admin, name, "log.segment.bytes", "100",
+                        "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576");
+            }
+            Config broker = admin.describeConfigs(List.of(brokerResource("1"))).all().get(30, TimeUnit.SECONDS)
+                    .get(brokerResource("1"));
+            for (String key : List.of("log.retention.ms", "message.max.bytes", "log.cleanup.policy"))
+                checkEq(broker.get(key).isReadOnly(), false, "broker 1 " + key + " read_only");
+            for (String key : List.of("log.dirs", "node.id", "log.retention.hours"))
+                checkEq(broker.get(key).isReadOnly(), true, "broker 1 " + key + " read_only");
+            try {
+                alterBroker(admin, CLUSTER_DEFAULT, AlterConfigOp.OpType.SET, "message.max.bytes", "50000");
+                waitForTopicConfig(admin, t, "max.message.bytes", "50000 DYNAMIC_DEFAULT_BROKER_CONFIG "
+                        + "[message.max.bytes=50000 DYNAMIC_DEFAULT_BROKER_CONFIG, message.max.bytes=1048588 DEFAULT_CONFIG]");
+                try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 4_000_000,
+                        ProducerConfig.COMPRESSION_TYPE_CONFIG, "none",
+                        ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false, ProducerConfig.RETRIES_CONFIG, 0))) {
+                    RecordTooLargeException e = expectError(RecordTooLargeException.class, () -> sendValue(p, t, 60_000),
+                            "60000-byte record above the cluster-default message.max.bytes=50000");
+                    checkEq(Errors.forException(e).code(), (short) 10, "60000-byte record: error code");
+                    System.out.println("60000-byte record refused: " + e.getMessage());
+                    checkEq(sendValue(p, t, 40_000).offset(), 0L, "40000-byte record below the limit");
+                    alterBroker(admin, CLUSTER_DEFAULT, AlterConfigOp.OpType.DELETE, "message.max.bytes", null);
+                    waitForTopicConfig(admin, t, "max.message.bytes", "1048588 DEFAULT_CONFIG "
+                            + "[message.max.bytes=1048588 DEFAULT_CONFIG]");
+                    checkEq(sendValue(p, t, 60_000).offset(), 1L, "60000-byte record once the default is deleted");
+                }
+                alterBroker(admin, "1", AlterConfigOp.OpType.SET, "log.retention.ms", "987654321");
+                alterBroker(admin, CLUSTER_DEFAULT, AlterConfigOp.OpType.SET, "log.retention.ms", "123456789");
+                waitForTopicConfig(admin, t, "retention.ms", "987654321 DYNAMIC_BROKER_CONFIG "
+                        + "[log.retention.ms=987654321 DYNAMIC_BROKER_CONFIG, "
+                        + "log.retention.ms=123456789 DYNAMIC_DEFAULT_BROKER_CONFIG, log.retention.hours=168 DEFAULT_CONFIG]");
+            } finally {
+                alterBroker(admin, CLUSTER_DEFAULT, AlterConfigOp.OpType.DELETE, "message.max.bytes", null);
+                alterBroker(admin, "1", AlterConfigOp.OpType.DELETE, "log.retention.ms", null);
+                alterBroker(admin, CLUSTER_DEFAULT, AlterConfigOp.OpType.DELETE, "log.retention.ms", null);
+            }
+            waitForTopicConfig(admin, t, "retention.ms", "604800000 DEFAULT_CONFIG []");
         }
     }
 

@@ -11,7 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import (CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log, main)
+from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, CODECS,
+                    LARGE_VALUE_BYTES, REFUSED_BROKER_ALTERS, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log,
+                    main)
 
 LIB = os.environ.get("COMPAT_KAFKA_LIB", str(Path(__file__).resolve().parent.parent / ".deps" / "kafka" / "lib"))
 TOOLS = "org.apache.kafka.tools."
@@ -385,6 +387,108 @@ def scenario_errors(ctx):
     check("RecordTooLargeException" in out + err, "record too large reported as RecordTooLargeException")
 
 
+def described_lines(out):
+    """ConfigCommand --describe output as {key: "value sensitive=... synonyms={...}"}."""
+    entries = {}
+    for line in out.splitlines():
+        match = re.match(r"^\s+([a-z0-9._-]+)=(.*)$", line)
+        if match:
+            entries[match[1]] = match[2]
+    return entries
+
+
+def wait_topic_config(ctx, topic, key, expected, timeout_s=30):
+    """Dynamic broker configs reach topics after the alter is answered (Kafka applies the controller's
+    record when it reaches the broker's metadata): poll what the topic reports."""
+    deadline, last = time.monotonic() + timeout_s, None
+    while True:
+        _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "topics", "--entity-name", topic, "--all")
+        last = described_lines(out).get(key)
+        if last == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    check_eq(last, expected, f"{topic} {key}")
+
+
+def console_send(ctx, topic, size):
+    """One record of `size` bytes through the console producer, uncompressed, with the client's
+    max.request.size raised so the producer itself sends it; returns the tool's output."""
+    _, out, err = tool("ConsoleProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+                       "--command-property", "max.request.size=4000000", "--command-property", "compression.type=none",
+                       "--command-property", "enable.idempotence=false", "--command-property", "retries=0",
+                       input_bytes=b"x" * size + b"\n", ok=False)
+    return out + err
+
+
+def end_offset(ctx, topic):
+    _, out, _ = tool("GetOffsetShell", "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--time", "-1")
+    return [line.strip() for line in out.splitlines() if line.startswith(topic)]
+
+
+def scenario_broker_configs(ctx):
+    """Dynamic broker configs through ConfigCommand (--entity-type brokers, --entity-name 1 and
+    --entity-default): refused alters with Kafka's INVALID_REQUEST messages, a cluster-default
+    message.max.bytes that topics without their own max.message.bytes report and enforce, log.retention.ms
+    per broker and cluster-wide in a topic's retention.ms and in the broker's own --describe --all. The
+    tool prints no read_only flag (that part is the other clients')."""
+    topic = ctx.topic()
+    create_topic(ctx, topic)
+    _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "topics", "--entity-name", topic, "--all")
+    check_eq(described_lines(out).get("retention.ms"), "604800000 sensitive=false synonyms={}",
+             "retention.ms before any broker config (no synonyms)")
+    broker_one, cluster_default = ("--entity-name", "1"), ("--entity-default",)
+    for entity in (broker_one, cluster_default):
+        for key, value, message in REFUSED_BROKER_ALTERS:
+            code, out, err = configs_cmd(ctx, "--alter", "--entity-type", "brokers", *entity,
+                                         "--add-config", f"{key}={value}", ok=False)
+            check(code != 0, f"{' '.join(entity)} {key}={value} refused (exit {code})")
+            cause = [line for line in (out + err).splitlines() if line.startswith("Caused by:")]
+            check_eq(cause, [f"Caused by: org.apache.kafka.common.errors.InvalidRequestException: {message}"],
+                     f"{' '.join(entity)} {key}={value}: error")
+
+    def alter(entity, *args):
+        _, out, _ = configs_cmd(ctx, "--alter", "--entity-type", "brokers", *entity, *args)
+        done = ("Completed updating default config for brokers in the cluster." if entity == cluster_default
+                else "Completed updating config for broker 1.")
+        check(done in out, f"{' '.join(entity)} {' '.join(args)}: {out!r}")
+    try:
+        alter(cluster_default, "--add-config", f"message.max.bytes={BROKER_MAX_MESSAGE_BYTES}")
+        wait_topic_config(ctx, topic, "max.message.bytes",
+                          f"{BROKER_MAX_MESSAGE_BYTES} sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                          f"message.max.bytes={BROKER_MAX_MESSAGE_BYTES}, DEFAULT_CONFIG:message.max.bytes=1048588}}")
+        out = console_send(ctx, topic, ABOVE_BROKER_MAX_BYTES)
+        check("org.apache.kafka.common.errors.RecordTooLargeException" in out,
+              "60000-byte record above the cluster-default message.max.bytes=50000: RecordTooLargeException")
+        out = console_send(ctx, topic, BELOW_BROKER_MAX_BYTES)
+        check("Exception" not in out, f"40000-byte record sent: {out[-400:]!r}")
+        check_eq(end_offset(ctx, topic), [f"{topic}:0:1"], "end offset after the 40000-byte record")
+        alter(cluster_default, "--delete-config", "message.max.bytes")
+        wait_topic_config(ctx, topic, "max.message.bytes",
+                          "1048588 sensitive=false synonyms={DEFAULT_CONFIG:message.max.bytes=1048588}")
+        out = console_send(ctx, topic, ABOVE_BROKER_MAX_BYTES)
+        check("Exception" not in out, f"60000-byte record sent once the default is deleted: {out[-400:]!r}")
+        check_eq(end_offset(ctx, topic), [f"{topic}:0:2"], "end offset after the second 60000-byte record")
+
+        alter(broker_one, "--add-config", "log.retention.ms=987654321")
+        alter(cluster_default, "--add-config", "log.retention.ms=123456789")
+        chain = ("synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=987654321, DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                 "log.retention.ms=123456789, DEFAULT_CONFIG:log.retention.hours=168}")
+        wait_topic_config(ctx, topic, "retention.ms", f"987654321 sensitive=false {chain}")
+        _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "brokers", "--entity-name", "1", "--all")
+        check_eq(described_lines(out).get("log.retention.ms"), f"987654321 sensitive=false {chain}",
+                 "broker 1 log.retention.ms (--describe --all)")
+        _, out, _ = configs_cmd(ctx, "--describe", "--entity-type", "brokers", "--entity-default")
+        check_eq(described_lines(out).get("log.retention.ms"),
+                 "123456789 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=123456789}",
+                 "cluster-default log.retention.ms (--entity-default --describe)")
+    finally:
+        # ConfigCommand refuses to delete a key that is not set, so each is deleted on its own.
+        for entity, key in ((cluster_default, "message.max.bytes"), (broker_one, "log.retention.ms"),
+                            (cluster_default, "log.retention.ms")):
+            configs_cmd(ctx, "--alter", "--entity-type", "brokers", *entity, "--delete-config", key, ok=False)
+    wait_topic_config(ctx, topic, "retention.ms", "604800000 sensitive=false synonyms={}")
+
+
 def txn_cmd(ctx, *args, **kw):
     return tool("TransactionsCommand", "--bootstrap-server", ctx.bootstrap, *args, **kw)
 
@@ -461,6 +565,7 @@ SCENARIOS = {
     "delete_records": scenario_delete_records,
     "consumer_lag": scenario_consumer_lag,
     "errors": scenario_errors,
+    "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions_cli,
 }
 

@@ -20,7 +20,23 @@ INVALID_TOPIC_EXCEPTION = 17
 INVALID_TIMESTAMP = 32
 TOPIC_ALREADY_EXISTS = 36
 INVALID_CONFIG = 40
+INVALID_REQUEST = 42
 INVALID_RECORD = 87
+
+# broker_configs: alters Kafka 4.4 refuses on a broker and on the cluster default, with INVALID_REQUEST and
+# these messages; keys DescribeConfigs of broker "1" reports as writable and as read-only.
+REFUSED_BROKER_ALTERS = [
+    ("log.dirs", "/x", "Cannot update these configs dynamically: [log.dirs]"),
+    ("log.retention.ms", "abc", "Invalid value abc for configuration log.retention.ms: Not a number of type LONG"),
+    ("log.segment.bytes", "100",
+     "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576"),
+]
+BROKER_WRITABLE_KEYS = ["log.retention.ms", "message.max.bytes", "log.cleanup.policy"]
+BROKER_READ_ONLY_KEYS = ["log.dirs", "node.id", "log.retention.hours"]
+# A dynamic message.max.bytes of 50000 refuses a 60000-byte record and takes a 40000-byte one.
+BROKER_MAX_MESSAGE_BYTES = 50_000
+ABOVE_BROKER_MAX_BYTES = 60_000
+BELOW_BROKER_MAX_BYTES = 40_000
 
 # KIP-467 per-record errors (record_errors scenario). Kafka 4.x topic defaults:
 # message.timestamp.after.max.ms = 1 h, message.timestamp.before.max.ms = Long.MAX_VALUE.

@@ -5,10 +5,12 @@ import time
 import confluent_kafka
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
                              TopicCollection, TopicPartition)
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
-                                   NewTopic, OffsetSpec, ResourceType)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                   NewPartitions, NewTopic, OffsetSpec, ResourceType)
 
-from common import (CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
+from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, BROKER_READ_ONLY_KEYS,
+                    BROKER_WRITABLE_KEYS, INVALID_REQUEST, REFUSED_BROKER_ALTERS,
+                    CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, check,
                     check_eq, compare_records, good_records, log, main, make_records,
                     named_error_code, record_error_cases, wait_until)
@@ -354,6 +356,99 @@ def scenario_errors(ctx):
     check_eq(err.code() if err else None, KafkaError.UNKNOWN_TOPIC_OR_PART, "metadata for a missing topic")
 
 
+def described(adm, resource_type, name, key):
+    res = ConfigResource(resource_type, name)
+    entry = result(adm.describe_configs([res])[res]).get(key)
+    check(entry is not None, f"{resource_type.name} {name!r}: {key} not described")
+    return entry
+
+
+def shown(entry):
+    """(value, source, {synonym: (value, source)}) of a described entry. confluent-kafka keeps the synonyms
+    in a dict by name, so of two synonyms with one name (a broker's and the cluster default's) it shows the
+    later one, in the position of the first."""
+    return (entry.value, ConfigSource(entry.source).name,
+            {name: (s.value, ConfigSource(s.source).name) for name, s in entry.synonyms.items()})
+
+
+def wait_topic_config(adm, topic, key, expected):
+    """Dynamic broker configs reach topics after the alter is answered (Kafka applies the controller's
+    record when it reaches the broker's metadata): poll what the topic reports."""
+    last = [None]
+
+    def matches():
+        last[0] = shown(described(adm, ResourceType.TOPIC, topic, key))
+        return last[0] == expected
+    try:
+        wait_until(matches, 20, f"{topic} {key}")
+    except Failure:
+        check_eq(last[0], expected, f"{topic} {key} (after 20 s)")
+
+
+def alter_broker(adm, name, *ops):
+    """ops: (key, value) to SET, (key, None) to DELETE."""
+    res = ConfigResource(ResourceType.BROKER, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET if value is not None
+                    else AlterConfigOpType.DELETE) for key, value in ops])
+    result(adm.incremental_alter_configs([res])[res])
+
+
+def scenario_broker_configs(ctx):
+    """Dynamic broker configs on broker "1" (confluent-kafka refuses a broker resource with the cluster
+    default's empty name: "Invalid ConfigResource"): refused alters with Kafka's INVALID_REQUEST messages,
+    read_only per key, a broker message.max.bytes that topics without their own max.message.bytes report
+    and enforce, and a broker log.retention.ms in a topic's retention.ms and its synonyms."""
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    check_eq(shown(described(adm, ResourceType.TOPIC, topic, "retention.ms")), ("604800000", "DEFAULT_CONFIG", {}),
+             "retention.ms before any broker config (no synonyms)")
+    for key, value, message in REFUSED_BROKER_ALTERS:
+        try:
+            alter_broker(adm, "1", (key, value))
+            raise AssertionError(f"broker 1 {key}={value} accepted")
+        except KafkaException as exc:
+            err = exc.args[0]
+            check_eq((err.code(), err.str()), (INVALID_REQUEST, message), f"broker 1 {key}={value}")
+    res = ConfigResource(ResourceType.BROKER, "1")
+    broker = result(adm.describe_configs([res])[res])
+    for key in BROKER_WRITABLE_KEYS:
+        check_eq(broker[key].is_read_only, False, f"broker 1 {key} read_only")
+    for key in BROKER_READ_ONLY_KEYS:
+        check_eq(broker[key].is_read_only, True, f"broker 1 {key} read_only")
+    try:
+        alter_broker(adm, "1", ("message.max.bytes", str(BROKER_MAX_MESSAGE_BYTES)))
+        # Kafka's synonyms are message.max.bytes=50000 DYNAMIC_BROKER_CONFIG then message.max.bytes=1048588
+        # DEFAULT_CONFIG; the dict keeps the second.
+        wait_topic_config(adm, topic, "max.message.bytes", (str(BROKER_MAX_MESSAGE_BYTES), "DYNAMIC_BROKER_CONFIG",
+                                                            {"message.max.bytes": ("1048588", "DEFAULT_CONFIG")}))
+        prod = producer(ctx, message_max_bytes=4_000_000, compression_codec="none", retries=0)
+        delivered = []
+
+        def send(size):
+            delivered.clear()
+            prod.produce(topic, value=b"x" * size, partition=0,
+                         on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+            check_eq(prod.flush(TIMEOUT_S), 0, f"{size}-byte record left after flush")
+            check_eq(len(delivered), 1, f"{size}-byte record: one delivery report")
+            return delivered[0]
+        err, _ = send(ABOVE_BROKER_MAX_BYTES)
+        log("60000-byte record:", err)
+        check_eq(err.code() if err else None, MESSAGE_TOO_LARGE, "60000-byte record above message.max.bytes=50000")
+        check_eq(send(BELOW_BROKER_MAX_BYTES), (None, 0), "40000-byte record below the limit")
+        alter_broker(adm, "1", ("message.max.bytes", None))
+        wait_topic_config(adm, topic, "max.message.bytes",
+                          ("1048588", "DEFAULT_CONFIG", {"message.max.bytes": ("1048588", "DEFAULT_CONFIG")}))
+        check_eq(send(ABOVE_BROKER_MAX_BYTES), (None, 1), "60000-byte record once the broker config is deleted")
+        alter_broker(adm, "1", ("log.retention.ms", "987654321"))
+        wait_topic_config(adm, topic, "retention.ms", ("987654321", "DYNAMIC_BROKER_CONFIG", {
+            "log.retention.ms": ("987654321", "DYNAMIC_BROKER_CONFIG"),
+            "log.retention.hours": ("168", "DEFAULT_CONFIG")}))
+    finally:
+        alter_broker(adm, "1", ("message.max.bytes", None), ("log.retention.ms", None))
+    wait_topic_config(adm, topic, "retention.ms", ("604800000", "DEFAULT_CONFIG", {}))
+
+
 def read_values(ctx, topic, isolation, up_to):
     """Values of partition 0 from the start until the position reaches `up_to`."""
     cons = consumer(ctx, isolation_level=isolation)
@@ -476,6 +571,7 @@ SCENARIOS = {
     "configs": scenario_configs,
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
+    "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions,
     "record_errors": scenario_record_errors,
 }

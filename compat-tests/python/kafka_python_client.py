@@ -5,12 +5,14 @@ import time
 import kafka
 import kafka.errors as kerr
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 
-from common import (CODECS, INVALID_CONFIG, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, OTHER_RECORD_MESSAGE,
+from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES,
+                    BROKER_READ_ONLY_KEYS, BROKER_WRITABLE_KEYS, CODECS, INVALID_CONFIG, INVALID_REQUEST,
+                    LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, OTHER_RECORD_MESSAGE, REFUSED_BROKER_ALTERS,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
-                    INVALID_TOPIC_EXCEPTION, NotApplicable, check, check_eq, check_record_message,
+                    INVALID_TOPIC_EXCEPTION, Failure, NotApplicable, check, check_eq, check_record_message,
                     compare_records, good_records, log, main, make_records, named_error_code,
                     partition_error_message, record_error_cases, wait_until)
 
@@ -357,6 +359,93 @@ def scenario_errors(ctx):
     adm.close()
 
 
+def described(adm, resource_type, name, key):
+    res = adm.describe_configs([ConfigResource(resource_type, name, configs={key: None})], include_synonyms=True,
+                               config_filter="all")
+    entry = res[resource_type.name.lower()][name].get(key)
+    check(entry is not None, f"{resource_type.name} {name!r}: {key} not described")
+    return entry
+
+
+def shown(entry):
+    """(value, source, [(synonym, value, source), ...]) of a described entry."""
+    return (entry["value"], entry["config_source"],
+            [(s["name"], s["value"], s["source"]) for s in entry.get("synonyms", [])])
+
+
+def wait_topic_config(adm, topic, key, expected):
+    """Dynamic broker configs reach topics after the alter is answered (Kafka applies the controller's
+    record when it reaches the broker's metadata): poll what the topic reports."""
+    last = [None]
+
+    def matches():
+        last[0] = shown(described(adm, ConfigResourceType.TOPIC, topic, key))
+        return last[0] == expected
+    try:
+        wait_until(matches, 20, f"{topic} {key}")
+    except Failure:
+        check_eq(last[0], expected, f"{topic} {key} (after 20 s)")
+
+
+def alter_broker(adm, name, configs):
+    # raise_on_unknown=False: kafka-python would otherwise refuse keys it does not find among the broker's
+    # dynamic configs (log.dirs) before sending anything.
+    res = adm.alter_configs([ConfigResource(ConfigResourceType.BROKER, name, configs=configs)],
+                            raise_on_unknown=False, incremental=True)
+    return res["broker"][name]
+
+
+def scenario_broker_configs(ctx):
+    """Dynamic broker configs on broker "1" (kafka-python names a broker resource by its integer id, so the
+    cluster default, resource name "", cannot be expressed): refused alters with Kafka's INVALID_REQUEST
+    messages, read_only per key, a broker message.max.bytes that topics without their own max.message.bytes
+    report and enforce, and a broker log.retention.ms in a topic's retention.ms and its synonyms."""
+    adm = admin(ctx)
+    topic = ctx.topic()
+    create_topic(adm, topic)
+    check_eq(shown(described(adm, ConfigResourceType.TOPIC, topic, "retention.ms")),
+             ("604800000", "DEFAULT_CONFIG", []), "retention.ms before any broker config (no synonyms)")
+    for key, value, message in REFUSED_BROKER_ALTERS:
+        check_eq(alter_broker(adm, "1", {key: value}), f"[Error {INVALID_REQUEST}] InvalidRequestError: {message}",
+                 f"broker 1 {key}={value}")
+    broker = adm.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")["broker"]["1"]
+    for key in BROKER_WRITABLE_KEYS:
+        check_eq(broker[key]["read_only"], False, f"broker 1 {key} read_only")
+    for key in BROKER_READ_ONLY_KEYS:
+        check_eq(broker[key]["read_only"], True, f"broker 1 {key} read_only")
+    try:
+        check_eq(alter_broker(adm, "1", {"message.max.bytes": str(BROKER_MAX_MESSAGE_BYTES)}), "OK",
+                 "broker 1 message.max.bytes")
+        wait_topic_config(adm, topic, "max.message.bytes", (str(BROKER_MAX_MESSAGE_BYTES), "DYNAMIC_BROKER_CONFIG", [
+            ("message.max.bytes", str(BROKER_MAX_MESSAGE_BYTES), "DYNAMIC_BROKER_CONFIG"),
+            ("message.max.bytes", "1048588", "DEFAULT_CONFIG")]))
+        prod = producer(ctx, max_request_size=4_000_000, compression_type=None, retries=0)
+        try:
+            prod.send(topic, value=b"x" * ABOVE_BROKER_MAX_BYTES, partition=0).get(timeout=30)
+            raise AssertionError("60000-byte record accepted above the broker's message.max.bytes=50000")
+        except kerr.MessageSizeTooLargeError as exc:
+            log("60000-byte record refused:", repr(exc))
+            check_eq(exc.errno, MESSAGE_TOO_LARGE, "60000-byte record: error code")
+        check_eq(prod.send(topic, value=b"x" * BELOW_BROKER_MAX_BYTES, partition=0).get(timeout=30).offset, 0,
+                 "40000-byte record below the limit")
+        check_eq(alter_broker(adm, "1", {"message.max.bytes": (AlterConfigOp.DELETE, None)}), "OK",
+                 "delete broker 1 message.max.bytes")
+        wait_topic_config(adm, topic, "max.message.bytes",
+                          ("1048588", "DEFAULT_CONFIG", [("message.max.bytes", "1048588", "DEFAULT_CONFIG")]))
+        check_eq(prod.send(topic, value=b"x" * ABOVE_BROKER_MAX_BYTES, partition=0).get(timeout=30).offset, 1,
+                 "60000-byte record once the broker config is deleted")
+        prod.close()
+        check_eq(alter_broker(adm, "1", {"log.retention.ms": "987654321"}), "OK", "broker 1 log.retention.ms")
+        wait_topic_config(adm, topic, "retention.ms", ("987654321", "DYNAMIC_BROKER_CONFIG", [
+            ("log.retention.ms", "987654321", "DYNAMIC_BROKER_CONFIG"),
+            ("log.retention.hours", "168", "DEFAULT_CONFIG")]))
+    finally:
+        alter_broker(adm, "1", {"message.max.bytes": (AlterConfigOp.DELETE, None),
+                                "log.retention.ms": (AlterConfigOp.DELETE, None)})
+    wait_topic_config(adm, topic, "retention.ms", ("604800000", "DEFAULT_CONFIG", []))
+    adm.close()
+
+
 def read_values(ctx, topic, isolation, up_to):
     """Values of partition 0 from the start until the position reaches `up_to`."""
     cons = consumer(ctx, isolation_level=isolation)
@@ -480,6 +569,7 @@ SCENARIOS = {
     "configs": scenario_configs,
     "delete_records": scenario_delete_records,
     "errors": scenario_errors,
+    "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions,
     "record_errors": scenario_record_errors,
 }

@@ -31,7 +31,9 @@ fn parse_rules(text: &str) -> Rules {
         match words.next() {
             Some("crate") => {
                 let name = words.next().expect("a crate name").to_string();
-                rules.crates.insert(name, words.map(str::to_string).collect());
+                rules
+                    .crates
+                    .insert(name, words.map(str::to_string).collect());
             }
             Some("forbid") => {
                 let place = words.next().expect("a place");
@@ -166,7 +168,10 @@ fn forbidden_modules_are_not_imported() {
                     .is_ok_and(|rel| rel.to_string_lossy().starts_with(prefix.as_str()))
             })
             .collect();
-        assert!(!matching.is_empty(), "forbid {krate}/{prefix}: no such file");
+        assert!(
+            !matching.is_empty(),
+            "forbid {krate}/{prefix}: no such file"
+        );
         for file in matching {
             let source = std::fs::read_to_string(&file).unwrap();
             let place = format!("{krate}/{}", file.strip_prefix(&base).unwrap().display());
