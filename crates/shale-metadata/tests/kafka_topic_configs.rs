@@ -11,10 +11,6 @@ use shale_metadata::{ConfigResource, MetadataImage, MetadataRecord};
 
 /// Where Shale's answer differs from Kafka's on purpose, with why.
 const DIFFERENCES: &[(&str, &str)] = &[
-    // Kafka's controller writes a cluster-level min.insync.replicas when ELR is enabled at
-    // format time, so Kafka reports it as DYNAMIC_DEFAULT_BROKER_CONFIG; Shale writes no such
-    // record yet.
-    ("min.insync.replicas", "no ELR bootstrap record"),
     // Shale decompresses a batch into memory to validate it, so its default bound is 64 MiB
     // where Kafka's streaming decompression allows 2147483639 bytes.
     ("max.decompressed.message.bytes", "64 MiB default"),
@@ -81,7 +77,16 @@ fn kafka_rows() -> BTreeMap<String, String> {
 
 #[test]
 fn a_fresh_topic_is_described_as_kafka_describes_it() {
-    let image = MetadataImage::empty("c");
+    // A fresh cluster with ELR on carries the cluster-level min.insync.replicas its controller
+    // writes with the first broker registration (as Kafka's does).
+    let image = MetadataImage::empty("c").apply_entry(
+        &[MetadataRecord::Config {
+            resource: ConfigResource::ClusterDefaultBroker,
+            name: "min.insync.replicas".into(),
+            value: Some("1".into()),
+        }],
+        0,
+    );
     let shale: BTreeMap<String, String> = resolve_topic_config(&image, "t1", &HashMap::new())
         .iter()
         .map(|c| (c.name.clone(), row(&c.name, c)))

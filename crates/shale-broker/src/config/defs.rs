@@ -93,9 +93,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("process.roles", List, Some("broker,controller"), None),
     def("listeners", List, Some("PLAINTEXT://127.0.0.1:9092"), None),
     def("advertised.listeners", List, None, None),
+    // Kafka types it STRING; its default lacks CONTROLLER, which Shale's single node needs.
     def(
         "listener.security.protocol.map",
-        List,
+        String,
         Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
         None,
     ),
@@ -199,7 +200,6 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     accepted("metadata.log.segment.bytes", Int, Some("1073741824")),
     accepted("metadata.max.retention.bytes", Long, Some("104857600")),
     accepted("log.cleaner.dedupe.buffer.size", Long, Some("134217728")),
-    accepted("zookeeper.connect", String, None),
 ];
 
 /// The keys Shale applies at runtime when AlterConfigs sets them for one broker or for the

@@ -120,7 +120,7 @@ pub async fn handle(
                     );
                 }
                 Err(refusal) => {
-                    let record_errors = refusal
+                    let record_errors: Vec<BatchIndexAndErrorMessage> = refusal
                         .record_errors
                         .into_iter()
                         .map(|(index, message)| {
@@ -131,9 +131,18 @@ pub async fn handle(
                                 )))
                         })
                         .collect();
+                    // Kafka fills error_message only for per-record refusals (KIP-467);
+                    // every other refusal is its code alone.
+                    let message = if record_errors.is_empty() {
+                        tracing::debug!(topic = %name, partition = p.index, code = refusal.code,
+                            "produce refused: {}", refusal.message);
+                        None
+                    } else {
+                        Some(StrBytes::from_string(refusal.message))
+                    };
                     partitions.push(
                         base.with_error_code(refusal.code)
-                            .with_error_message(Some(StrBytes::from_string(refusal.message)))
+                            .with_error_message(message)
                             .with_record_errors(record_errors),
                     );
                 }

@@ -233,6 +233,9 @@ impl Controller {
         if registration.unclean_shutdown {
             self.remove_after_unclean_shutdown(batch, registration.broker_id);
         }
+        // With the first registration, before any broker serves: nobody sees the cluster
+        // without it.
+        self.ensure_elr_min_isr(batch);
         self.last_contact_ms.insert(registration.broker_id, now_ms);
         self.tracked.insert(registration.broker_id);
         Ok(broker_epoch)

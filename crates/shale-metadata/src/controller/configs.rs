@@ -66,6 +66,28 @@ fn duplicate_keys<'a>(names: impl Iterator<Item = &'a str>) -> bool {
     names.into_iter().any(|n| !seen.insert(n))
 }
 
+/// The cluster-wide `min.insync.replicas` that KIP-966 keeps while ELR is enabled (Kafka's
+/// controller writes it when ELR is enabled and refuses to remove it).
+const MIN_ISR: &str = "min.insync.replicas";
+
+fn min_isr_removal_refused() -> MetadataError {
+    MetadataError::InvalidConfig(
+        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into(),
+    )
+}
+
+/// Whether `changes` to `resource` would drop the cluster-level `min.insync.replicas` while
+/// ELR is enabled.
+fn removes_elr_min_isr(
+    image: &MetadataImage,
+    resource: &ConfigResource,
+    changes: &BTreeMap<String, Option<String>>,
+) -> bool {
+    *resource == ConfigResource::ClusterDefaultBroker
+        && image.elr_enabled()
+        && changes.get(MIN_ISR).is_some_and(|v| v.is_none())
+}
+
 fn null_value(name: &str) -> MetadataError {
     MetadataError::InvalidRequest(format!("Null value not supported for : {name}"))
 }
@@ -158,6 +180,9 @@ impl Controller {
             };
             changes.insert(op.name.clone(), new_value);
         }
+        if removes_elr_min_isr(image, resource, &changes) {
+            return Err(min_isr_removal_refused());
+        }
         Ok(changes)
     }
 
@@ -203,7 +228,29 @@ impl Controller {
             validate_value(resource, name, &value)?;
             changes.insert(name.clone(), Some(value));
         }
+        if removes_elr_min_isr(image, resource, &changes) {
+            return Err(min_isr_removal_refused());
+        }
         Ok(changes)
+    }
+
+    /// KIP-966, as Kafka's controller does it: while ELR is enabled the cluster carries an
+    /// explicit cluster-level `min.insync.replicas` (the controller's own value), written
+    /// with the first broker registration that finds none, so every broker and
+    /// DescribeConfigs see the minimum the ELR rules use as a dynamic cluster default.
+    pub(crate) fn ensure_elr_min_isr(&self, batch: &mut Batch) {
+        if batch.image.elr_enabled()
+            && !batch
+                .image
+                .cluster_default_broker_configs()
+                .contains_key(MIN_ISR)
+        {
+            batch.push(MetadataRecord::Config {
+                resource: ConfigResource::ClusterDefaultBroker,
+                name: MIN_ISR.to_string(),
+                value: Some(self.config.min_insync_replicas.to_string()),
+            });
+        }
     }
 
     fn write_config_changes(

@@ -1673,8 +1673,62 @@ fn elr_changing_min_isr_clears_the_topic_elr_and_the_default_clears_all() {
     shrink_to(&mut h, topic_id, &[1, 3]);
     shrink_to(&mut h, topic_id, &[1]);
     assert_eq!(h.partition("t", 0).eligible_leader_replicas, vec![3]);
-    set_min_isr(&mut h, ConfigResource::ClusterDefaultBroker, "2");
+    // The cluster already carries min.insync.replicas=2 (written with the first
+    // registration, as Kafka's controller does with ELR on): a change of it clears all.
+    assert_eq!(
+        h.image.cluster_default_broker_configs()["min.insync.replicas"],
+        "2"
+    );
+    set_min_isr(&mut h, ConfigResource::ClusterDefaultBroker, "1");
     assert!(h.partition("t", 0).eligible_leader_replicas.is_empty());
+}
+
+#[test]
+fn elr_keeps_a_cluster_level_min_isr_as_kafka_does() {
+    let (mut h, _) = elr_cluster();
+    assert_eq!(
+        h.image.cluster_default_broker_configs()["min.insync.replicas"],
+        "2"
+    );
+    let removal = |op| {
+        vec![(
+            ConfigResource::ClusterDefaultBroker,
+            vec![AlterConfigOp {
+                name: "min.insync.replicas".into(),
+                op,
+                value: None,
+            }],
+        )]
+    };
+    let ControllerResponse::AlterConfigs(results) =
+        h.handle(ControllerRequest::IncrementalAlterConfigs {
+            resources: removal(AlterConfigOpType::Delete),
+            validate_only: false,
+        })
+    else {
+        panic!("alter")
+    };
+    let err = results[0].1.as_ref().unwrap_err();
+    assert!(matches!(err, MetadataError::InvalidConfig(_)));
+    assert_eq!(
+        err.to_string(),
+        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+    );
+    // The legacy API replaces the whole set: leaving it out removes it, which is refused too.
+    let ControllerResponse::AlterConfigs(results) = h.handle(ControllerRequest::AlterConfigs {
+        resources: vec![(
+            ConfigResource::ClusterDefaultBroker,
+            vec![("message.max.bytes".into(), Some("50000".into()))],
+        )],
+        validate_only: false,
+    }) else {
+        panic!("alter")
+    };
+    assert!(results[0].1.is_err());
+    assert_eq!(
+        h.image.cluster_default_broker_configs()["min.insync.replicas"],
+        "2"
+    );
 }
 
 #[test]
