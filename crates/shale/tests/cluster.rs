@@ -27,10 +27,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::Message;
-use rdkafka::{Offset, TopicPartitionList};
 
 /// CreateTopics through `addr`; the error code of the one topic.
 fn create_topic(addr: &str, name: &str, partitions: i32) -> i16 {
@@ -134,12 +131,7 @@ fn await_quorum_settled(cluster: &mut Cluster, voters: &[i32]) -> i64 {
 }
 
 fn bootstrap_all(cluster: &mut Cluster) -> String {
-    cluster
-        .brokers()
-        .into_iter()
-        .map(|id| cluster.node(id).bootstrap())
-        .collect::<Vec<_>>()
-        .join(",")
+    cluster.bootstrap_all()
 }
 
 /// Produces one record to each partition of `topic` through any broker: the client finds
@@ -165,28 +157,7 @@ fn produce_to_every_partition(cluster: &mut Cluster, topic: &str, partitions: i3
 
 /// Every record of every partition of `topic`, read from the leaders.
 fn consume_all(cluster: &mut Cluster, topic: &str, partitions: i32, count: usize) -> Vec<String> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap_all(cluster))
-        .set("group.id", "unused-assign-only")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for partition in 0..partitions {
-        tpl.add_partition_offset(topic, partition, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let deadline = Instant::now() + WAIT_MAX;
-    let mut out = Vec::new();
-    while out.len() < count && Instant::now() < deadline {
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let m = m.expect("consume");
-            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-    }
-    out.sort();
-    out
+    cluster_support::read_from_beginning(&bootstrap_all(cluster), topic, partitions, count)
 }
 
 #[test]

@@ -8,9 +8,9 @@
 mod cluster_support;
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cluster_support::{call, metadata, Cluster, WAIT_MAX};
+use cluster_support::{call, metadata, read_from_beginning, Cluster, WAIT_MAX};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
@@ -19,22 +19,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use shale_testkit::wait_until;
 
 const TOPIC: &str = "orders";
-
-fn bootstrap(cluster: &mut Cluster) -> String {
-    cluster
-        .brokers()
-        .into_iter()
-        .map(|id| cluster.node(id).bootstrap())
-        .collect::<Vec<_>>()
-        .join(",")
-}
 
 /// Each partition's replica count, as `addr` reports `topic`.
 fn replica_counts(addr: &str, topic: &str) -> Vec<usize> {
@@ -67,32 +55,6 @@ fn write_all(bootstrap: &str, tag: &str, records: usize) {
             .block_on(producer.send(record, Duration::from_secs(30)))
             .unwrap_or_else(|(e, _)| panic!("{payload} not acknowledged: {e}"));
     }
-}
-
-/// Every record of the topic's three partitions.
-fn read_all(bootstrap: &str, count: usize) -> Vec<String> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "example-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for partition in 0..3 {
-        tpl.add_partition_offset(TOPIC, partition, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let deadline = Instant::now() + WAIT_MAX;
-    let mut out = Vec::new();
-    while out.len() < count && Instant::now() < deadline {
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let m = m.expect("consume");
-            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -154,7 +116,7 @@ fn the_example_cluster_replicates_and_survives_a_lost_node() {
         !counts.is_empty() && counts.iter().all(|c| *c == 3)
     });
 
-    let servers = bootstrap(&mut cluster);
+    let servers = cluster.bootstrap_all();
     write_all(&servers, "before", 30);
 
     // One node is lost: the other two still acknowledge acks=all writes (two in-sync
@@ -170,5 +132,5 @@ fn the_example_cluster_replicates_and_survives_a_lost_node() {
         .flat_map(|i| [format!("before-{i}"), format!("after-{i}")])
         .collect();
     expected.sort();
-    assert_eq!(read_all(&survivors, 60), expected);
+    assert_eq!(read_from_beginning(&survivors, TOPIC, 3, 60), expected);
 }

@@ -317,6 +317,15 @@ impl Cluster {
     }
 
     /// The running nodes with the broker role.
+    /// Every running broker's address, comma-separated, for `bootstrap.servers`.
+    pub fn bootstrap_all(&mut self) -> String {
+        self.brokers()
+            .into_iter()
+            .map(|id| self.node(id).bootstrap())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     pub fn brokers(&mut self) -> Vec<i32> {
         self.nodes
             .values_mut()
@@ -459,4 +468,40 @@ pub fn view(addr: &str) -> ClusterView {
         brokers,
         topics,
     }
+}
+
+/// Every record of partitions `0..partitions` of `topic`, read from the beginning through
+/// `bootstrap` (values, sorted), waiting up to `WAIT_MAX` for `count` of them.
+pub fn read_from_beginning(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    count: usize,
+) -> Vec<String> {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "unused-assign-only")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for partition in 0..partitions {
+        tpl.add_partition_offset(topic, partition, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let deadline = Instant::now() + WAIT_MAX;
+    let mut out = Vec::new();
+    while out.len() < count && Instant::now() < deadline {
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            let m = m.expect("consume");
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    out.sort();
+    out
 }
