@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use shale_raft::{put_frame, read_frame, FrameRead};
 use tokio::sync::watch;
 
 use crate::error::MetadataError;
@@ -24,7 +25,6 @@ use crate::quorum::{
 const LOG_FILE: &str = "metadata.log";
 const SNAPSHOT_SUFFIX: &str = ".snapshot";
 const SNAPSHOT_MAGIC: &[u8; 8] = b"SHSNAP01";
-const FRAME_HEADER_BYTES: usize = 8;
 /// Upper bound on one entry, so a corrupt length cannot trigger a huge allocation.
 pub const ENTRY_BYTES_MAX: usize = 64 * 1024 * 1024;
 const SNAPSHOTS_KEPT: usize = 2;
@@ -65,47 +65,33 @@ fn sync_dir(dir: &Path) -> Result<(), MetadataError> {
         .map_err(io_err("fsync directory", dir))
 }
 
+/// One entry as a frame of the shared codec: the body is `[offset i64 LE][entry bytes]`.
 fn encode_frame(offset: i64, data: &[u8], out: &mut Vec<u8>) {
-    let body_len = 8 + data.len();
-    let mut crc = crc32c::crc32c(&offset.to_le_bytes());
-    crc = crc32c::crc32c_append(crc, data);
-    out.extend_from_slice(&(body_len as u32).to_le_bytes());
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&offset.to_le_bytes());
-    out.extend_from_slice(data);
+    let mut body = Vec::with_capacity(8 + data.len());
+    body.extend_from_slice(&offset.to_le_bytes());
+    body.extend_from_slice(data);
+    put_frame(out, &body);
 }
 
-/// Parses frames; returns the valid entries and the byte length of the valid prefix.
+/// Parses frames; returns the valid entries and the byte length of the valid prefix (a torn,
+/// corrupt, oversized or out-of-order frame ends it).
 fn parse_frames(bytes: &[u8]) -> (Vec<(i64, Bytes)>, usize) {
     let mut entries = Vec::new();
     let mut pos = 0;
     let mut last: Option<i64> = None;
-    while bytes.len() - pos >= FRAME_HEADER_BYTES {
-        let len = u32::from_le_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]])
-            as usize;
-        let crc = u32::from_le_bytes([
-            bytes[pos + 4],
-            bytes[pos + 5],
-            bytes[pos + 6],
-            bytes[pos + 7],
-        ]);
-        if !(8..=ENTRY_BYTES_MAX + 8).contains(&len) || bytes.len() - pos - FRAME_HEADER_BYTES < len
-        {
-            break;
-        }
-        let body = &bytes[pos + FRAME_HEADER_BYTES..pos + FRAME_HEADER_BYTES + len];
-        if crc32c::crc32c(body) != crc {
+    while let FrameRead::Frame { payload, next } = read_frame(bytes, pos) {
+        if !(8..=ENTRY_BYTES_MAX + 8).contains(&payload.len()) {
             break;
         }
         let mut offset_bytes = [0u8; 8];
-        offset_bytes.copy_from_slice(&body[..8]);
+        offset_bytes.copy_from_slice(&payload[..8]);
         let offset = i64::from_le_bytes(offset_bytes);
         if last.is_some_and(|l| offset <= l) {
             break;
         }
         last = Some(offset);
-        entries.push((offset, Bytes::copy_from_slice(&body[8..])));
-        pos += FRAME_HEADER_BYTES + len;
+        entries.push((offset, Bytes::copy_from_slice(&payload[8..])));
+        pos = next;
     }
     (entries, pos)
 }
@@ -430,6 +416,23 @@ impl QuorumLog for LocalQuorumLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shared frame codec writes exactly the layout existing metadata logs hold, so they
+    /// open unchanged.
+    #[test]
+    fn frames_keep_the_on_disk_layout() {
+        let mut out = Vec::new();
+        encode_frame(5, b"abc", &mut out);
+        let mut body = 5i64.to_le_bytes().to_vec();
+        body.extend_from_slice(b"abc");
+        let mut expected = 11u32.to_le_bytes().to_vec();
+        expected.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        expected.extend_from_slice(&body);
+        assert_eq!(out, expected);
+        let (entries, len) = parse_frames(&out);
+        assert_eq!(entries, vec![(5, Bytes::from_static(b"abc"))]);
+        assert_eq!(len, out.len());
+    }
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())

@@ -76,6 +76,9 @@ mod state_machine;
 mod types;
 mod wire;
 
+/// The one `[length][crc32c][payload]` frame of Shale's own files (Raft segments and the
+/// single node's metadata log).
+pub use codec::{put_frame, read_frame, FrameRead, FRAME_HEADER_BYTES};
 pub use committed_log::{CommittedLog, CommittedRead};
 pub use config::{
     parse_voters, RaftConfig, DEFAULT_ELECTION_TIMEOUT_MAX_MS, DEFAULT_ELECTION_TIMEOUT_MIN_MS,
