@@ -207,6 +207,21 @@ class Cluster:
         os.killpg(node.proc.pid, signal.SIGKILL)
         node.proc.wait()
 
+    def terminate(self, node, wait=True, timeout=60):
+        """SIGTERM: the node's controlled shutdown (its partitions' leadership moves to other
+        replicas while it still answers, then it exits). SIGKILL after `timeout` seconds."""
+        os.killpg(node.proc.pid, signal.SIGTERM)
+        if wait:
+            self.wait_exit(node, timeout)
+
+    def wait_exit(self, node, timeout=60):
+        try:
+            node.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log(f"{self.name} node {node.id} still running {timeout}s after SIGTERM: SIGKILL")
+            os.killpg(node.proc.pid, signal.SIGKILL)
+            node.proc.wait()
+
     def restart(self, node):
         self.spawn(node)
         self.wait_ready(node)
