@@ -22,6 +22,7 @@ const TS_MS: i64 = 1_700_000_000_000;
 
 /// Codec ids of RecordBatch attributes (bits 0-2).
 const CODEC_NONE: u8 = 0;
+const CODEC_GZIP: u8 = 1;
 const CODEC_ZSTD: u8 = 4;
 
 fn value(i: usize) -> Vec<u8> {
@@ -36,6 +37,10 @@ fn key(i: usize) -> Option<Vec<u8>> {
 
 /// Sends records `range` uncompressed in a few batches and waits for every acknowledgement.
 fn produce(shale: &Shale, range: std::ops::Range<usize>) {
+    produce_to(shale, TOPIC, range);
+}
+
+fn produce_to(shale: &Shale, topic: &str, range: std::ops::Range<usize>) {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", shale.bootstrap())
         .set("compression.type", "none")
@@ -55,7 +60,7 @@ fn produce(shale: &Shale, range: std::ops::Range<usize>) {
                 key: "null",
                 value: None,
             });
-        let mut r = BaseRecord::<[u8], [u8]>::to(TOPIC)
+        let mut r = BaseRecord::<[u8], [u8]>::to(topic)
             .payload(&v)
             .headers(headers)
             .timestamp(TS_MS + i as i64 * 3);
@@ -91,7 +96,11 @@ fn consume(shale: &Shale, count: usize) -> Vec<OwnedMessage> {
 /// `(base offset, record count, codec id)` of every batch in the partition's segment files,
 /// read straight from the RecordBatch headers.
 fn stored_batches(shale: &Shale) -> Vec<(i64, i32, u8)> {
-    let dir = shale.data_dir().join(format!("{TOPIC}-0"));
+    stored_batches_of(shale, TOPIC)
+}
+
+fn stored_batches_of(shale: &Shale, topic: &str) -> Vec<(i64, i32, u8)> {
+    let dir = shale.data_dir().join(format!("{topic}-0"));
     let mut segments: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -170,4 +179,34 @@ fn an_uncompressed_producer_on_a_zstd_topic_is_stored_as_zstd_and_read_back_inta
     let got = consume(&shale, end);
     assert_eq!(got.len(), end);
     check_records(&got);
+}
+
+#[test]
+fn the_broker_compression_type_applies_to_topics_without_their_own() {
+    let shale = Shale::start_with(&["compression.type=gzip", "compression.gzip.level=1"]);
+    let admin = admin(&shale);
+    let plain = NewTopic::new("broker-default", 1, TopicReplication::Fixed(1));
+    let own = NewTopic::new("own-setting", 1, TopicReplication::Fixed(1))
+        .set("compression.type", "producer");
+    for r in block_on(admin.create_topics(&[plain, own], &AdminOptions::new())).unwrap() {
+        r.expect("topic created");
+    }
+    produce_to(&shale, "broker-default", 0..20);
+    produce_to(&shale, "own-setting", 0..20);
+    let gzip: Vec<u8> = stored_batches_of(&shale, "broker-default")
+        .iter()
+        .map(|b| b.2)
+        .collect();
+    assert!(
+        !gzip.is_empty() && gzip.iter().all(|c| *c == CODEC_GZIP),
+        "{gzip:?}"
+    );
+    let kept: Vec<u8> = stored_batches_of(&shale, "own-setting")
+        .iter()
+        .map(|b| b.2)
+        .collect();
+    assert!(
+        !kept.is_empty() && kept.iter().all(|c| *c == CODEC_NONE),
+        "{kept:?}"
+    );
 }
