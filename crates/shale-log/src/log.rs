@@ -1242,6 +1242,18 @@ fn validate_records(
                 }
             }
         }
+        // Many small batches that each expand within the limits must not add up to an
+        // unbounded copy of the request: the rewritten append stays within the request's own
+        // size or the decompression bound, whichever is larger.
+        if let Some(r) = &rebuilt {
+            let limit_bytes = config.decompressed_batch_bytes_max.max(bytes.len() as u64);
+            if r.bytes.len() as u64 > limit_bytes {
+                return Err(LogError::MessageTooLarge {
+                    size_bytes: r.bytes.len() as u64,
+                    limit_bytes,
+                });
+            }
+        }
     }
     if rejected.is_empty() {
         Ok(rebuilt)

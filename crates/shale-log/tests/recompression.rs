@@ -366,6 +366,23 @@ fn a_refused_recompression_writes_nothing() {
     assert!(log.append(&mut both, 0, NOW, AppendOrigin::Client).is_err());
     assert_eq!((log.log_end_offset(), log.size_bytes()), (0, 0));
 
+    // Batches that each fit but together expand beyond the decompression bound.
+    let (_d, log) = open(LogConfig {
+        decompressed_batch_bytes_max: 15_000,
+        ..topic(Compression::None)
+    });
+    let one = producer_batch(Compression::Zstd, 12).build().unwrap();
+    let mut many = one.repeat(10);
+    assert!(many.len() < 15_000, "{}", many.len());
+    let e = log
+        .append(&mut many, 0, NOW, AppendOrigin::Client)
+        .unwrap_err();
+    assert!(matches!(e, LogError::MessageTooLarge { .. }), "{e:?}");
+    assert_eq!((log.log_end_offset(), log.size_bytes()), (0, 0));
+    let mut few = one.repeat(2);
+    log.append(&mut few, 0, NOW, AppendOrigin::Client).unwrap();
+    assert_eq!(log.log_end_offset(), 24);
+
     // A batch that decompresses beyond the bound is refused as corrupt.
     let (_d, log) = open(LogConfig {
         decompressed_batch_bytes_max: 1_000,
