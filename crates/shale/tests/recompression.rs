@@ -1,7 +1,8 @@
 //! Topic `compression.type` end to end: librdkafka (the rdkafka crate) produces uncompressed
 //! records to a topic whose `compression.type` is zstd; the real `shale` binary stores them as
 //! zstd batches (read from the segment file) and a consumer reads them back intact. Changing the
-//! topic to `producer` stores the next batches as sent.
+//! topic to `producer` stores the next batches as sent; the broker's `compression.type`, static
+//! or dynamic, applies to topics without their own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -23,6 +24,7 @@ const TS_MS: i64 = 1_700_000_000_000;
 /// Codec ids of RecordBatch attributes (bits 0-2).
 const CODEC_NONE: u8 = 0;
 const CODEC_GZIP: u8 = 1;
+const CODEC_LZ4: u8 = 3;
 const CODEC_ZSTD: u8 = 4;
 
 fn value(i: usize) -> Vec<u8> {
@@ -209,4 +211,27 @@ fn the_broker_compression_type_applies_to_topics_without_their_own() {
         !kept.is_empty() && kept.iter().all(|c| *c == CODEC_NONE),
         "{kept:?}"
     );
+
+    // A dynamic broker compression.type applies to the next batches, as in Kafka.
+    let alter = AlterConfig::new(ResourceSpecifier::Broker(1)).set("compression.type", "lz4");
+    for r in block_on(admin.alter_configs(&[alter], &AdminOptions::new())).unwrap() {
+        r.expect("broker config altered");
+    }
+    let deadline = Instant::now() + TIMEOUT;
+    let mut end = 20;
+    loop {
+        produce_to(&shale, "broker-default", end..end + 5);
+        end += 5;
+        let last = *stored_batches_of(&shale, "broker-default").last().unwrap();
+        if last.2 == CODEC_LZ4 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker default not applied: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let kept = stored_batches_of(&shale, "own-setting");
+    assert!(kept.iter().all(|b| b.2 == CODEC_NONE), "{kept:?}");
 }

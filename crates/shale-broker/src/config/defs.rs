@@ -210,8 +210,12 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
 /// cluster: each is a topic config's broker synonym, and topic configs are resolved afresh on
 /// every metadata change. Kafka updates more at runtime (thread pools, listeners, TLS, the
 /// cleaner's threads); Shale refuses an update of those rather than keep a value it would not
-/// act on. The compression keys join once topic compression is applied.
+/// act on.
 pub const DYNAMIC_KEYS: &[&str] = &[
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
     "log.cleaner.delete.retention.ms",
     "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
