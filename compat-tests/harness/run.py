@@ -85,8 +85,7 @@ ONLY_CLIENTS = {
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
 FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
                   "offsets_for_times", "configs", "errors", "broker_configs", "record_errors", "recompression",
-                  "transactions",
-                  "exactly_once"]
+                  "transactions", "exactly_once"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}
