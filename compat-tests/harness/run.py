@@ -44,6 +44,7 @@ SCENARIOS = [
     ("errors", "unknown topic, record too large, invalid config error codes"),
     ("broker_configs", "dynamic broker configs (broker 1 and the cluster default): refused alters, read_only, effect on topics"),
     ("record_errors", "KIP-467: a refused batch names its bad records (keyless on compacted, timestamp out of range)"),
+    ("recompression", "topic compression.type recompresses a producer's batches; records round-trip, the stored codec is the topic's"),
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
 ]
@@ -77,12 +78,14 @@ ONLY_CLIENTS = {
     "broker_configs": (["java", "cli", "kafka-python", "confluent-kafka"],
                        "dynamic broker configs are checked through the Java AdminClient, ConfigCommand, kafka-python and "
                        "confluent-kafka"),
+    "recompression": (["confluent-kafka", "java", "kafka-python"],
+                      "the stored codec is checked with a raw Fetch beside confluent-kafka, the Java client and kafka-python"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
 FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
-                  "offsets_for_times", "configs", "errors", "broker_configs", "record_errors", "transactions",
-                  "exactly_once"]
+                  "offsets_for_times", "configs", "errors", "broker_configs", "record_errors", "recompression",
+                  "transactions", "exactly_once"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}

@@ -67,6 +67,7 @@ public class Compat {
                 case "broker_configs": brokerConfigs(); break;
                 case "transactions": transactions(); break;
                 case "record_errors": recordErrors(); break;
+                case "recompression": recompression(); break;
                 case "exactly_once": exactlyOnce(); break;
                 default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
@@ -315,6 +316,103 @@ public class Compat {
                 System.out.println(codec + " ok");
             }
         }
+    }
+
+    // recompression: {topic compression.type, the producer's codec, the codec Kafka stores}, as in
+    // python/common.py RECOMPRESSION_CASES.
+    static final String[][] RECOMPRESSION_CASES = {
+        {"uncompressed", "gzip", "none"},
+        {"gzip", "none", "gzip"},
+        {"snappy", "none", "snappy"},
+        {"lz4", "none", "lz4"},
+        {"zstd", "none", "zstd"},
+        {"producer", "none", "none"},
+        {"producer", "lz4", "lz4"},
+    };
+
+    static void recompression() throws Exception {
+        try (Admin admin = admin()) {
+            for (String[] c : RECOMPRESSION_CASES) {
+                String what = "topic " + c[0] + ", producer " + c[1];
+                String t = topic(c[0] + "-from-" + c[1]);
+                createTopic(admin, t, 1, Map.of("compression.type", c[0]));
+                List<Rec> recs = makeRecords(12);
+                try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, c[1],
+                        ProducerConfig.LINGER_MS_CONFIG, 50))) {
+                    List<RecordMetadata> mds = produce(p, t, recs);
+                    for (int i = 0; i < mds.size(); i++) checkEq(mds.get(i).offset(), (long) i, what + " offset");
+                }
+                compare(recs, consumeAssigned(t, 0, recs.size()), what);
+                List<long[]> batches = rawFetchBatches(t);
+                long count = 0;
+                Set<String> codecs = new TreeSet<>();
+                for (long[] b : batches) {
+                    count += b[1];
+                    codecs.add(CODEC_NAMES[(int) b[2]]);
+                }
+                checkEq(count, (long) recs.size(), what + ": records in the fetched batches");
+                checkEq(codecs, new TreeSet<>(List.of(c[2])), what + ": codec of the fetched batches");
+                System.out.println(what + " stored as " + c[2]);
+            }
+        }
+    }
+
+    // RecordBatch attributes bits 0-2.
+    static final String[] CODEC_NAMES = {"none", "gzip", "snappy", "lz4", "zstd", "codec 5", "codec 6", "codec 7"};
+
+    static void putString(java.io.DataOutputStream out, String s) throws java.io.IOException {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(b.length);
+        out.write(b);
+    }
+
+    // One Fetch v11 (the newest non-flexible version; zstd needs v10+) on a raw socket, since
+    // the consumer never shows a batch's codec: {base offset, record count, codec id} of every
+    // whole batch in the answer for partition 0 from offset 0.
+    static List<long[]> rawFetchBatches(String topic) throws Exception {
+        String[] hp = bootstrap.split(":");
+        var req = new java.io.ByteArrayOutputStream();
+        var out = new java.io.DataOutputStream(req);
+        out.writeShort(1); out.writeShort(11); out.writeInt(7); putString(out, "compat-raw-fetch");
+        out.writeInt(-1); out.writeInt(500); out.writeInt(1); out.writeInt(1 << 20); out.writeByte(0);
+        out.writeInt(0); out.writeInt(-1);  // no fetch session
+        out.writeInt(1); putString(out, topic);
+        out.writeInt(1); out.writeInt(0); out.writeInt(-1); out.writeLong(0); out.writeLong(-1); out.writeInt(1 << 20);
+        out.writeInt(0); putString(out, "");  // forgotten topics, rack id
+        byte[] body;
+        try (java.net.Socket s = new java.net.Socket(hp[0], Integer.parseInt(hp[1]))) {
+            s.setSoTimeout(20_000);
+            var o = new java.io.DataOutputStream(s.getOutputStream());
+            o.writeInt(req.size());
+            req.writeTo(o);
+            o.flush();
+            var in = new java.io.DataInputStream(s.getInputStream());
+            body = new byte[in.readInt()];
+            in.readFully(body);
+        }
+        var r = java.nio.ByteBuffer.wrap(body);
+        r.getInt(); r.getInt();  // correlation id, throttle time
+        checkEq(r.getShort(), (short) 0, "raw Fetch: top-level error");
+        r.getInt();  // session id
+        checkEq(r.getInt(), 1, "raw Fetch: topics in the answer");
+        r.position(r.position() + 2 + r.getShort(r.position()));
+        checkEq(r.getInt(), 1, "raw Fetch: partitions in the answer");
+        r.getInt();
+        checkEq(r.getShort(), (short) 0, "raw Fetch: partition error");
+        r.getLong(); r.getLong(); r.getLong();  // high watermark, last stable offset, log start
+        int aborted = r.getInt();
+        r.position(r.position() + Math.max(aborted, 0) * 16 + 4);  // aborted transactions, preferred replica
+        int len = r.getInt();
+        var records = java.nio.ByteBuffer.wrap(body, r.position(), Math.max(len, 0)).slice();
+        List<long[]> batches = new ArrayList<>();
+        int at = 0;
+        while (at + 61 <= records.limit()) {
+            int length = records.getInt(at + 8);
+            if (at + 12 + length > records.limit()) break;  // a partial batch at the end
+            batches.add(new long[]{records.getLong(at), records.getInt(at + 57), records.getShort(at + 21) & 0x07});
+            at += 12 + length;
+        }
+        return batches;
     }
 
     static void large() throws Exception {

@@ -3,6 +3,8 @@ assertions and the exit-code convention (0 pass, 77 not applicable, anything els
 
 import argparse
 import re
+import socket
+import struct
 import sys
 import time
 import traceback
@@ -118,6 +120,89 @@ def check_record_message(message, kind, topic, index, timestamp, sent_ms, acked_
     check(sent_ms <= now <= acked_ms,
           f"{what}: upper bound {high} is not the broker's time (between {sent_ms} and {acked_ms}) + 1 h")
     check_eq(low, now - TIMESTAMP_BEFORE_MAX_MS, f"{what}: lower bound (broker time - Long.MAX_VALUE)")
+
+
+# recompression scenario: (topic compression.type, the producer's codec, the codec Kafka stores).
+# Every topic codec gets an uncompressed producer; `uncompressed` gets a gzip one, since an
+# uncompressed producer already matches it; `producer` keeps whatever the producer sent.
+RECOMPRESSION_CASES = [
+    ("uncompressed", "gzip", "none"),
+    ("gzip", "none", "gzip"),
+    ("snappy", "none", "snappy"),
+    ("lz4", "none", "lz4"),
+    ("zstd", "none", "zstd"),
+    ("producer", "none", "none"),
+    ("producer", "lz4", "lz4"),
+]
+# RecordBatch attributes bits 0-2.
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def _read_exact(sock, n):
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise Failure("broker closed the connection during a raw Fetch")
+        out.extend(chunk)
+    return bytes(out)
+
+
+def _kstring(text):
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def raw_fetch_batches(bootstrap, topic, partition=0, offset=0, max_bytes=1 << 20):
+    """One Fetch v11 (the newest non-flexible version, and zstd needs v10+) sent on a raw
+    socket: every record batch of the answer as (base offset, record count, codec name), read
+    from the RecordBatch headers themselves, which no client API exposes."""
+    host, port = bootstrap.rsplit(":", 1)
+    body = struct.pack(">iiiibii", -1, 500, 1, max_bytes, 0, 0, -1)  # replica, wait, min, max, isolation, session
+    body += struct.pack(">i", 1) + _kstring(topic)
+    body += struct.pack(">i", 1) + struct.pack(">iiqqi", partition, -1, offset, -1, max_bytes)
+    body += struct.pack(">i", 0) + _kstring("")  # forgotten topics, rack id
+    header = struct.pack(">hhi", 1, 11, 7) + _kstring("compat-raw-fetch")
+    request = header + body
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", _read_exact(sock, 4))
+        resp = _read_exact(sock, size)
+    pos = 4 + 4  # correlation id, throttle time
+    (error_code, _session, n_topics) = struct.unpack_from(">hii", resp, pos)
+    pos += 10
+    check_eq(error_code, 0, "raw Fetch: top-level error")
+    check_eq(n_topics, 1, "raw Fetch: topics in the answer")
+    (name_len,) = struct.unpack_from(">h", resp, pos)
+    pos += 2 + name_len
+    (n_parts,) = struct.unpack_from(">i", resp, pos)
+    pos += 4
+    check_eq(n_parts, 1, "raw Fetch: partitions in the answer")
+    (_index, part_error, _hw, _lso, _log_start, n_aborted) = struct.unpack_from(">ihqqqi", resp, pos)
+    pos += 34
+    check_eq(part_error, 0, "raw Fetch: partition error")
+    pos += max(n_aborted, 0) * 16 + 4  # aborted transactions, preferred read replica
+    (records_len,) = struct.unpack_from(">i", resp, pos)
+    pos += 4
+    records = resp[pos:pos + max(records_len, 0)]
+    batches = []
+    at = 0
+    while at + 61 <= len(records):
+        (base_offset, length) = struct.unpack_from(">qi", records, at)
+        if at + 12 + length > len(records):
+            break  # a partial batch at the end of the answer
+        (attributes,) = struct.unpack_from(">h", records, at + 21)
+        (count,) = struct.unpack_from(">i", records, at + 57)
+        batches.append((base_offset, count, CODEC_NAMES.get(attributes & 0x07, f"codec {attributes & 0x07}")))
+        at += 12 + length
+    return batches
+
+
+def check_stored_codec(bootstrap, topic, count, expected_codec, what):
+    """The batches holding offsets 0..count-1 of partition 0 carry `expected_codec`."""
+    batches = raw_fetch_batches(bootstrap, topic)
+    check_eq(sum(c for _, c, _ in batches), count, f"{what}: records in the fetched batches {batches}")
+    check_eq(sorted({codec for _, _, codec in batches}), [expected_codec], f"{what}: codec of the fetched batches {batches}")
 
 
 class NotApplicable(Exception):

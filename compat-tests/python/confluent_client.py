@@ -9,7 +9,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    NewPartitions, NewTopic, OffsetSpec, ResourceType)
 
 from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, BROKER_READ_ONLY_KEYS,
-                    BROKER_WRITABLE_KEYS, INVALID_REQUEST, REFUSED_BROKER_ALTERS,
+                    BROKER_WRITABLE_KEYS, INVALID_REQUEST, REFUSED_BROKER_ALTERS, RECOMPRESSION_CASES,
+                    check_stored_codec,
                     CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, check,
                     check_eq, compare_records, good_records, log, main, make_records,
@@ -557,6 +558,22 @@ def scenario_record_errors(ctx):
         check_eq(end_offset(ctx, topic), 3, f"{name}: end offset after the good batch")
 
 
+def scenario_recompression(ctx):
+    """Topic compression.type: a producer's batches of another codec are stored recompressed
+    with the topic's, and the records read back as sent."""
+    adm = admin(ctx)
+    for topic_codec, producer_codec, stored in RECOMPRESSION_CASES:
+        topic = ctx.topic(f"{topic_codec}-from-{producer_codec}")
+        create_topic(adm, topic, config={"compression.type": topic_codec})
+        records = make_records()
+        offsets = produce_records(ctx, topic, records, compression_type=producer_codec, linger_ms=50)
+        what = f"topic {topic_codec}, producer {producer_codec}"
+        check_eq(sorted(offsets), list(range(len(records))), f"{what}: offsets")
+        compare_records(records, consume_assigned(ctx, topic, len(records)), what=what)
+        check_stored_codec(ctx.bootstrap, topic, len(records), stored, what)
+        log(what, "stored as", stored)
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -574,6 +591,7 @@ SCENARIOS = {
     "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions,
     "record_errors": scenario_record_errors,
+    "recompression": scenario_recompression,
 }
 
 if __name__ == "__main__":

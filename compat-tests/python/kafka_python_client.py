@@ -10,7 +10,8 @@ from kafka.structs import OffsetAndMetadata
 
 from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES,
                     BROKER_READ_ONLY_KEYS, BROKER_WRITABLE_KEYS, CODECS, INVALID_CONFIG, INVALID_REQUEST,
-                    LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, OTHER_RECORD_MESSAGE, REFUSED_BROKER_ALTERS,
+                    LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE, OTHER_RECORD_MESSAGE, RECOMPRESSION_CASES,
+                    REFUSED_BROKER_ALTERS, check_stored_codec,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
                     INVALID_TOPIC_EXCEPTION, Failure, NotApplicable, check, check_eq, check_record_message,
                     compare_records, good_records, log, main, make_records, named_error_code,
@@ -557,6 +558,25 @@ def scenario_record_errors(ctx):
     adm.close()
 
 
+def scenario_recompression(ctx):
+    """Topic compression.type: a producer's batches of another codec are stored recompressed
+    with the topic's, and the records read back as sent."""
+    adm = admin(ctx)
+    for topic_codec, producer_codec, stored in RECOMPRESSION_CASES:
+        topic = ctx.topic(f"{topic_codec}-from-{producer_codec}")
+        create_topic(adm, topic, configs={"compression.type": topic_codec})
+        records = make_records()
+        prod = producer(ctx, compression_type=None if producer_codec == "none" else producer_codec,
+                        linger_ms=50)
+        metas = produce_records(prod, topic, records)
+        prod.close()
+        what = f"topic {topic_codec}, producer {producer_codec}"
+        check_eq([m.offset for m in metas], list(range(len(records))), f"{what}: offsets")
+        compare_records(records, consume_assigned(ctx, topic, len(records)), what=what)
+        check_stored_codec(ctx.bootstrap, topic, len(records), stored, what)
+        log(what, "stored as", stored)
+
+
 SCENARIOS = {
     "metadata": scenario_metadata,
     "topics": scenario_topics,
@@ -572,6 +592,7 @@ SCENARIOS = {
     "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions,
     "record_errors": scenario_record_errors,
+    "recompression": scenario_recompression,
 }
 
 if __name__ == "__main__":

@@ -659,3 +659,7 @@ impl ReplicaManager {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "partitions_recompress_tests.rs"]
+mod recompress_tests;

@@ -1,9 +1,10 @@
 //! Codecs of Kafka batches: gzip, snappy (raw or xerial-framed as the Java client writes it),
-//! LZ4 frame format and zstd. Decompression is bounded.
+//! LZ4 frame format and zstd, at the levels of KIP-390. Decompression is bounded.
 
 use std::io::{Read, Write};
 
 use crate::batch::Compression;
+use crate::config::CompressionLevels;
 use crate::error::LogError;
 
 const XERIAL_MAGIC: &[u8] = &[0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
@@ -86,17 +87,38 @@ fn snappy_raw(block: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), LogErro
     Ok(())
 }
 
+/// Compresses with Kafka's default levels.
 pub fn compress(codec: Compression, data: &[u8]) -> Result<Vec<u8>, LogError> {
+    compress_into(codec, data, &CompressionLevels::default(), Vec::new())
+}
+
+/// Compresses `data` onto the end of `out` with the levels of `compression.<codec>.level`
+/// (KIP-390), so a batch header written before it needs no second copy. Levels outside a
+/// codec's range are clamped to it (topic configs are validated before they get here).
+pub fn compress_into(
+    codec: Compression,
+    data: &[u8],
+    levels: &CompressionLevels,
+    mut out: Vec<u8>,
+) -> Result<Vec<u8>, LogError> {
     match codec {
-        Compression::None => Ok(data.to_vec()),
+        Compression::None => {
+            out.extend_from_slice(data);
+            Ok(out)
+        }
         Compression::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            let level = if levels.gzip == CompressionLevels::GZIP_DEFAULT {
+                flate2::Compression::default()
+            } else {
+                flate2::Compression::new(levels.gzip.clamp(1, 9) as u32)
+            };
+            let mut e = flate2::write::GzEncoder::new(out, level);
             e.write_all(data).map_err(err)?;
             e.finish().map_err(err)
         }
         Compression::Snappy => {
             // The xerial framing the Java client writes; every client reads it.
-            let mut out = Vec::with_capacity(data.len() / 2 + 32);
+            out.reserve(data.len() / 2 + 32);
             out.extend_from_slice(XERIAL_MAGIC);
             out.extend_from_slice(&1i32.to_be_bytes());
             out.extend_from_slice(&1i32.to_be_bytes());
@@ -107,15 +129,42 @@ pub fn compress(codec: Compression, data: &[u8]) -> Result<Vec<u8>, LogError> {
             }
             Ok(out)
         }
-        Compression::Lz4 => {
+        // Kafka uses LZ4's fast compressor at the default level and the high-compression one
+        // at every other level; so does this.
+        Compression::Lz4 if levels.lz4 == CompressionLevels::LZ4_DEFAULT => {
             // Kafka's reader requires independent blocks.
             let mut info = lz4_flex::frame::FrameInfo::new();
             info.block_mode = lz4_flex::frame::BlockMode::Independent;
             info.block_size = lz4_flex::frame::BlockSize::Max64KB;
-            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, out);
             e.write_all(data).map_err(err)?;
             e.finish().map_err(err)
         }
-        Compression::Zstd => zstd::stream::encode_all(data, 3).map_err(err),
+        Compression::Lz4 => lz4_high(data, levels.lz4.clamp(1, 17) as u32, out),
+        Compression::Zstd => {
+            let level = levels.zstd.clamp(ZSTD_LEVEL_MIN, ZSTD_LEVEL_MAX);
+            let mut e = zstd::stream::write::Encoder::new(out, level).map_err(err)?;
+            e.write_all(data).map_err(err)?;
+            e.finish().map_err(err)
+        }
     }
+}
+
+/// Kafka's bounds of `compression.zstd.level` (zstd's own minimum and maximum).
+const ZSTD_LEVEL_MIN: i32 = -131072;
+const ZSTD_LEVEL_MAX: i32 = 22;
+
+/// An LZ4 frame of independent 64 KiB blocks from liblz4's high-compression mode.
+fn lz4_high(data: &[u8], level: u32, out: Vec<u8>) -> Result<Vec<u8>, LogError> {
+    let mut e = lz4::EncoderBuilder::new()
+        .level(level)
+        .block_size(lz4::BlockSize::Max64KB)
+        .block_mode(lz4::BlockMode::Independent)
+        .checksum(lz4::ContentChecksum::NoChecksum)
+        .build(out)
+        .map_err(err)?;
+    e.write_all(data).map_err(err)?;
+    let (out, finished) = e.finish();
+    finished.map_err(err)?;
+    Ok(out)
 }

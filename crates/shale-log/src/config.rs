@@ -1,5 +1,7 @@
 //! Per-topic log configuration with Apache Kafka 4.x defaults.
 
+use crate::batch::Compression;
+
 /// `cleanup.policy`: `delete`, `compact` or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanupPolicy {
@@ -12,6 +14,44 @@ impl Default for CleanupPolicy {
         CleanupPolicy {
             delete: true,
             compact: false,
+        }
+    }
+}
+
+/// `compression.type`: the codec client batches are stored with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TopicCompression {
+    /// `producer`: every batch keeps the codec its producer chose.
+    #[default]
+    Producer,
+    /// `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd`: a batch of another codec is
+    /// recompressed with this one.
+    Codec(Compression),
+}
+
+/// Compression levels of KIP-390 (`compression.<codec>.level`), with Kafka's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressionLevels {
+    /// `compression.gzip.level`: -1 (zlib's default, 6) or 1-9.
+    pub gzip: i32,
+    /// `compression.lz4.level`: 1-17; Kafka's default 9 uses LZ4's fast compressor.
+    pub lz4: i32,
+    /// `compression.zstd.level`: -131072..22.
+    pub zstd: i32,
+}
+
+impl CompressionLevels {
+    pub const GZIP_DEFAULT: i32 = -1;
+    pub const LZ4_DEFAULT: i32 = 9;
+    pub const ZSTD_DEFAULT: i32 = 3;
+}
+
+impl Default for CompressionLevels {
+    fn default() -> Self {
+        CompressionLevels {
+            gzip: Self::GZIP_DEFAULT,
+            lz4: Self::LZ4_DEFAULT,
+            zstd: Self::ZSTD_DEFAULT,
         }
     }
 }
@@ -62,6 +102,10 @@ pub struct LogConfig {
     pub min_cleanable_dirty_ratio: f64,
     /// `preallocate` (default false): accepted, the segment file itself is not preallocated.
     pub preallocate: bool,
+    /// `compression.type` (default `producer`).
+    pub compression_type: TopicCompression,
+    /// `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level`.
+    pub compression_levels: CompressionLevels,
     /// Bound on one decompressed batch, when validating appends and when cleaning.
     pub decompressed_batch_bytes_max: u64,
     /// `log.cleaner.dedupe.buffer.size`: memory for the cleaner's key map in one pass; a log
@@ -91,6 +135,8 @@ impl Default for LogConfig {
             delete_retention_ms: 24 * 60 * 60 * 1000,
             min_cleanable_dirty_ratio: 0.5,
             preallocate: false,
+            compression_type: TopicCompression::Producer,
+            compression_levels: CompressionLevels::default(),
             decompressed_batch_bytes_max: 64 * 1024 * 1024,
             cleaner_dedupe_bytes_max: 128 * 1024 * 1024,
         }

@@ -1,7 +1,8 @@
 //! shale-log: the segment log engine under every partition.
 //!
-//! Segments hold RecordBatch v2 bytes as received, with sparse memory-mapped offset and time
-//! indexes. [`Log`] is one partition; [`LogManager`] owns the log directories, recovery,
+//! Segments hold RecordBatch v2 bytes as received (a leader recompresses a client batch only
+//! when the topic's `compression.type` names another codec, `recompress.rs`), with sparse
+//! memory-mapped offset and time indexes. [`Log`] is one partition; [`LogManager`] owns the log directories, recovery,
 //! retention, the cleaner and checkpoints. No wire-protocol types appear here.
 //!
 //! On disk (Kafka's layout): `<dir>/<topic>-<partition>/<20-digit base>.log|.index|.timeindex`
@@ -33,6 +34,7 @@ mod index;
 mod log;
 mod log_txn;
 mod manager;
+mod recompress;
 pub mod records;
 mod segment;
 mod segment_txn;
@@ -41,7 +43,7 @@ mod types;
 
 pub use batch::{parse_batches, BatchHeader, Compression};
 pub use cleaner::{CleanerReport, KeepAllTransactions, TxnOutcome, TxnResolver};
-pub use config::{CleanupPolicy, LogConfig, TimestampType};
+pub use config::{CleanupPolicy, CompressionLevels, LogConfig, TimestampType, TopicCompression};
 pub use error::{LogError, RecordError, RecordErrors, RecordFault};
 pub use fault::FaultInjector;
 pub use log::{Log, RetentionResult};

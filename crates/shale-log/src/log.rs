@@ -17,6 +17,7 @@ use crate::config::{LogConfig, TimestampType};
 use crate::epoch::LeaderEpochCache;
 use crate::error::{LogError, RecordError, RecordErrors, RecordFault};
 use crate::fault::FaultInjector;
+use crate::recompress;
 use crate::records;
 use crate::segment::{self, Segment};
 use crate::types::{AppendInfo, AppendOrigin, FileSlice, FoundRecord, ReadInfo, TopicPartition};
@@ -397,9 +398,22 @@ impl Log {
         for h in &headers {
             validate_batch(h, &config, origin)?;
         }
+        let mut rebuilt = None;
         if origin != AppendOrigin::Replication {
-            validate_records(&self.tp, batches, &headers, &config, now_ms)?;
+            rebuilt = validate_records(&self.tp, batches, &headers, &config, now_ms)?;
         }
+        // A batch recompressed to the topic's codec is appended from its new bytes; the
+        // caller's buffer is then left as it was.
+        let batches: &mut [u8] = match rebuilt.as_mut() {
+            Some(r) => {
+                for h in &r.headers {
+                    check_size(h, &config)?;
+                }
+                headers = std::mem::take(&mut r.headers);
+                &mut r.bytes
+            }
+            None => batches,
+        };
         let _w = self.writer.lock();
         self.check_online()?;
         let leo = self.log_end_offset();
@@ -1072,12 +1086,8 @@ impl Log {
     }
 }
 
-/// Checks done per batch before anything is written.
-fn validate_batch(
-    h: &BatchHeader,
-    config: &LogConfig,
-    origin: AppendOrigin,
-) -> Result<(), LogError> {
+/// A batch must fit `max.message.bytes` and a segment.
+fn check_size(h: &BatchHeader, config: &LogConfig) -> Result<(), LogError> {
     let size = h.total_len() as u64;
     if size > config.max_message_bytes || size > config.segment_bytes.max(batch::HEADER_LEN as u64)
     {
@@ -1086,6 +1096,16 @@ fn validate_batch(
             limit_bytes: config.max_message_bytes.min(config.segment_bytes),
         });
     }
+    Ok(())
+}
+
+/// Checks done per batch before anything is written.
+fn validate_batch(
+    h: &BatchHeader,
+    config: &LogConfig,
+    origin: AppendOrigin,
+) -> Result<(), LogError> {
+    check_size(h, config)?;
     if origin == AppendOrigin::Replication {
         return Ok(());
     }
@@ -1123,23 +1143,33 @@ fn timestamp_error(ts: i64, index: usize, now_ms: i64, config: &LogConfig) -> Op
     })
 }
 
+/// Batches rewritten to the topic's codec, with the others of the append around them.
+struct Rebuilt {
+    bytes: Vec<u8>,
+    headers: Vec<BatchHeader>,
+}
+
 /// Record-level checks as Kafka's validator does them: offset deltas in order, then per record
 /// a key on compacted topics and a timestamp within bounds. A record breaking one of those is
 /// collected with its index (KIP-467) and the batch is refused naming every such record.
-/// Compressed batches are decompressed for this, bounded by `decompressed_batch_bytes_max`;
-/// the stored bytes stay as received.
+/// Compressed batches are decompressed for this, bounded by `decompressed_batch_bytes_max`.
+/// A batch whose codec is not the topic's `compression.type` is rewritten from the records
+/// decoded here (`recompress.rs`); when every batch keeps its codec (`producer`, or the
+/// codecs match) nothing is copied and `None` says the bytes are stored as received.
 fn validate_records(
     tp: &TopicPartition,
     bytes: &[u8],
     headers: &[BatchHeader],
     config: &LogConfig,
     now_ms: i64,
-) -> Result<(), LogError> {
+) -> Result<Option<Rebuilt>, LogError> {
     let mut rejected = Vec::new();
+    let mut rebuilt: Option<Rebuilt> = None;
     let check_ts = config.message_timestamp_type == TimestampType::CreateTime;
     let mut pos = 0usize;
     let mut scratch;
-    for h in headers {
+    for (n, h) in headers.iter().enumerate() {
+        let start = pos;
         let b = &bytes[pos..pos + h.total_len()];
         pos += h.total_len();
         let body: &[u8] = if h.compression() == Some(Compression::None) {
@@ -1151,6 +1181,7 @@ fn validate_records(
             &scratch
         };
         let recs = records::decode_records(body, h.record_count)?;
+        let mut max_timestamp_ms = i64::MIN;
         for (i, r) in recs.iter().enumerate() {
             if i64::from(r.offset_delta) != i as i64 {
                 return Err(LogError::InvalidRecord(format!(
@@ -1161,6 +1192,8 @@ fn validate_records(
             if h.is_control() {
                 continue;
             }
+            let ts = h.base_timestamp.saturating_add(r.timestamp_delta);
+            max_timestamp_ms = max_timestamp_ms.max(ts);
             // Kafka checks the key first and reports one fault per record.
             let fault = if config.cleanup_policy.compact && r.key.is_none() {
                 Some((
@@ -1170,7 +1203,6 @@ fn validate_records(
                     ),
                 ))
             } else if check_ts {
-                let ts = h.base_timestamp.saturating_add(r.timestamp_delta);
                 timestamp_error(ts, i, now_ms, config).map(|m| (RecordFault::Timestamp, m))
             } else {
                 None
@@ -1183,9 +1215,48 @@ fn validate_records(
                 });
             }
         }
+        // Nothing is built for an append that is refused anyway.
+        if !rejected.is_empty() {
+            continue;
+        }
+        match recompress::target_codec(config, h) {
+            Some(codec) => {
+                let r = rebuilt.get_or_insert_with(|| Rebuilt {
+                    bytes: bytes[..start].to_vec(),
+                    headers: headers[..n].to_vec(),
+                });
+                let nh = recompress::append_rebuilt(
+                    &mut r.bytes,
+                    h,
+                    body,
+                    max_timestamp_ms,
+                    codec,
+                    config,
+                )?;
+                r.headers.push(nh);
+            }
+            None => {
+                if let Some(r) = rebuilt.as_mut() {
+                    r.bytes.extend_from_slice(b);
+                    r.headers.push(*h);
+                }
+            }
+        }
+        // Many small batches that each expand within the limits must not add up to an
+        // unbounded copy of the request: the rewritten append stays within the request's own
+        // size or the decompression bound, whichever is larger.
+        if let Some(r) = &rebuilt {
+            let limit_bytes = config.decompressed_batch_bytes_max.max(bytes.len() as u64);
+            if r.bytes.len() as u64 > limit_bytes {
+                return Err(LogError::MessageTooLarge {
+                    size_bytes: r.bytes.len() as u64,
+                    limit_bytes,
+                });
+            }
+        }
     }
     if rejected.is_empty() {
-        Ok(())
+        Ok(rebuilt)
     } else {
         Err(LogError::RecordsRejected(RecordErrors(rejected)))
     }

@@ -184,6 +184,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.max.session.timeout.ms", Int, Some("1800000"), Some(0)),
     def("group.max.size", Int, Some("2147483647"), Some(1)),
     def("compression.type", String, Some("producer"), None),
+    // Broker-wide defaults of the topic configs of the same names (KIP-390).
+    def("compression.gzip.level", Int, Some("-1"), Some(-1)),
+    def("compression.lz4.level", Int, Some("9"), Some(1)),
+    def("compression.zstd.level", Int, Some("3"), Some(-131072)),
     accepted("num.network.threads", Int, Some("3")),
     accepted("num.io.threads", Int, Some("8")),
     // Kafka's 102400: with the kernel's autotuning (-1) a sendfile fetch answer queues whole
@@ -206,8 +210,12 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
 /// cluster: each is a topic config's broker synonym, and topic configs are resolved afresh on
 /// every metadata change. Kafka updates more at runtime (thread pools, listeners, TLS, the
 /// cleaner's threads); Shale refuses an update of those rather than keep a value it would not
-/// act on. The compression keys join once topic compression is applied.
+/// act on.
 pub const DYNAMIC_KEYS: &[&str] = &[
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
     "log.cleaner.delete.retention.ms",
     "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
