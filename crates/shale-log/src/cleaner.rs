@@ -1,5 +1,6 @@
 //! Log compaction: keeps the latest record per key in the cleanable part of a log (segments
-//! below the active one and older than `min.compaction.lag.ms`), removes tombstones after
+//! below the active one, wholly below the last stable offset and the high watermark, and
+//! older than `min.compaction.lag.ms`, as Kafka's `cleanableOffsets`), removes tombstones after
 //! `delete.retention.ms` (KIP-534 delete horizon in the batch header), keeps every record's
 //! offset, rewrites changed batches with a new CRC and swaps the result in crash-safely:
 //! `<base>.log.cleaned` -> `<base>.log.swap` -> old segments renamed `.deleted` -> `<base>.log`.
@@ -18,7 +19,7 @@ use crate::checkpoint::fsync_dir;
 use crate::cleaner_txn::{TxnCleaning, TxnOutcomes};
 use crate::config::LogConfig;
 use crate::error::LogError;
-use crate::log::Log;
+use crate::log::{Log, NEVER_CLEANED};
 use crate::records::{self, BatchBuilder, OwnedRecord};
 use crate::segment::{self, HeaderScanner, Segment};
 
@@ -50,6 +51,27 @@ pub struct KeepAllTransactions;
 impl TxnResolver for KeepAllTransactions {
     fn outcome(&self, _: &crate::TopicPartition, _: i64, _: i64) -> TxnOutcome {
         TxnOutcome::Unknown
+    }
+}
+
+/// How far each partition is stable, from the layer that hosts it (Kafka's
+/// `UnifiedLog.lastStableOffset`): the first offset of its oldest open transaction, else its
+/// high watermark. The cleaner touches no segment reaching that offset, so an open
+/// transaction's records and everything after them stay as written until it ends.
+pub trait StableOffsets: Send + Sync {
+    /// `None` when the partition is not hosted: nothing of it is known to be stable, and the
+    /// cleaner leaves the log alone.
+    fn last_stable_offset(&self, topic_partition: &crate::TopicPartition) -> Option<i64>;
+}
+
+/// For logs without a transaction layer above them (tools, tests): only each log's own high
+/// watermark bounds the cleaner.
+#[derive(Debug, Default)]
+pub struct HighWatermarkOnly;
+
+impl StableOffsets for HighWatermarkOnly {
+    fn last_stable_offset(&self, _: &crate::TopicPartition) -> Option<i64> {
+        Some(i64::MAX)
     }
 }
 
@@ -196,20 +218,31 @@ fn participates(
 
 impl Log {
     /// One compaction pass over this log if its policy is `compact` and enough is dirty.
+    /// Nothing at or above `last_stable_offset` (the partition's, see [`StableOffsets`]) or
+    /// the log's high watermark is cleaned.
     pub fn clean(
         &self,
         now_ms: i64,
         resolver: &dyn TxnResolver,
+        last_stable_offset: i64,
     ) -> Result<CleanerReport, LogError> {
         let config = self.config();
         if !config.cleanup_policy.compact || self.is_offline() {
             return Ok(CleanerReport::default());
         }
         let _c = self.cleaner_lock.lock();
+        let truncations = self.truncations.load(Ordering::Acquire);
+        let uncleanable_from = last_stable_offset.min(self.high_watermark());
         let segs = self.segments_snapshot();
+        // A segment is cleanable when the next one starts at or below the uncleanable offset
+        // (so the segment holding that offset is not), which also leaves out the active one.
         let cleanable: Vec<Arc<Segment>> = {
             let mut v = Vec::new();
-            for s in segs.iter().take(segs.len().saturating_sub(1)) {
+            for pair in segs.windows(2) {
+                if pair[1].base_offset > uncleanable_from {
+                    break;
+                }
+                let s = &pair[0];
                 let newest = s.max_timestamp()?.map_or(i64::MIN, |(t, _)| t);
                 if now_ms.saturating_sub(newest) < config.min_compaction_lag_ms {
                     break;
@@ -221,15 +254,20 @@ impl Log {
         if cleanable.is_empty() {
             return Ok(CleanerReport::default());
         }
-        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
+        let cleaned_to = self.current_first_dirty_offset();
+        // A segment is dirty when it holds any offset at or above the first dirty one; the
+        // cleanable ones all have a next segment, whose base is their end.
+        let dirty_from = (0..cleanable.len())
+            .find(|&i| segs[i + 1].base_offset > cleaned_to)
+            .unwrap_or(cleanable.len());
         let (mut dirty, mut total) = (0u64, 0u64);
-        for s in &cleanable {
+        for (i, s) in cleanable.iter().enumerate() {
             total += s.size();
-            if s.base_offset >= cleaned_to {
+            if i >= dirty_from {
                 dirty += s.size();
             }
         }
-        let first_dirty = cleanable.iter().find(|s| s.base_offset >= cleaned_to);
+        let first_dirty = cleanable.get(dirty_from);
         let overdue = first_dirty.is_some_and(|s| {
             s.rolling_timestamp()
                 .is_some_and(|t| now_ms.saturating_sub(t) > config.max_compaction_lag_ms)
@@ -242,21 +280,43 @@ impl Log {
         if dirty == 0 || (ratio < config.min_cleanable_dirty_ratio && !overdue) {
             return Ok(CleanerReport::default());
         }
-        let outcomes = TxnOutcomes::scan(&segs)?;
+        // Markers at or above the uncleanable offset may still be truncated away: they decide
+        // nothing yet.
+        let outcomes = TxnOutcomes::scan(&segs, uncleanable_from)?;
         let (mut report, covered) =
-            self.compact_segments(&cleanable, &config, now_ms, &outcomes, resolver)?;
-        // Segments are in offset order: the next one after what was cleaned marks the end.
+            self.compact_segments(&cleanable, dirty_from, &config, now_ms, &outcomes, resolver)?;
+        // Segments are in offset order: the next one after what was cleaned marks the end
+        // (cleanable segments never include the last one, so it exists).
         let next_base = segs
             .get(covered)
             .map_or(cleanable[covered - 1].base_offset, |s| s.base_offset);
-        self.cleaned_up_to.store(next_base, Ordering::Release);
+        let _w = self.writer.lock();
+        // A truncation meanwhile may have replaced data below `next_base`; its lower first
+        // dirty offset stands.
+        if self.truncations.load(Ordering::Acquire) == truncations {
+            self.cleaned_up_to.store(next_base, Ordering::Release);
+            self.persist_first_dirty_offset()?;
+        }
         report.logs_cleaned = 1;
         Ok(report)
+    }
+
+    /// Where the dirty part starts now: the recorded first dirty offset, the log start when
+    /// none is recorded or the start has moved past it (Kafka's `cleanableOffsets`).
+    fn current_first_dirty_offset(&self) -> i64 {
+        let start = self.log_start_offset();
+        let recorded = self.cleaned_up_to.load(Ordering::Acquire);
+        if recorded == NEVER_CLEANED || recorded < start {
+            start
+        } else {
+            recorded.min(self.log_end_offset())
+        }
     }
 
     fn compact_segments(
         &self,
         cleanable: &[Arc<Segment>],
+        first_dirty: usize,
         config: &LogConfig,
         now_ms: i64,
         outcomes: &TxnOutcomes,
@@ -266,11 +326,11 @@ impl Log {
         // Pass 1: latest offset of every key in the dirty segments (those not cleaned yet),
         // over as many whole segments as the key map budget allows (at least one). The clean
         // part already holds one record per key; it is deduplicated against this map.
-        let cleaned_to = self.cleaned_up_to.load(Ordering::Acquire);
-        let first_dirty = cleanable
-            .iter()
-            .position(|s| s.base_offset >= cleaned_to)
-            .unwrap_or(0);
+        let first_dirty = if first_dirty < cleanable.len() {
+            first_dirty
+        } else {
+            0
+        };
         let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut map_bytes = 0u64;
         let mut covered = first_dirty;

@@ -51,14 +51,23 @@ pub(crate) struct TxnOutcomes {
 }
 
 impl TxnOutcomes {
-    /// Scans `segments` (in offset order, up to the log end) for transactional batches and
+    /// Scans `segments` (in offset order) below `end_offset` for transactional batches and
     /// the markers that end them.
-    pub(crate) fn scan(segments: &[Arc<Segment>]) -> Result<TxnOutcomes, LogError> {
+    pub(crate) fn scan(
+        segments: &[Arc<Segment>],
+        end_offset: i64,
+    ) -> Result<TxnOutcomes, LogError> {
         let mut open: HashMap<i64, Vec<i64>> = HashMap::new();
         let mut decided = HashMap::new();
-        for seg in segments {
+        'segments: for seg in segments {
+            if seg.base_offset >= end_offset {
+                break;
+            }
             let mut scanner = seg.scanner(0)?;
             while let Some((pos, h)) = scanner.next()? {
+                if h.last_offset() >= end_offset {
+                    break 'segments;
+                }
                 if !h.is_transactional() || h.producer_id < 0 {
                     continue;
                 }

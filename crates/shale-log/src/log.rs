@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -36,7 +36,13 @@ pub(crate) struct OpenOptions {
     pub(crate) recovery_point: Option<i64>,
     pub(crate) log_start_offset: Option<i64>,
     pub(crate) clean_shutdown: bool,
+    pub(crate) cleaner_checkpoint: Option<Arc<OffsetCheckpointFile>>,
+    /// The log's entry in `cleaner-offset-checkpoint`.
+    pub(crate) first_dirty_offset: Option<i64>,
 }
+
+/// `cleaned_up_to` of a log the cleaner never finished a pass on.
+pub(crate) const NEVER_CLEANED: i64 = i64::MIN;
 
 pub struct Log {
     tp: TopicPartition,
@@ -46,6 +52,11 @@ pub struct Log {
     pub(crate) writer: Mutex<()>,
     log_end_offset: AtomicI64,
     log_start_offset: AtomicI64,
+    /// The partition's high watermark, which it sets whenever it moves (Kafka keeps it in
+    /// `UnifiedLog` too). Retention deletes only segments wholly below it and the cleaner
+    /// stops before it, so neither touches what is not committed. A log opens with it at its
+    /// log start: until the partition is hosted nothing above that is known to be committed.
+    high_watermark: AtomicI64,
     recovery_point: AtomicI64,
     epochs: RwLock<LeaderEpochCache>,
     offline: AtomicBool,
@@ -55,10 +66,16 @@ pub struct Log {
     last_flush_ms: AtomicI64,
     unflushed_records: AtomicI64,
     start_checkpoint: Option<Arc<OffsetCheckpointFile>>,
+    cleaner_checkpoint: Option<Arc<OffsetCheckpointFile>>,
     /// One compaction at a time.
     pub(crate) cleaner_lock: Mutex<()>,
-    /// Offset below which the log was compacted by this process (the dirty-ratio baseline).
+    /// Offset below which the log is compacted (Kafka's first dirty offset, the dirty-ratio
+    /// baseline), kept in `cleaner-offset-checkpoint` so a restart does not clean it again;
+    /// [`NEVER_CLEANED`] until a pass finishes.
     pub(crate) cleaned_up_to: AtomicI64,
+    /// Counts truncations, so a cleaning pass that raced one does not record progress over
+    /// data the truncation replaced.
+    pub(crate) truncations: AtomicU64,
     /// After an unclean shutdown, the base of the first segment recovery validated: pages
     /// from there on may have been lost, transaction index entries included (`log_txn.rs`).
     pub(crate) unflushed_from: Option<i64>,
@@ -154,6 +171,7 @@ impl Log {
             writer: Mutex::new(()),
             log_end_offset: AtomicI64::new(0),
             log_start_offset: AtomicI64::new(0),
+            high_watermark: AtomicI64::new(0),
             recovery_point: AtomicI64::new(0),
             epochs: RwLock::new(LeaderEpochCache::load(dir)),
             offline: AtomicBool::new(false),
@@ -162,12 +180,37 @@ impl Log {
             last_flush_ms: AtomicI64::new(now),
             unflushed_records: AtomicI64::new(0),
             start_checkpoint: opts.start_checkpoint.clone(),
+            cleaner_checkpoint: opts.cleaner_checkpoint.clone(),
             cleaner_lock: Mutex::new(()),
-            cleaned_up_to: AtomicI64::new(i64::MIN),
+            cleaned_up_to: AtomicI64::new(NEVER_CLEANED),
+            truncations: AtomicU64::new(0),
             unflushed_from: None,
         };
         log.unflushed_from = log.load(&opts, now)?;
+        if let Some(offset) = opts.first_dirty_offset {
+            log.cleaned_up_to
+                .store(log.checked_first_dirty_offset(offset), Ordering::Release);
+        }
         Ok(log)
+    }
+
+    /// A first dirty offset read from the checkpoint, brought inside the log: below the log
+    /// start it is the log start (retention or DeleteRecords moved the start past it, as
+    /// Kafka's `cleanableOffsets` treats it); above the log end (recovery cut a tail the
+    /// cleaner had passed) it is the log end, since what is left below stays compacted.
+    fn checked_first_dirty_offset(&self, offset: i64) -> i64 {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset());
+        if offset < start {
+            tracing::debug!(log = %self.tp, offset, start,
+                "cleaner checkpoint below the log start");
+            start
+        } else if offset > end {
+            tracing::warn!(log = %self.tp, offset, end,
+                "cleaner checkpoint beyond the log end, cleaning resumes at the log end");
+            end
+        } else {
+            offset
+        }
     }
 
     /// Computes the log end offset, recovering unflushed segments after an unclean shutdown;
@@ -207,6 +250,7 @@ impl Log {
             start = self.log_end_offset();
         }
         self.log_start_offset.store(start, Ordering::Release);
+        self.high_watermark.store(start, Ordering::Release);
         let rp = if need_recovery {
             self.flush_segments_from(i64::MIN)?;
             leo
@@ -302,6 +346,47 @@ impl Log {
         self.log_end_offset.load(Ordering::Acquire)
     }
 
+    /// The high watermark as the partition last set it (the log start until it does).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Sets the high watermark, inside `[log start, log end]` as Kafka's
+    /// `updateHighWatermark` keeps it (a new partition, a follower restarting its log);
+    /// returns the value set.
+    pub fn set_high_watermark(&self, offset: i64) -> i64 {
+        // Under the writer lock, so no truncation moves the bounds between reading them and
+        // the store.
+        let _w = self.writer.lock();
+        let hw = offset
+            .min(self.log_end_offset())
+            .max(self.log_start_offset());
+        self.high_watermark.store(hw, Ordering::Release);
+        hw
+    }
+
+    /// Moves the high watermark forward to `offset`, capped at the log end and never back
+    /// (Kafka's `maybeIncrementHighWatermark`); returns the new value when it moved. Lock-free:
+    /// a leader calls it after every append.
+    pub fn raise_high_watermark(&self, offset: i64) -> Option<i64> {
+        let target = offset.min(self.log_end_offset());
+        let previous = self.high_watermark.fetch_max(target, Ordering::AcqRel);
+        // A truncation that ran meanwhile lowered the end before lowering the high
+        // watermark; lowering it again here keeps it within the end whatever the order.
+        let end = self.log_end_offset();
+        if target > end {
+            self.high_watermark.fetch_min(end, Ordering::AcqRel);
+        }
+        (target > previous).then_some(target)
+    }
+
+    /// The first offset the cleaner has not compacted, from the cleaner checkpoint or the
+    /// last pass; `None` while no pass has finished.
+    pub fn first_dirty_offset(&self) -> Option<i64> {
+        let offset = self.cleaned_up_to.load(Ordering::Acquire);
+        (offset != NEVER_CLEANED).then_some(offset)
+    }
+
     /// Offset up to which the log is known to be on disk.
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point.load(Ordering::Acquire)
@@ -364,6 +449,29 @@ impl Log {
         if let Some(cp) = &self.start_checkpoint {
             cp.set(&self.tp, self.log_start_offset())
                 .map_err(|e| self.mark_offline_on_storage(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// Persists the cleaner's progress at once where a checkpoint file is attached. Callers
+    /// hold the writer lock, so a truncation's lower value and a pass's higher one are
+    /// written in the order they were made.
+    pub(crate) fn persist_first_dirty_offset(&self) -> Result<(), LogError> {
+        if let (Some(cp), Some(offset)) = (&self.cleaner_checkpoint, self.first_dirty_offset()) {
+            cp.set(&self.tp, offset)
+                .map_err(|e| self.mark_offline_on_storage(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// A truncation replaced everything from `offset` on: the cleaner's progress comes back
+    /// to it (Kafka's `maybeTruncateCheckpoint`). Caller holds the writer lock.
+    fn truncate_first_dirty_offset(&self, offset: i64) -> Result<(), LogError> {
+        self.truncations.fetch_add(1, Ordering::AcqRel);
+        let previous = self.cleaned_up_to.load(Ordering::Acquire);
+        if previous != NEVER_CLEANED && previous > offset {
+            self.cleaned_up_to.store(offset, Ordering::Release);
+            self.persist_first_dirty_offset()?;
         }
         Ok(())
     }
@@ -832,12 +940,16 @@ impl Log {
             .unwrap_or(active.base_offset)
             .min(offset);
         self.log_end_offset.store(offset, Ordering::Release);
+        self.high_watermark.fetch_min(offset, Ordering::AcqRel);
         self.recovery_point.fetch_min(offset, Ordering::AcqRel);
-        let mut epochs = self.epochs.write();
-        if epochs.truncate_from_end(offset) {
-            epochs.flush()?;
+        {
+            let mut epochs = self.epochs.write();
+            if epochs.truncate_from_end(offset) {
+                epochs.flush()?;
+            }
         }
-        Ok(())
+        // The truncated segment takes appends again: all of it is dirty once it rolls.
+        self.truncate_first_dirty_offset(active.base_offset)
     }
 
     /// Deletes every segment and starts an empty log at `offset`.
@@ -860,12 +972,14 @@ impl Log {
         self.segments.write().insert(offset, seg);
         self.log_end_offset.store(offset, Ordering::Release);
         self.log_start_offset.store(offset, Ordering::Release);
+        self.high_watermark.store(offset, Ordering::Release);
         self.recovery_point.store(offset, Ordering::Release);
         let mut epochs = self.epochs.write();
         epochs.clear();
         epochs.flush()?;
         drop(epochs);
-        self.persist_log_start()
+        self.persist_log_start()?;
+        self.truncate_first_dirty_offset(offset)
     }
 
     /// Moves the log start offset forward (DeleteRecords); returns the new log start.
@@ -882,6 +996,8 @@ impl Log {
         }
         if offset > lso {
             self.log_start_offset.store(offset, Ordering::Release);
+            // Kafka's `updateLogStartOffset`: the high watermark is never below the start.
+            self.high_watermark.fetch_max(offset, Ordering::AcqRel);
             let mut epochs = self.epochs.write();
             if epochs.truncate_from_start(offset) {
                 epochs
@@ -1020,7 +1136,9 @@ impl Log {
     }
 
     /// Deletes whole old segments by `retention.ms`, `retention.bytes` and the log start
-    /// offset; never the active segment.
+    /// offset; never the active segment, and only segments wholly below the high watermark
+    /// (Kafka's `deletableSegments`: the next segment's base is at most the high watermark),
+    /// so the log start never passes it.
     pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionResult, LogError> {
         let _w = self.writer.lock();
         let config = self.config();
@@ -1030,10 +1148,14 @@ impl Log {
             return Ok(result);
         }
         let lso = self.log_start_offset();
+        let hw = self.high_watermark();
         let mut total: i64 = segs.iter().map(|s| s.size() as i64).sum();
         let mut doomed = Vec::new();
         for (i, seg) in segs.iter().enumerate().take(segs.len() - 1) {
             let next_base = segs[i + 1].base_offset;
+            if next_base > hw {
+                break;
+            }
             let below_start = next_base <= lso;
             let by_time = config.cleanup_policy.delete
                 && config.retention_ms >= 0

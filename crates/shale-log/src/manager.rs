@@ -8,7 +8,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::checkpoint::{self, fsync_dir, OffsetCheckpointFile};
-use crate::cleaner::{CleanerReport, KeepAllTransactions, TxnResolver};
+use crate::cleaner::{
+    CleanerReport, HighWatermarkOnly, KeepAllTransactions, StableOffsets, TxnResolver,
+};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::fault::FaultInjector;
@@ -18,6 +20,8 @@ use crate::types::TopicPartition;
 pub(crate) const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub(crate) const LOG_START_FILE: &str = "log-start-offset-checkpoint";
+/// Kafka's name: each partition's first dirty offset, the cleaner's progress.
+pub const CLEANER_OFFSET_FILE: &str = "cleaner-offset-checkpoint";
 const DELETE_DIR_SUFFIX: &str = "-delete";
 /// Directory of the metadata log when `metadata.log.dir` is one of `log.dirs`.
 pub const METADATA_LOG_DIR_NAME: &str = "__cluster_metadata-0";
@@ -35,6 +39,8 @@ pub struct LogManager {
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     /// One log-start checkpoint per directory, shared with its logs.
     start_checkpoints: Vec<Arc<OffsetCheckpointFile>>,
+    /// One cleaner checkpoint per directory, shared with its logs.
+    cleaner_checkpoints: Vec<Arc<OffsetCheckpointFile>>,
     /// Serialises creation and deletion so placement counts are exact.
     create_lock: Mutex<()>,
     faults: Arc<FaultInjector>,
@@ -73,6 +79,7 @@ impl LogManager {
         let mut found = Vec::new();
         let mut clean_markers = Vec::new();
         let mut start_checkpoints = Vec::new();
+        let mut cleaner_checkpoints = Vec::new();
         for dir in &log_dirs {
             std::fs::create_dir_all(dir)?;
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -92,6 +99,17 @@ impl LogManager {
                 starts.clone(),
             ));
             start_checkpoints.push(start_cp.clone());
+            // Unreadable, the logs clean from their start again: more work, nothing lost.
+            let first_dirty = checkpoint::read_offsets(&dir.join(CLEANER_OFFSET_FILE))
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "ignoring cleaner offset checkpoint");
+                    HashMap::new()
+                });
+            let cleaner_cp = Arc::new(OffsetCheckpointFile::new(
+                dir.join(CLEANER_OFFSET_FILE),
+                first_dirty.clone(),
+            ));
+            cleaner_checkpoints.push(cleaner_cp.clone());
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
                 if !entry.file_type()?.is_dir() {
@@ -117,6 +135,8 @@ impl LogManager {
                         recovery_point: recovery.get(&tp).copied(),
                         log_start_offset: starts.get(&tp).copied(),
                         clean_shutdown: clean,
+                        cleaner_checkpoint: Some(cleaner_cp.clone()),
+                        first_dirty_offset: first_dirty.get(&tp).copied(),
                     },
                     tp,
                 });
@@ -127,6 +147,7 @@ impl LogManager {
             dirs: log_dirs,
             logs: RwLock::new(logs),
             start_checkpoints,
+            cleaner_checkpoints,
             create_lock: Mutex::new(()),
             faults,
             txn_resolver: RwLock::new(Arc::new(KeepAllTransactions)),
@@ -181,13 +202,14 @@ impl LogManager {
         if let Some(l) = self.get(tp) {
             return Ok(l);
         }
-        let (dir, cp) = self.least_loaded_dir();
+        let i = self.least_loaded_dir();
         let log = Arc::new(Log::open_with(
-            &dir.join(tp.dir_name()),
+            &self.dirs[i].join(tp.dir_name()),
             tp.clone(),
             config,
             OpenOptions {
-                start_checkpoint: Some(cp),
+                start_checkpoint: Some(self.start_checkpoints[i].clone()),
+                cleaner_checkpoint: Some(self.cleaner_checkpoints[i].clone()),
                 clean_shutdown: true,
                 ..OpenOptions::default()
             },
@@ -197,7 +219,8 @@ impl LogManager {
         Ok(log)
     }
 
-    fn least_loaded_dir(&self) -> (PathBuf, Arc<OffsetCheckpointFile>) {
+    /// Index of the directory holding the fewest partitions.
+    fn least_loaded_dir(&self) -> usize {
         let logs = self.logs.read();
         let mut counts: Vec<(usize, usize)> = (0..self.dirs.len()).map(|i| (0usize, i)).collect();
         for log in logs.values() {
@@ -211,8 +234,7 @@ impl LogManager {
             }
         }
         // Ties go to the first directory listed.
-        let i = counts.iter().min_by_key(|(c, _)| *c).map_or(0, |(_, i)| *i);
-        (self.dirs[i].clone(), self.start_checkpoints[i].clone())
+        counts.iter().min_by_key(|(c, _)| *c).map_or(0, |(_, i)| *i)
     }
 
     /// Deletes a partition: renames its directory to `<tp>.<uuid>-delete`, then removes it.
@@ -278,13 +300,33 @@ impl LogManager {
         *self.txn_resolver.write() = resolver;
     }
 
-    /// One compaction pass over every log whose policy includes `compact`.
+    /// One compaction pass over every log whose policy includes `compact`, each bounded by
+    /// its own high watermark only (no transaction layer above).
     pub fn run_cleaner_once(&self, now_ms: i64) -> Result<CleanerReport, LogError> {
+        self.run_cleaner_once_bounded(now_ms, &HighWatermarkOnly)
+    }
+
+    /// One compaction pass over every log whose policy includes `compact`, none past its
+    /// partition's last stable offset from `stable_offsets`; each log's progress goes to the
+    /// cleaner checkpoint of its directory as its pass ends.
+    pub fn run_cleaner_once_bounded(
+        &self,
+        now_ms: i64,
+        stable_offsets: &dyn StableOffsets,
+    ) -> Result<CleanerReport, LogError> {
         let resolver = self.txn_resolver.read().clone();
         let mut report = CleanerReport::default();
         let mut first_err = None;
         for (tp, log) in self.all() {
-            match log.clean(now_ms, resolver.as_ref()) {
+            // Only compacted logs cost the caller a look-up.
+            let last_stable = if log.config().cleanup_policy.compact {
+                stable_offsets
+                    .last_stable_offset(&tp)
+                    .unwrap_or_else(|| log.log_start_offset())
+            } else {
+                log.log_start_offset()
+            };
+            match log.clean(now_ms, resolver.as_ref(), last_stable) {
                 Ok(r) => report.add(&r),
                 Err(e) => {
                     tracing::error!(log = %tp, error = %e, "compaction failed");
@@ -320,10 +362,16 @@ impl LogManager {
         }
     }
 
-    /// Writes the recovery-point and log-start checkpoints of every directory.
+    /// Writes the recovery-point, log-start and cleaner checkpoints of every directory; the
+    /// cleaner's keeps only partitions still here (a deleted one's entry goes).
     pub fn write_checkpoints(&self) -> Result<(), LogError> {
         let all = self.all();
-        for (dir, start_cp) in self.dirs.iter().zip(&self.start_checkpoints) {
+        for ((dir, start_cp), cleaner_cp) in self
+            .dirs
+            .iter()
+            .zip(&self.start_checkpoints)
+            .zip(&self.cleaner_checkpoints)
+        {
             let mine: Vec<&(TopicPartition, Arc<Log>)> = all
                 .iter()
                 .filter(|(_, l)| l.dir().parent() == Some(dir.as_path()))
@@ -336,8 +384,13 @@ impl LogManager {
                 .iter()
                 .map(|(t, l)| (t.clone(), l.log_start_offset()))
                 .collect();
+            let first_dirty: Vec<(TopicPartition, i64)> = mine
+                .iter()
+                .filter_map(|(t, l)| l.first_dirty_offset().map(|o| (t.clone(), o)))
+                .collect();
             checkpoint::write_offsets(&dir.join(RECOVERY_POINT_FILE), &rps)?;
             start_cp.replace(starts)?;
+            cleaner_cp.replace(first_dirty)?;
         }
         Ok(())
     }

@@ -99,6 +99,7 @@ fn keeps_latest_per_key_with_every_codec_and_preserves_offsets() {
         }
         let before = records(&log);
         log.roll(NOW).unwrap();
+        commit_all(&m);
         let r = m.run_cleaner_once(NOW + 1).unwrap();
         assert_eq!(r.logs_cleaned, 1, "{codec:?}");
         assert!(r.records_removed > 0);
@@ -159,6 +160,7 @@ fn tombstones_get_a_horizon_then_go() {
     )
     .unwrap();
     log.roll(NOW).unwrap();
+    commit_all(&m);
     m.run_cleaner_once(NOW).unwrap();
     let recs = records(&log);
     assert_eq!(
@@ -185,6 +187,7 @@ fn tombstones_get_a_horizon_then_go() {
     )
     .unwrap();
     log.roll(NOW).unwrap();
+    commit_all(&m);
     m.run_cleaner_once(NOW + 500).unwrap();
     assert!(
         records(&log).iter().any(|r| r.0 == 2),
@@ -198,6 +201,7 @@ fn tombstones_get_a_horizon_then_go() {
     )
     .unwrap();
     log.roll(NOW).unwrap();
+    commit_all(&m);
     m.run_cleaner_once(NOW + 1000).unwrap();
     let keys: Vec<Option<Vec<u8>>> = records(&log).into_iter().map(|r| r.1).collect();
     assert_eq!(
@@ -277,6 +281,7 @@ fn control_batches_and_unknown_transactions_are_kept_aborted_removed() {
         7,
         TxnOutcome::Aborted,
     )]))));
+    commit_all(&m);
     m.run_cleaner_once(NOW).unwrap();
     let bytes = log
         .read(0, usize::MAX, i64::MAX, false)
@@ -320,6 +325,7 @@ fn oversized_decompression_keeps_batch_unchanged() {
     .unwrap();
     log.roll(NOW).unwrap();
     log.update_config(config);
+    commit_all(&m);
     m.run_cleaner_once(NOW).unwrap();
     let bytes = log
         .read(0, usize::MAX, i64::MAX, false)
@@ -370,6 +376,7 @@ fn interrupted_swap_is_completed_on_open() {
         let m = LogManager::open(vec![d.path().to_path_buf()], 1).unwrap();
         let log = m.get(&tp).unwrap();
         log.update_config(config.clone());
+        commit_all(&m);
         m.run_cleaner_once(NOW).unwrap();
         cleaned = records(&log);
         assert_eq!(cleaned.len(), 3);
@@ -439,6 +446,7 @@ fn small_key_map_budget_cleans_over_several_passes() {
     log.roll(NOW).unwrap();
     let mut passes = 0;
     loop {
+        commit_all(&m);
         let r = m.run_cleaner_once(NOW).unwrap();
         passes += 1;
         if r.logs_cleaned == 0 || passes > 50 {

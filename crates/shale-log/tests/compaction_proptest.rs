@@ -109,6 +109,7 @@ fn run(ops: Vec<Op>) {
             Op::Roll => log.roll(now).unwrap(),
             Op::Clean { advance_ms } => {
                 now += advance_ms;
+                commit_all(&m);
                 m.run_cleaner_once(now).unwrap();
             }
         }

@@ -60,6 +60,7 @@ fn readers_see_whole_batches_while_writer_rolls_and_retention_runs() {
         let mut b = batch(1 + i % 5, "c");
         log.append(&mut b, 0, NOW, AppendOrigin::Client).unwrap();
         if i % 100 == 0 {
+            commit_all(&m);
             m.run_retention_once(NOW).unwrap();
         }
     }

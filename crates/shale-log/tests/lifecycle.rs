@@ -32,8 +32,10 @@ fn retention_by_time_and_size_never_deletes_active() {
     let segs = log.segment_count();
     assert!(segs > 4);
     // Nothing is older than 1 s relative to the newest data yet.
+    commit_all(&m);
     let r = m.run_retention_once(NOW + 1999 - 1000).unwrap();
     assert_eq!(r.segments_deleted, 0);
+    commit_all(&m);
     let r = m.run_retention_once(NOW + 1_000_000).unwrap();
     assert_eq!(r.segments_deleted, segs - 1);
     assert_eq!(log.segment_count(), 1);
@@ -64,6 +66,7 @@ fn retention_by_time_and_size_never_deletes_active() {
         )
         .unwrap();
     fill(&log2, 200, 0);
+    commit_all(&m);
     m.run_retention_once(NOW).unwrap();
     assert!(log2.size_bytes() <= 2048 + 4096);
     assert!(log2.size_bytes() >= 2048);
@@ -83,6 +86,7 @@ fn deleted_segments_stay_readable_through_held_slices() {
         .unwrap();
     let written = fill(&log, 100, 0);
     let slice = log.read(0, usize::MAX, i64::MAX, false).unwrap();
+    commit_all(&m);
     m.run_retention_once(NOW + 10).unwrap();
     assert!(log.log_start_offset() > 0);
     let renamed = std::fs::read_dir(log.dir())
@@ -98,6 +102,7 @@ fn deleted_segments_stay_readable_through_held_slices() {
     assert!(renamed > 0);
     let all: Vec<u8> = written.iter().flat_map(|(_, b)| b.clone()).collect();
     assert_eq!(slice.to_bytes().unwrap().as_ref(), &all[..]);
+    commit_all(&m);
     let r = m.run_retention_once(NOW + 70_000).unwrap();
     assert!(r.files_removed >= renamed);
 }

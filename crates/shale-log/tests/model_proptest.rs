@@ -200,6 +200,7 @@ fn run(ops: Vec<Op>) {
                     retention_bytes: bytes.unwrap_or(-1),
                     ..config()
                 });
+                commit_all(&mgr);
                 mgr.run_retention_once(NOW).unwrap();
                 let start = log.log_start_offset();
                 assert!(start >= m.start && start <= m.end);

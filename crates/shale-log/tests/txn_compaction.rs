@@ -140,6 +140,7 @@ fn aborted_records_go_then_markers_after_the_delete_retention_with_every_codec()
 
         // Pass 1: the aborted record goes; its marker stays (this pass removed its records).
         // The committed record is superseded, so its COMMIT marker marks nothing: horizon.
+        commit_all(&m);
         let report = m.run_cleaner_once(NOW).unwrap();
         assert_eq!(report.records_removed, 2, "{codec:?}");
         assert_eq!(offsets_of(&log), vec![2, 3, 4, 5, 6], "{codec:?}");
@@ -155,6 +156,7 @@ fn aborted_records_go_then_markers_after_the_delete_retention_with_every_codec()
 
         // Pass 2: nothing of the aborted transaction is left, so its marker gets a horizon.
         add_dirty_segment(&log, "d");
+        commit_all(&m);
         m.run_cleaner_once(NOW + 500).unwrap();
         assert_eq!(offsets_of(&log), vec![2, 3, 4, 5, 6, 7], "{codec:?}");
         let abort = header_at(&log, 2);
@@ -163,12 +165,14 @@ fn aborted_records_go_then_markers_after_the_delete_retention_with_every_codec()
 
         // Pass 3: the COMMIT marker's horizon has passed.
         add_dirty_segment(&log, "e");
+        commit_all(&m);
         m.run_cleaner_once(NOW + DELETE_RETENTION_MS).unwrap();
         assert_eq!(offsets_of(&log), vec![2, 4, 5, 6, 7, 8], "{codec:?}");
 
         // Pass 4: the ABORT marker goes, and its index entry with it; the open transaction's
         // record is still there untouched.
         add_dirty_segment(&log, "f");
+        commit_all(&m);
         m.run_cleaner_once(NOW + 500 + DELETE_RETENTION_MS).unwrap();
         assert_eq!(offsets_of(&log), vec![4, 5, 6, 7, 8, 9], "{codec:?}");
         assert!(log.collect_aborted_txns(0, 100).unwrap().is_empty());
@@ -218,6 +222,7 @@ fn committed_records_and_their_marker_stay_while_live() {
     .unwrap();
     log.roll(NOW).unwrap();
     for pass in 0..3 {
+        commit_all(&m);
         m.run_cleaner_once(NOW + pass * 10 * DELETE_RETENTION_MS)
             .unwrap();
         add_dirty_segment(&log, &format!("other-{pass}"));

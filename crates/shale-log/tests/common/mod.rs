@@ -1,7 +1,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use shale_log::records::BatchBuilder;
-use shale_log::{parse_batches, Compression, LogConfig};
+use shale_log::{parse_batches, Compression, LogConfig, LogManager};
 
 pub const NOW: i64 = 1_700_000_000_000;
 
@@ -56,4 +56,13 @@ pub fn offsets(bytes: &[u8]) -> Vec<i64> {
         .iter()
         .map(|h| h.base_offset)
         .collect()
+}
+
+/// Marks everything written to the logs of `m` as committed. The broker's partitions set the
+/// high watermark as replication moves it; these tests have no broker, and retention and the
+/// cleaner never go past the high watermark.
+pub fn commit_all(m: &LogManager) {
+    for (_, log) in m.all() {
+        log.set_high_watermark(log.log_end_offset());
+    }
 }
