@@ -6,12 +6,14 @@
 //! the producer-state update, so a retried batch can never be appended twice.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use shale_log::batch::{parse_batches, BatchHeader};
-use shale_log::{AbortedTxn, AppendOrigin, Log, LogError, LogManager, TopicPartition};
+use shale_log::{
+    AbortedTxn, AppendOrigin, Log, LogError, LogManager, StableOffsets, TopicPartition,
+};
 use shale_txn::{
     ProducerBatch, ProducerStateError, ProducerStateManager, SequenceCheck, TxnMarker,
 };
@@ -24,6 +26,10 @@ use crate::txn::control::{decode_control_batch, encode_control_batch, ControlMar
 
 #[path = "replication/partition_ops.rs"]
 mod replication_ops;
+
+#[cfg(test)]
+#[path = "partitions_tests.rs"]
+mod tests;
 
 /// Where earlier versions kept one aborted-transaction index for the whole partition; the
 /// log now keeps one `.txnindex` per segment, rebuilt from the log when this file is found.
@@ -47,13 +53,13 @@ pub struct Appended {
     pub log_start_offset: i64,
 }
 
-/// One hosted partition.
+/// One hosted partition. Its high watermark lives in its log (as Kafka keeps it in
+/// `UnifiedLog`), so retention and the cleaner see every move of it.
 pub struct Partition {
     pub tp: TopicPartition,
     pub topic_id: Uuid,
     pub log: Arc<Log>,
     producers: Mutex<ProducerStateManager>,
-    high_watermark: AtomicI64,
     leader_epoch: AtomicI32,
     leader_id: AtomicI32,
     pub(crate) replication: PartitionReplication,
@@ -82,7 +88,7 @@ fn producer_batch(h: &BatchHeader) -> ProducerBatch {
 
 impl Partition {
     pub fn high_watermark(&self) -> i64 {
-        self.high_watermark.load(Ordering::Acquire)
+        self.log.high_watermark()
     }
 
     /// The last stable offset: the high watermark unless a transaction is open below it.
@@ -628,20 +634,18 @@ impl ReplicaManager {
         let producers = load_producers(&log, self.producer_id_expiration_ms);
         // A replicated partition starts from its checkpointed high watermark (else its
         // log start): followers' fetches raise it, and nothing unreplicated is exposed.
-        let hw = if a.role.assignment.replicas.len() > 1 {
+        // The log keeps it within its start and end.
+        let hw = log.set_high_watermark(if a.role.assignment.replicas.len() > 1 {
             crate::replication::checkpoint::lookup(log.dir(), tp)
-                .map_or(log.log_start_offset(), |hw| {
-                    hw.clamp(log.log_start_offset(), log.log_end_offset())
-                })
+                .unwrap_or_else(|| log.log_start_offset())
         } else {
             log.log_end_offset()
-        };
+        });
         let partition = Arc::new(Partition {
             tp: tp.clone(),
             topic_id: a.topic_id,
             log,
             producers: Mutex::new(producers),
-            high_watermark: AtomicI64::new(hw),
             leader_epoch: AtomicI32::new(a.leader_epoch),
             leader_id: AtomicI32::new(a.leader_id),
             replication: PartitionReplication::new(hw),
@@ -651,12 +655,26 @@ impl ReplicaManager {
         Ok(moved)
     }
 
+    /// One compaction pass over the hosted logs, none past its partition's last stable offset.
+    pub fn run_cleaner_once(&self, now_ms: i64) -> Result<shale_log::CleanerReport, LogError> {
+        self.logs.run_cleaner_once_bounded(now_ms, self)
+    }
+
     /// Expires idle producers and snapshots producer state (called periodically and at shutdown).
     pub fn checkpoint_producers(&self, now_ms: i64) {
         for p in self.all() {
             p.producers.lock().remove_expired(now_ms);
             p.snapshot_producers();
         }
+    }
+}
+
+/// The cleaner stops at each partition's last stable offset (Kafka's `cleanableOffsets`): an
+/// open transaction's records, whatever follows them and whatever is not committed stay as
+/// written. A log this broker does not host is left alone.
+impl StableOffsets for ReplicaManager {
+    fn last_stable_offset(&self, topic_partition: &TopicPartition) -> Option<i64> {
+        self.get(topic_partition).map(|p| p.last_stable_offset())
     }
 }
 

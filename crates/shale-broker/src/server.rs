@@ -565,7 +565,7 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             _ = cleaner.tick(), if broker.config.log_cleaner_enable => {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Err(e) = b.replicas.logs().run_cleaner_once(now_ms()) {
+                    if let Err(e) = b.replicas.run_cleaner_once(now_ms()) {
                         warn!("cleaner pass failed: {e}");
                     }
                 }).await;

@@ -2,8 +2,6 @@
 //! they share its locks): the leader's high watermark, a follower's appends of the
 //! leader's batches, its high watermark and its truncation.
 
-use std::sync::atomic::Ordering;
-
 use shale_log::{AppendOrigin, LogError};
 use tracing::warn;
 
@@ -22,10 +20,9 @@ impl Partition {
     }
 
     fn raise_high_watermark(&self, hw: i64) -> bool {
-        let previous = self.high_watermark.fetch_max(hw, Ordering::AcqRel);
-        if hw <= previous {
+        let Some(hw) = self.log.raise_high_watermark(hw) else {
             return false;
-        }
+        };
         self.producers.lock().on_high_watermark_updated(hw);
         self.replication.publish_high_watermark(hw);
         true
@@ -64,11 +61,12 @@ impl Partition {
     pub fn restart_as_follower_at(&self, offset: i64, expiration_ms: i64) -> Result<(), LogError> {
         let mut producers = self.producers.lock();
         self.refuse_if_leading()?;
+        // The log's high watermark restarts with it, at `offset`.
         self.log.truncate_fully_and_start_at(offset)?;
         *producers = self.reload_producers(expiration_ms);
         drop(producers);
-        self.high_watermark.store(offset, Ordering::Release);
-        self.replication.reset_high_watermark(offset);
+        self.replication
+            .reset_high_watermark(self.log.high_watermark());
         Ok(())
     }
 
@@ -104,12 +102,14 @@ impl Partition {
         let mut producers = self.producers.lock();
         // A leader never truncates its own log.
         self.refuse_if_leading()?;
+        let before = self.log.high_watermark();
+        // The log takes its high watermark down with its end.
         self.log.truncate_to(offset)?;
         *producers = self.reload_producers(expiration_ms);
         drop(producers);
-        let leo = self.log.log_end_offset();
-        if self.high_watermark.fetch_min(leo, Ordering::AcqRel) > leo {
-            self.replication.reset_high_watermark(leo);
+        let hw = self.log.high_watermark();
+        if before > hw {
+            self.replication.reset_high_watermark(hw);
         }
         Ok(())
     }
