@@ -248,6 +248,8 @@ fn admit(header: &RequestHeader) -> Admission {
 }
 
 async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {
+    // Which versions clients pick (`SHALE_LOG=shale_broker::connection=debug`).
+    debug!(peer = %ctx.peer, api_key = ctx.header.api_key, api_version = ctx.header.api_version, "request");
     let request = match shale_protocol::decode_any_request(&ctx.header, body) {
         Ok(Request::Kafka(r)) => r,
         Ok(Request::Newer(r)) => {
