@@ -47,6 +47,7 @@ SCENARIOS = [
     ("recompression", "topic compression.type recompresses a producer's batches; records round-trip, the stored codec is the topic's"),
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
+    ("wire44", "Kafka 4.4's newest request versions, sent and parsed by kafka-clients 4.4's own request classes"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 
@@ -73,6 +74,7 @@ CLIENTS = {
 ONLY_CLIENTS = {
     "consumer_lag": (["cli"], "lag is checked through Kafka's ConsumerGroupCommand (the cli client)"),
     "exactly_once": (["java"], "the read-process-write worker is the Java client (java/ExactlyOnce.java)"),
+    "wire44": (["java"], "the requests are built and parsed by kafka-clients' own request classes (java/Wire44.java)"),
     "record_errors": (["confluent-kafka", "java", "kafka-python"],
                       "per-record errors are checked through librdkafka (confluent-kafka), the Java producer and kafka-python"),
     "broker_configs": (["java", "cli", "kafka-python", "confluent-kafka"],
@@ -85,7 +87,7 @@ ONLY_CLIENTS = {
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
 FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
                   "offsets_for_times", "configs", "errors", "broker_configs", "record_errors", "recompression",
-                  "transactions", "exactly_once"]
+                  "transactions", "exactly_once", "wire44"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}

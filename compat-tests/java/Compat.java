@@ -69,6 +69,7 @@ public class Compat {
                 case "record_errors": recordErrors(); break;
                 case "recompression": recompression(); break;
                 case "exactly_once": exactlyOnce(); break;
+                case "wire44": Wire44.run(bootstrap, prefix); break;
                 default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
         } catch (NotApplicable e) {

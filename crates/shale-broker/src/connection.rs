@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::{Buf, BytesMut};
 use futures::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind};
-use shale_protocol::{FetchFrame, RequestHeader, FRAME_LEN_PREFIX_BYTES};
+use shale_protocol::{FetchFrame, Request, RequestHeader, Response, FRAME_LEN_PREFIX_BYTES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
@@ -248,8 +248,14 @@ fn admit(header: &RequestHeader) -> Admission {
 }
 
 async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {
-    let request = match shale_protocol::decode_request(&ctx.header, body) {
-        Ok(r) => r,
+    // Which versions clients pick (`SHALE_LOG=shale_broker::connection=debug`).
+    debug!(peer = %ctx.peer, api_key = ctx.header.api_key, api_version = ctx.header.api_version, "request");
+    let request = match shale_protocol::decode_any_request(&ctx.header, body) {
+        Ok(Request::Kafka(r)) => r,
+        Ok(Request::Newer(r)) => {
+            let answered = dispatch::handle_newer(&broker, &ctx, r).await;
+            return respond(&ctx, answered);
+        }
         Err(e) => {
             warn!(peer = %ctx.peer, api_key = ctx.header.api_key, "closing connection on a malformed request: {e}");
             return Outcome::Close;
@@ -267,8 +273,16 @@ async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Ou
         }
         other => other,
     };
-    match dispatch::handle(&broker, &ctx, request).await {
-        Ok(Some(response)) => match shale_protocol::encode_response(&ctx.header, &response) {
+    let answered = dispatch::handle(&broker, &ctx, request).await;
+    respond(&ctx, answered)
+}
+
+fn respond(
+    ctx: &RequestContext,
+    answered: Result<Option<Response>, dispatch::HandlerError>,
+) -> Outcome {
+    match answered {
+        Ok(Some(response)) => match shale_protocol::encode_any_response(&ctx.header, &response) {
             Ok(bytes) => Outcome::Respond(bytes),
             Err(e) => {
                 warn!(peer = %ctx.peer, "cannot encode response: {e}");

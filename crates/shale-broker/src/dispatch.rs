@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{RequestKind, ResponseKind};
-use shale_protocol::RequestHeader;
+use shale_protocol::{NewerRequest, RequestHeader, Response};
 
 use crate::groups;
 use crate::handlers;
@@ -37,7 +37,7 @@ pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: RequestKind,
-) -> Result<Option<ResponseKind>, HandlerError> {
+) -> Result<Option<Response>, HandlerError> {
     use RequestKind as R;
     let response = match request {
         R::ApiVersions(r) => {
@@ -47,7 +47,7 @@ pub async fn handle(
         R::Produce(r) => {
             return Ok(handlers::produce::handle(broker, ctx, r)
                 .await
-                .map(ResponseKind::Produce))
+                .map(|r| Response::Kafka(ResponseKind::Produce(r))))
         }
         R::Fetch(r) => ResponseKind::Fetch(handlers::fetch::handle(broker, ctx, r).await),
         R::ListOffsets(r) => {
@@ -86,8 +86,9 @@ pub async fn handle(
         R::DescribeQuorum(r) => {
             ResponseKind::DescribeQuorum(handlers::describe_quorum::handle(broker, ctx, r).await)
         }
+        // Version 5 answers in Shale's own types (a field kafka-protocol's lack).
         R::DescribeLogDirs(r) => {
-            ResponseKind::DescribeLogDirs(handlers::cluster::describe_log_dirs(broker, ctx, r))
+            return Ok(Some(handlers::cluster::describe_log_dirs(broker, ctx, r)));
         }
         R::InitProducerId(r) => ResponseKind::InitProducerId(
             handlers::producer_ids::init_producer_id(broker, ctx, r).await,
@@ -135,9 +136,8 @@ pub async fn handle(
         R::ListGroups(r) => {
             ResponseKind::ListGroups(groups::admin::list_groups(broker, ctx, r).await)
         }
-        R::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(groups::admin::delete_groups(broker, ctx, r).await)
-        }
+        // Version 3 answers in Shale's own types (a field kafka-protocol's lack).
+        R::DeleteGroups(r) => return Ok(Some(groups::admin::delete_groups(broker, ctx, r).await)),
         R::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
             txn::handlers::add_partitions_to_txn(broker, ctx, r).await,
         ),
@@ -158,6 +158,25 @@ pub async fn handle(
             ResponseKind::ListTransactions(txn::admin::list_transactions(broker, ctx, r))
         }
         _ => return Err(HandlerError::NotServed("not in the API table")),
+    };
+    Ok(Some(Response::Kafka(response)))
+}
+
+/// Runs the handler for a request decoded into Shale's own types: a version whose fields
+/// kafka-protocol's types lack.
+pub async fn handle_newer(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: NewerRequest,
+) -> Result<Option<Response>, HandlerError> {
+    let response = match request {
+        NewerRequest::ApiVersions(r) => Response::Kafka(ResponseKind::ApiVersions(
+            handlers::api_versions::handle_v5(broker, ctx, r),
+        )),
+        NewerRequest::WriteTxnMarkers(r) => Response::Kafka(ResponseKind::WriteTxnMarkers(
+            txn::admin::write_txn_markers_v2(broker, ctx, r).await,
+        )),
+        NewerRequest::TxnOffsetCommit(r) => txn::topic_ids::txn_offset_commit(broker, ctx, r).await,
     };
     Ok(Some(response))
 }

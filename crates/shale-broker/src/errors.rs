@@ -169,6 +169,46 @@ pub fn metadata_error_code(e: &MetadataError) -> (i16, String) {
     (code.code(), e.to_string())
 }
 
+/// What an ApiVersions v5 request's cluster id and node id say (KIP-1242).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterCheck {
+    /// One of the two is given without the other.
+    Unpaired,
+    /// They name another cluster or another node: the client's metadata is stale.
+    Stale,
+}
+
+pub fn cluster_check_error_code(check: ClusterCheck) -> i16 {
+    match check {
+        ClusterCheck::Unpaired => E::InvalidRequest.code(),
+        ClusterCheck::Stale => E::RebootstrapRequired.code(),
+    }
+}
+
+/// The message a DeleteGroups v3 result carries with its error. Kafka 4.4 gives one only
+/// when the request failed as a whole at the coordinator (its exception's message); a
+/// group's own outcome (not empty, not found) has none.
+pub fn delete_group_error_message(e: &GroupError) -> Option<&'static str> {
+    use GroupError as G;
+    match e {
+        G::NotCoordinator => Some("This is not the correct coordinator."),
+        G::CoordinatorNotAvailable => Some("The coordinator is not available."),
+        G::CoordinatorLoadInProgress => {
+            Some("The coordinator is loading and hence can't process requests.")
+        }
+        G::UnknownServerError(_) => {
+            Some("The server experienced an unexpected error when processing the request.")
+        }
+        _ => None,
+    }
+}
+
+/// Kafka's code for a topic id this broker does not know (OffsetCommit and OffsetFetch v10,
+/// TxnOffsetCommit v6).
+pub fn unknown_topic_id_code() -> i16 {
+    metadata_error_code(&MetadataError::UnknownTopicId).0
+}
+
 /// Kafka error code and message for a group-coordinator error.
 pub fn group_error_code(e: &GroupError) -> (i16, String) {
     use GroupError as G;

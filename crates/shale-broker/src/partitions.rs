@@ -146,8 +146,14 @@ impl Partition {
 
     /// Writes a COMMIT/ABORT marker for a producer (the transaction coordinator's
     /// WriteTxnMarkers), completing its transaction here; an abort is recorded in the
-    /// aborted-transaction index for read_committed fetches.
-    pub fn append_marker(&self, marker: &ControlMarker, now_ms: i64) -> Result<(), AppendError> {
+    /// aborted-transaction index for read_committed fetches. The marker's epoch is checked
+    /// with the rule of the transaction version that wrote it.
+    pub fn append_marker(
+        &self,
+        marker: &ControlMarker,
+        transaction_version: shale_txn::TransactionVersion,
+        now_ms: i64,
+    ) -> Result<(), AppendError> {
         let mut producers = self.producers.lock();
         let mut txn_marker = TxnMarker {
             producer_id: marker.producer_id,
@@ -156,7 +162,7 @@ impl Partition {
             commit: marker.commit,
             offset: -1,
             timestamp_ms: now_ms,
-            transaction_version: shale_txn::TransactionVersion::Legacy,
+            transaction_version,
         };
         producers.check_marker(&txn_marker)?;
         let mut batch = encode_control_batch(marker, now_ms)?;

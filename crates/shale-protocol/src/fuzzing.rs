@@ -5,11 +5,11 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 
-use crate::schema::{decodable_response_versions, decodable_versions};
+use crate::routes::{request_versions, response_versions};
 use crate::schema_testgen::{random_body, random_response_body, Rng};
 use crate::{
-    decode_request, decode_response, parse_request_header, validate_request_body,
-    validate_response_body, RequestHeader,
+    decode_any_request, decode_any_response, parse_request_header, validate_request_body,
+    validate_response_body, Request, RequestHeader, Response,
 };
 
 /// The fuzz targets by name, as the regression replay finds them.
@@ -80,7 +80,7 @@ pub fn structured(data: &[u8]) {
 }
 
 /// `structured` for responses, as Shale receives them from peers: the damaged body
-/// goes through `decode_response` behind a response header.
+/// goes through `decode_any_response` behind a response header.
 pub fn structured_response(data: &[u8]) {
     let Some((api_key, api_version, body)) = structured_body(data, Direction::Response) else {
         return;
@@ -93,11 +93,15 @@ pub fn structured_response(data: &[u8]) {
         frame.push(0);
     }
     frame.extend_from_slice(&body);
-    let Ok((_, response)) = decode_response(api_key, api_version, Bytes::from(frame)) else {
+    let Ok((_, response)) = decode_any_response(api_key, api_version, Bytes::from(frame)) else {
         return;
     };
     let mut encoded = BytesMut::new();
-    if response.encode(&mut encoded, api_version).is_ok() {
+    let reencoded = match &response {
+        Response::Kafka(response) => response.encode(&mut encoded, api_version).is_ok(),
+        Response::Newer(response) => response.encode(&mut encoded, api_version).is_ok(),
+    };
+    if reencoded {
         if let Err(error) = validate_response_body(api_key, api_version, &encoded) {
             panic!("re-encoded response fails validation: {error}");
         }
@@ -119,8 +123,8 @@ pub fn structured_body(data: &[u8], direction: Direction) -> Option<(i16, i16, V
     let keys: Vec<ApiKey> = ApiKey::iter().collect();
     let &key = keys.get(usize::from(*api_pick) % keys.len().max(1))?;
     let range = match direction {
-        Direction::Request => decodable_versions(key as i16)?,
-        Direction::Response => decodable_response_versions(key as i16)?,
+        Direction::Request => request_versions(key as i16)?,
+        Direction::Response => response_versions(key as i16)?,
     };
     let span = (range.1 - range.0 + 1) as usize;
     let version = range.0 + (usize::from(*version_pick) % span) as i16;
@@ -168,13 +172,17 @@ fn header(api_key: i16, api_version: i16) -> RequestHeader {
 }
 
 /// Decoding must not panic; whatever decodes and re-encodes must validate again, or
-/// the validator and kafka-protocol disagree about the format.
+/// the validator and the decoder (kafka-protocol's or Shale's) disagree about the format.
 fn decode_and_check(header: &RequestHeader, body: Bytes) {
-    let Ok(request) = decode_request(header, body) else {
+    let Ok(request) = decode_any_request(header, body) else {
         return;
     };
     let mut encoded = BytesMut::new();
-    if request.encode(&mut encoded, header.api_version).is_ok() {
+    let reencoded = match &request {
+        Request::Kafka(request) => request.encode(&mut encoded, header.api_version).is_ok(),
+        Request::Newer(request) => request.encode(&mut encoded, header.api_version).is_ok(),
+    };
+    if reencoded {
         if let Err(error) = validate_request_body(header.api_key, header.api_version, &encoded) {
             panic!("re-encoded request fails validation: {error}");
         }

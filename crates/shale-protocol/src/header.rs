@@ -2,7 +2,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 
 use crate::reader::Reader;
-use crate::schema::decodable_versions;
+use crate::routes::request_route;
 use crate::ProtocolError;
 
 /// The request header of one frame. `header_version` is derived from the API key and
@@ -22,7 +22,7 @@ const FIXED_HEADER_BYTES: usize = 8;
 /// Splits a frame (without its length prefix) into its request header and the body.
 /// The body is a zero-copy slice of `frame`.
 ///
-/// An unknown API key, or a version `kafka-protocol` cannot decode, yields
+/// An unknown API key, or a version no codec of this crate decodes, yields
 /// [`ProtocolError::UnsupportedApi`] carrying the correlation id, so the broker can
 /// still answer (KIP-511: ApiVersions falls back to a v0 response).
 pub fn parse_request_header(frame: &Bytes) -> Result<(RequestHeader, Bytes), ProtocolError> {
@@ -44,7 +44,7 @@ pub fn parse_request_header(frame: &Bytes) -> Result<(RequestHeader, Bytes), Pro
     let Ok(key) = ApiKey::try_from(api_key) else {
         return Err(unsupported);
     };
-    if !decodable_versions(api_key).is_some_and(|range| range.contains(api_version)) {
+    if request_route(api_key, api_version).is_none() {
         return Err(unsupported);
     }
     let header_version = key.request_header_version(api_version);
@@ -222,13 +222,13 @@ mod tests {
             parse_request_header(&bytes),
             Err(ProtocolError::UnsupportedApi { .. })
         ));
-        // OffsetCommit v10 is unstable in Kafka 4.1; kafka-protocol cannot decode it.
-        let bytes = frame(&[&[0, 8], &[0, 10], &[0, 0, 0, 5], &[0, 0], &[0]]);
+        // OffsetCommit v11 does not exist in Kafka 4.4.
+        let bytes = frame(&[&[0, 8], &[0, 11], &[0, 0, 0, 5], &[0, 0], &[0]]);
         assert_eq!(
             parse_request_header(&bytes),
             Err(ProtocolError::UnsupportedApi {
                 api_key: 8,
-                api_version: 10,
+                api_version: 11,
                 correlation_id: 5
             })
         );

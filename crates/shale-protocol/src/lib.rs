@@ -1,6 +1,10 @@
 //! shale-protocol: Kafka wire framing, request headers, bounded request decoding and
 //! response encoding on top of `kafka-protocol`.
 //!
+//! `kafka-protocol` 0.18 is generated from Kafka 4.1's specs; Shale serves Kafka 4.4's
+//! versions. Where kafka-protocol's types cannot carry a version, a codec generated from
+//! Kafka 4.4's specs (`schema/gen_codec.py`) decodes and encodes it (see `routes.rs`).
+//!
 //! `kafka-protocol` trusts declared lengths (it reserves an array's declared element
 //! count before reading a single element), so every request body is first walked by a
 //! schema-driven validator generated from Kafka's own message specs; only bodies whose
@@ -8,6 +12,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod codec;
+#[rustfmt::skip]
+mod codec_generated;
+mod convert;
 mod error;
 mod fetch_frame;
 mod frame;
@@ -15,15 +23,20 @@ mod header;
 mod reader;
 mod request;
 mod response;
+mod routes;
 mod schema;
 #[rustfmt::skip]
 mod schema_generated;
 mod validate;
 
+pub mod newer;
+
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 
+#[cfg(test)]
+mod codec_tests;
 #[cfg(test)]
 mod fetch_frame_tests;
 #[cfg(test)]
@@ -46,11 +59,14 @@ pub use fetch_frame::{
 };
 pub use frame::{frame_len, FRAME_LEN_PREFIX_BYTES};
 pub use header::{parse_request_header, RequestHeader};
+pub use newer::{NewerRequest, NewerResponse, Request, Response};
 pub use request::{
-    decode_request, encode_request, max_supported_request_version, min_supported_request_version,
+    decode_any_request, decode_request, encode_newer_request, encode_request,
+    max_supported_request_version, min_supported_request_version,
 };
 pub use response::{
-    decode_response, encode_api_versions_fallback, encode_response, UNSUPPORTED_VERSION_ERROR_CODE,
+    decode_any_response, decode_response, encode_any_response, encode_api_versions_fallback,
+    encode_response, UNSUPPORTED_VERSION_ERROR_CODE,
 };
 pub use validate::{validate_request_body, validate_response_body};
 

@@ -1,43 +1,78 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind};
 
+use crate::codec::Decoder;
+use crate::codec_generated::{offset_commit_request, offset_fetch_request};
+use crate::newer::{NewerRequest, Request};
 use crate::response::write_len_prefix;
-use crate::schema::decodable_versions;
+use crate::routes::{request_route, request_versions, Route};
 use crate::{validate_request_body, ProtocolError, RequestHeader};
 
-/// Validates `body` against Kafka's schema for the header's API and version, then
-/// decodes it with `kafka-protocol`. Record sets stay zero-copy slices of `body`; they
-/// are never run through `kafka-protocol`'s record decoder.
+/// Validates `body` against Kafka's schema for the header's API and version, then decodes
+/// it into kafka-protocol's type. Record sets stay zero-copy slices of `body`; they are
+/// never run through `kafka-protocol`'s record decoder.
+///
+/// Versions whose fields kafka-protocol's types lack are refused here as unsupported:
+/// [`decode_any_request`] decodes those too.
 pub fn decode_request(header: &RequestHeader, body: Bytes) -> Result<RequestKind, ProtocolError> {
-    let (api_key, api_version) = (header.api_key, header.api_version);
-    let key = ApiKey::try_from(api_key).map_err(|()| ProtocolError::UnsupportedApi {
-        api_key,
-        api_version,
-        correlation_id: header.correlation_id,
-    })?;
-    if !decodable_versions(api_key).is_some_and(|range| range.contains(api_version)) {
-        return Err(ProtocolError::UnsupportedApi {
-            api_key,
-            api_version,
-            correlation_id: header.correlation_id,
-        });
+    match decode_any_request(header, body)? {
+        Request::Kafka(request) => Ok(request),
+        Request::Newer(_) => Err(unsupported(header)),
     }
+}
+
+/// Validates `body` against Kafka 4.4's schema for the header's API and version, then
+/// decodes it: with kafka-protocol where its types hold every field of the version (at an
+/// older version when the wire layout is the same), otherwise with Shale's codec.
+pub fn decode_any_request(header: &RequestHeader, body: Bytes) -> Result<Request, ProtocolError> {
+    let (api_key, api_version) = (header.api_key, header.api_version);
+    let key = ApiKey::try_from(api_key).map_err(|()| unsupported(header))?;
+    let route = request_route(api_key, api_version).ok_or_else(|| unsupported(header))?;
     validate_request_body(api_key, api_version, &body)?;
-    let mut body = body;
-    RequestKind::decode(key, &mut body, api_version)
-        .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))
+    match route {
+        Route::KafkaAt(version) => {
+            let mut body = body;
+            RequestKind::decode(key, &mut body, version)
+                .map(Request::Kafka)
+                .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))
+        }
+        Route::Converted => {
+            let mut decoder = Decoder::new(body);
+            let request = match key {
+                ApiKey::OffsetCommit => RequestKind::OffsetCommit(
+                    offset_commit_request::OffsetCommitRequest::decode(&mut decoder, api_version)?
+                        .into(),
+                ),
+                ApiKey::OffsetFetch => RequestKind::OffsetFetch(
+                    offset_fetch_request::OffsetFetchRequest::decode(&mut decoder, api_version)?
+                        .into(),
+                ),
+                _ => return Err(unsupported(header)),
+            };
+            Ok(Request::Kafka(request))
+        }
+        Route::Newer => NewerRequest::decode(api_key, api_version, body).map(Request::Newer),
+    }
+}
+
+fn unsupported(header: &RequestHeader) -> ProtocolError {
+    ProtocolError::UnsupportedApi {
+        api_key: header.api_key,
+        api_version: header.api_version,
+        correlation_id: header.correlation_id,
+    }
 }
 
 /// The lowest request version of `api_key` that this crate can decode.
 pub fn min_supported_request_version(api_key: i16) -> Option<i16> {
-    decodable_versions(api_key).map(|range| range.0)
+    request_versions(api_key).map(|range| range.0)
 }
 
-/// The highest request version of `api_key` that this crate can decode. Kafka's
-/// unstable latest versions (OffsetCommit 10, OffsetFetch 10, InitProducerId 6 in
-/// 4.1) are excluded: kafka-protocol's decoders refuse them.
+/// The highest request version of `api_key` that this crate can decode (Kafka 4.4's newest,
+/// except its unstable versions and the versions neither kafka-protocol nor Shale's codec
+/// carries).
 pub fn max_supported_request_version(api_key: i16) -> Option<i16> {
-    decodable_versions(api_key).map(|range| range.1)
+    request_versions(api_key).map(|range| range.1)
 }
 
 /// Encodes a complete request frame (length prefix, header, body) for Shale's own
@@ -46,6 +81,37 @@ pub fn max_supported_request_version(api_key: i16) -> Option<i16> {
 pub fn encode_request(
     header: &RequestHeader,
     request: &RequestKind,
+) -> Result<BytesMut, ProtocolError> {
+    let version = match request_route(header.api_key, header.api_version) {
+        Some(Route::KafkaAt(version)) => version,
+        // Converted and newer versions have no kafka-protocol encoder.
+        _ => header.api_version,
+    };
+    encode_frame(header, |frame| {
+        request
+            .encode(frame, version)
+            .map_err(|error| ProtocolError::Encode(format!("{error:#}")))
+    })
+}
+
+/// Encodes a complete request frame for a request in Shale's own types.
+pub fn encode_newer_request(
+    header: &RequestHeader,
+    request: &NewerRequest,
+) -> Result<BytesMut, ProtocolError> {
+    if request.api_key() != header.api_key {
+        return Err(ProtocolError::Encode(format!(
+            "request for api key {} under a header for api key {}",
+            request.api_key(),
+            header.api_key
+        )));
+    }
+    encode_frame(header, |frame| request.encode(frame, header.api_version))
+}
+
+fn encode_frame(
+    header: &RequestHeader,
+    body: impl FnOnce(&mut BytesMut) -> Result<(), ProtocolError>,
 ) -> Result<BytesMut, ProtocolError> {
     let key = ApiKey::try_from(header.api_key)
         .map_err(|()| ProtocolError::Encode(format!("unknown api key {}", header.api_key)))?;
@@ -70,9 +136,7 @@ pub fn encode_request(
     if header_version >= 2 {
         frame.put_u8(0);
     }
-    request
-        .encode(&mut frame, header.api_version)
-        .map_err(|error| ProtocolError::Encode(format!("{error:#}")))?;
+    body(&mut frame)?;
     write_len_prefix(&mut frame)?;
     Ok(frame)
 }

@@ -2,15 +2,17 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
 use crate::header::skip_tagged_fields;
+use crate::newer::{NewerResponse, Response};
 use crate::reader::Reader;
-use crate::schema::decodable_response_versions;
+use crate::routes::{response_route, Route};
 use crate::{validate_response_body, ProtocolError, RequestHeader, FRAME_LEN_PREFIX_BYTES};
 
 /// Kafka's UNSUPPORTED_VERSION error code.
 pub const UNSUPPORTED_VERSION_ERROR_CODE: i16 = 35;
 
 /// Encodes a complete response frame: length prefix, response header and body at the
-/// request's API version.
+/// request's API version. A version past kafka-protocol whose wire layout equals an older
+/// one it encodes is encoded at that older version.
 ///
 /// The ApiVersions response header is always v0, even for flexible versions: clients
 /// parse it before they know which version the broker picked (KIP-511).
@@ -18,8 +20,6 @@ pub fn encode_response(
     header: &RequestHeader,
     response: &ResponseKind,
 ) -> Result<BytesMut, ProtocolError> {
-    let key = ApiKey::try_from(header.api_key)
-        .map_err(|()| ProtocolError::Encode(format!("unknown api key {}", header.api_key)))?;
     let response_key = crate::schema_generated::response_api_key(response);
     if response_key != Some(header.api_key) {
         return Err(ProtocolError::Encode(format!(
@@ -27,6 +27,44 @@ pub fn encode_response(
             header.api_key
         )));
     }
+    let version = match response_route(header.api_key, header.api_version) {
+        Some(Route::KafkaAt(version)) => version,
+        // kafka-protocol's encoder refuses the version; it says why.
+        _ => header.api_version,
+    };
+    encode_frame(header, |frame| {
+        response
+            .encode(frame, version)
+            .map_err(|error| ProtocolError::Encode(format!("{error:#}")))
+    })
+}
+
+/// Encodes a complete response frame for either kind of response.
+pub fn encode_any_response(
+    header: &RequestHeader,
+    response: &Response,
+) -> Result<BytesMut, ProtocolError> {
+    match response {
+        Response::Kafka(response) => encode_response(header, response),
+        Response::Newer(response) => {
+            if response.api_key() != header.api_key {
+                return Err(ProtocolError::Encode(format!(
+                    "response for api key {} answers a request with api key {}",
+                    response.api_key(),
+                    header.api_key
+                )));
+            }
+            encode_frame(header, |frame| response.encode(frame, header.api_version))
+        }
+    }
+}
+
+fn encode_frame(
+    header: &RequestHeader,
+    body: impl FnOnce(&mut BytesMut) -> Result<(), ProtocolError>,
+) -> Result<BytesMut, ProtocolError> {
+    let key = ApiKey::try_from(header.api_key)
+        .map_err(|()| ProtocolError::Encode(format!("unknown api key {}", header.api_key)))?;
     let header_version = if key == ApiKey::ApiVersions {
         0
     } else {
@@ -39,9 +77,7 @@ pub fn encode_response(
         // The response header has no tagged fields of its own: an empty section.
         frame.put_u8(0);
     }
-    response
-        .encode(&mut frame, header.api_version)
-        .map_err(|error| ProtocolError::Encode(format!("{error:#}")))?;
+    body(&mut frame)?;
     write_len_prefix(&mut frame)?;
     Ok(frame)
 }
@@ -55,14 +91,27 @@ pub fn decode_response(
     api_version: i16,
     frame: Bytes,
 ) -> Result<(i32, ResponseKind), ProtocolError> {
+    match decode_any_response(api_key, api_version, frame)? {
+        (correlation_id, Response::Kafka(response)) => Ok((correlation_id, response)),
+        (_, Response::Newer(_)) => Err(ProtocolError::UnsupportedVersion {
+            api_key,
+            api_version,
+        }),
+    }
+}
+
+/// [`decode_response`] for either kind of response.
+pub fn decode_any_response(
+    api_key: i16,
+    api_version: i16,
+    frame: Bytes,
+) -> Result<(i32, Response), ProtocolError> {
     let unsupported = ProtocolError::UnsupportedVersion {
         api_key,
         api_version,
     };
     let key = ApiKey::try_from(api_key).map_err(|()| unsupported.clone())?;
-    if !decodable_response_versions(api_key).is_some_and(|range| range.contains(api_version)) {
-        return Err(unsupported);
-    }
+    let route = response_route(api_key, api_version).ok_or(unsupported.clone())?;
     let mut reader = Reader::new(&frame);
     let correlation_id = reader.i32("correlation id")?;
     if key != ApiKey::ApiVersions && key.response_header_version(api_version) >= 1 {
@@ -70,8 +119,14 @@ pub fn decode_response(
     }
     let mut body = frame.slice(reader.position()..);
     validate_response_body(api_key, api_version, &body)?;
-    let response = ResponseKind::decode(key, &mut body, api_version)
-        .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))?;
+    let response = match route {
+        Route::KafkaAt(version) => Response::Kafka(
+            ResponseKind::decode(key, &mut body, version)
+                .map_err(|error| ProtocolError::Malformed(format!("{error:#}")))?,
+        ),
+        Route::Newer => Response::Newer(NewerResponse::decode(api_key, api_version, body)?),
+        Route::Converted => return Err(unsupported),
+    };
     Ok((correlation_id, response))
 }
 

@@ -1,7 +1,9 @@
 //! The shape of the generated request schema table (`schema_generated.rs`), mirroring
 //! the semantics of Kafka's JSON message specs.
 
-use crate::schema_generated::{REQUESTS, RESPONSES};
+use crate::schema_generated::{
+    kafka_protocol_request_versions, kafka_protocol_response_versions, REQUESTS, RESPONSES,
+};
 
 /// An inclusive version range; `Versions::NONE` is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +56,7 @@ pub(crate) enum FieldType {
     Int16,
     Uint16,
     Int32,
-    // No Kafka 4.1 request uses uint32 yet; the generator maps it for future specs.
+    // No Kafka 4.4 request uses uint32 yet; the generator maps it for future specs.
     #[allow(dead_code)]
     Uint32,
     Int64,
@@ -73,19 +75,26 @@ pub(crate) struct MessageSpec {
     pub api_key: i16,
     pub name: &'static str,
     pub valid: Versions,
-    /// Kafka marks the newest version as still in development; kafka-protocol's
-    /// decoders refuse it although `ApiKey::valid_versions` lists it.
+    /// Kafka marks the newest version as still in development (not advertised by a
+    /// default Kafka broker).
     pub latest_unstable: bool,
     pub flexible: Versions,
     pub fields: &'static [Field],
 }
 
-/// The request spec of an API key, if Kafka 4.1 defines one.
+impl MessageSpec {
+    /// Whether `version` is Kafka's unstable latest version.
+    pub(crate) fn latest_unstable_at(&self, version: i16) -> bool {
+        self.latest_unstable && version == self.valid.1
+    }
+}
+
+/// The request spec of an API key, if Kafka 4.4 defines one.
 pub(crate) fn request_spec(api_key: i16) -> Option<&'static MessageSpec> {
     find_spec(REQUESTS, api_key)
 }
 
-/// The response spec of an API key, if Kafka 4.1 defines one.
+/// The response spec of an API key, if Kafka 4.4 defines one.
 pub(crate) fn response_spec(api_key: i16) -> Option<&'static MessageSpec> {
     find_spec(RESPONSES, api_key)
 }
@@ -98,28 +107,83 @@ fn find_spec(table: &'static [MessageSpec], api_key: i16) -> Option<&'static Mes
 }
 
 /// The request versions of `api_key` that both the schema table and kafka-protocol's
-/// decoder accept: Kafka's valid versions without an unstable latest version.
+/// decoder accept. kafka-protocol refuses Kafka 4.1's unstable latest versions, and knows
+/// nothing of versions added after 4.1.
 pub(crate) fn decodable_versions(api_key: i16) -> Option<Versions> {
-    let key = kafka_protocol::messages::ApiKey::try_from(api_key).ok()?;
-    let spec = request_spec(api_key)?;
-    let known = key.valid_versions();
-    let spec_max = if spec.latest_unstable {
-        spec.valid.1 - 1
-    } else {
-        spec.valid.1
-    };
-    let range = Versions(known.min.max(spec.valid.0), known.max.min(spec_max));
-    (range.0 <= range.1).then_some(range)
+    intersect(
+        request_spec(api_key)?.valid,
+        kafka_protocol_request_versions(api_key)?,
+    )
 }
 
 /// The response versions of `api_key` that both the schema table and kafka-protocol's
-/// decoder accept (response decoders include the unstable latest versions).
+/// encoder and decoder accept.
 pub(crate) fn decodable_response_versions(api_key: i16) -> Option<Versions> {
-    let key = kafka_protocol::messages::ApiKey::try_from(api_key).ok()?;
-    let spec = response_spec(api_key)?;
-    let known = key.valid_versions();
-    let range = Versions(known.min.max(spec.valid.0), known.max.min(spec.valid.1));
+    intersect(
+        response_spec(api_key)?.valid,
+        kafka_protocol_response_versions(api_key)?,
+    )
+}
+
+fn intersect(a: Versions, b: Versions) -> Option<Versions> {
+    let range = Versions(a.0.max(b.0), a.1.min(b.1));
     (range.0 <= range.1).then_some(range)
+}
+
+/// The newest version that kafka-protocol handles whose wire layout equals `version`'s,
+/// for a version newer than any it handles. A Kafka version that only changes semantics
+/// (ListOffsets 11's new timestamp) or only the other direction's layout (DeleteGroups 3
+/// adds a response field) travels exactly as an older one, and kafka-protocol's types at
+/// that older version carry all of it.
+pub(crate) fn wire_alias(spec: &MessageSpec, handled: Versions, version: i16) -> Option<i16> {
+    let newest = handled.1;
+    let is_newer = version > newest && spec.valid.contains(version);
+    (is_newer
+        && !spec.latest_unstable_at(version)
+        && spec.flexible.contains(version) == spec.flexible.contains(newest)
+        && same_layout(spec.fields, version, newest))
+    .then_some(newest)
+}
+
+/// A request version past kafka-protocol that travels exactly as one it decodes.
+pub(crate) fn request_wire_alias(api_key: i16, version: i16) -> Option<i16> {
+    wire_alias(
+        request_spec(api_key)?,
+        decodable_versions(api_key)?,
+        version,
+    )
+}
+
+/// A response version past kafka-protocol that travels exactly as one it encodes.
+pub(crate) fn response_wire_alias(api_key: i16, version: i16) -> Option<i16> {
+    wire_alias(
+        response_spec(api_key)?,
+        decodable_response_versions(api_key)?,
+        version,
+    )
+}
+
+/// Whether versions `a` and `b` put the same fields on the wire, in the same order, with
+/// the same nullability and tags.
+pub(crate) fn same_layout(fields: &[Field], a: i16, b: i16) -> bool {
+    fields.iter().all(|field| {
+        let present = field.versions.contains(a);
+        if present != field.versions.contains(b) {
+            return false;
+        }
+        !present
+            || (field.is_tagged_in(a) == field.is_tagged_in(b)
+                && field.nullable.contains(a) == field.nullable.contains(b)
+                && same_type_layout(&field.ty, a, b))
+    })
+}
+
+fn same_type_layout(ty: &FieldType, a: i16, b: i16) -> bool {
+    match ty {
+        FieldType::Struct(fields) => same_layout(fields, a, b),
+        FieldType::Array(element) => same_type_layout(element, a, b),
+        _ => true,
+    }
 }
 
 /// The smallest number of bytes a value of `ty` can occupy (never null: array

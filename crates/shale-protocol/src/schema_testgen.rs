@@ -106,7 +106,7 @@ fn gen_struct(out: &mut Vec<u8>, fields: &[Field], gen: Gen, rng: &mut Rng) {
         out.extend_from_slice(&value);
     }
     if unknown {
-        // Above every tag Kafka 4.1 uses in requests.
+        // Above every tag Kafka 4.4 uses in requests.
         put_varint(out, 1_000 + rng.below(100) as u32);
         let len = rng.below(5) as usize;
         put_varint(out, len as u32);

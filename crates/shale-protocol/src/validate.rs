@@ -20,7 +20,7 @@ struct Walk {
 }
 
 /// Checks that `body` is a well-formed request body for `api_key` at `api_version`
-/// according to Kafka 4.1's message spec. Accepting a body guarantees that decoding it
+/// according to Kafka 4.4's message spec. Accepting a body guarantees that decoding it
 /// never reserves more elements than there are bytes left to hold them.
 ///
 /// Trailing bytes after the last field are tolerated, as Kafka tolerates them.

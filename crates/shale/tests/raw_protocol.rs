@@ -261,7 +261,7 @@ fn api_versions_newer_than_known_gets_a_v0_answer() {
             assert!(r
                 .api_keys
                 .iter()
-                .any(|k| k.api_key == 18 && k.max_version == 4));
+                .any(|k| k.api_key == 18 && k.max_version == 5));
         }
         other => panic!("{other:?}"),
     }

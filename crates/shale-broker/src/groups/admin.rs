@@ -1,10 +1,11 @@
-//! DescribeGroups v0-v6, ListGroups v0-v5, DeleteGroups v0-v2.
+//! DescribeGroups v0-v6, ListGroups v0-v5, DeleteGroups v0-v3.
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     GroupId, ListGroupsRequest, ListGroupsResponse,
@@ -12,9 +13,12 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use shale_group::core::GroupState;
 use shale_group::GroupError;
+use shale_protocol::newer::delete_groups_response as v3;
+use shale_protocol::{NewerResponse, Response};
 
 use super::{code, code_of};
 use crate::dispatch::RequestContext;
+use crate::errors::delete_group_error_message;
 use crate::Broker;
 
 /// Group operations allowed without an authorizer: READ, DELETE, DESCRIBE.
@@ -133,25 +137,46 @@ pub async fn list_groups(
     }
 }
 
+/// DeleteGroups; from version 3 each result may carry a message (Kafka's types for it are
+/// Shale's, kafka-protocol's lack the field).
 pub async fn delete_groups(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DeleteGroupsRequest,
-) -> DeleteGroupsResponse {
+) -> Response {
     let ids: Vec<String> = request
         .groups_names
         .iter()
         .map(|g| g.0.to_string())
         .collect();
     let results = broker.groups.coordinator.delete_groups(ids).await;
-    DeleteGroupsResponse::default().with_results(
-        results
-            .into_iter()
-            .map(|r| {
-                DeletableGroupResult::default()
-                    .with_group_id(GroupId(s(r.group_id)))
-                    .with_error_code(code_of(&r.error))
-            })
-            .collect(),
-    )
+    if ctx.version() >= 3 {
+        return Response::Newer(NewerResponse::DeleteGroups(v3::DeleteGroupsResponse {
+            throttle_time_ms: 0,
+            results: results
+                .into_iter()
+                .map(|r| v3::DeletableGroupResult {
+                    error_code: code_of(&r.error),
+                    error_message: r
+                        .error
+                        .as_ref()
+                        .and_then(delete_group_error_message)
+                        .map(StrBytes::from_static_str),
+                    group_id: s(r.group_id),
+                })
+                .collect(),
+        }));
+    }
+    Response::Kafka(ResponseKind::DeleteGroups(
+        DeleteGroupsResponse::default().with_results(
+            results
+                .into_iter()
+                .map(|r| {
+                    DeletableGroupResult::default()
+                        .with_group_id(GroupId(s(r.group_id)))
+                        .with_error_code(code_of(&r.error))
+                })
+                .collect(),
+        ),
+    ))
 }

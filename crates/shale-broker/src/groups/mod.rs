@@ -10,6 +10,7 @@ mod load;
 mod log;
 pub mod membership;
 pub mod offsets;
+mod topic_ids;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};

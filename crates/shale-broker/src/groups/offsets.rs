@@ -1,4 +1,5 @@
-//! OffsetCommit v2-v9, OffsetFetch v1-v9 (several groups from v8), OffsetDelete v0.
+//! OffsetCommit v2-v10, OffsetFetch v1-v10 (several groups from v8, topic ids from v10),
+//! OffsetDelete v0.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use shale_group::types as domain;
 use shale_group::GroupError;
 
+use super::topic_ids::{self, TOPIC_ID_MIN_VERSION};
 use super::{code, code_of};
 use crate::dispatch::RequestContext;
 use crate::Broker;
@@ -36,10 +38,15 @@ pub async fn offset_commit(
     let version = ctx.version();
     broker.groups.ensure_offsets_topic(broker).await;
     let image = broker.image();
+    let (request_topics, unknown_ids) = if version >= TOPIC_ID_MIN_VERSION {
+        topic_ids::resolve_commit_topics(&image, request.topics)
+    } else {
+        (request.topics, Vec::new())
+    };
     // Topic existence is the broker's check; known topics go to the coordinator.
     let mut unknown: Vec<OffsetCommitResponseTopic> = Vec::new();
     let mut known: Vec<domain::OffsetCommitTopic> = Vec::new();
-    for topic in request.topics {
+    for topic in request_topics {
         let name = topic.name.0.to_string();
         if image.topic(&name).is_none() {
             unknown.push(
@@ -150,6 +157,10 @@ pub async fn offset_commit(
         }
     }
     topics.extend(unknown);
+    if version >= TOPIC_ID_MIN_VERSION {
+        topic_ids::commit_answer_ids(&image, &mut topics);
+        topics.extend(unknown_ids);
+    }
     OffsetCommitResponse::default().with_topics(topics)
 }
 
@@ -180,10 +191,18 @@ pub async fn offset_fetch(
     let version = ctx.version();
     let require_stable = version >= 7 && request.require_stable;
     if version >= 8 {
+        let image = broker.image();
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in request.groups {
             let group_id = group.group_id.0.to_string();
-            let topics = group.topics.map(|topics| {
+            let (requested, unknown_ids) = match group.topics {
+                Some(topics) if version >= TOPIC_ID_MIN_VERSION => {
+                    let (named, unknown) = topic_ids::resolve_fetch_topics(&image, topics);
+                    (Some(named), unknown)
+                }
+                other => (other, Vec::new()),
+            };
+            let topics = requested.map(|topics| {
                 topics
                     .into_iter()
                     .map(|t| domain::OffsetFetchTopic {
@@ -196,7 +215,10 @@ pub async fn offset_fetch(
                 .with_group_id(GroupId(StrBytes::from_string(group_id.clone())));
             groups.push(
                 match fetch_group(broker, group_id, topics, require_stable).await {
-                    Ok(fetched) => entry.with_topics(
+                    Ok(fetched) => entry.with_topics(with_topic_ids(
+                        &image,
+                        version,
+                        unknown_ids,
                         fetched
                             .topics
                             .into_iter()
@@ -222,7 +244,7 @@ pub async fn offset_fetch(
                                     )
                             })
                             .collect(),
-                    ),
+                    )),
                     Err(error) => entry.with_error_code(code(&error)),
                 },
             );
@@ -298,6 +320,22 @@ pub async fn offset_fetch(
                 .collect(),
         ),
     }
+}
+
+/// From v10 the answered topics are named by id, and the requested ids this broker does not
+/// know are answered too.
+fn with_topic_ids(
+    image: &shale_metadata::MetadataImage,
+    version: i16,
+    unknown_ids: Vec<OffsetFetchResponseTopics>,
+    topics: Vec<OffsetFetchResponseTopics>,
+) -> Vec<OffsetFetchResponseTopics> {
+    if version < TOPIC_ID_MIN_VERSION {
+        return topics;
+    }
+    let mut topics = topic_ids::fetch_answer_ids(image, topics);
+    topics.extend(unknown_ids);
+    topics
 }
 
 pub async fn offset_delete(

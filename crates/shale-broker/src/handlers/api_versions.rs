@@ -8,9 +8,11 @@ use kafka_protocol::messages::api_versions_response::{
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_protocol::newer::api_versions_request::ApiVersionsRequest as ApiVersionsRequestV5;
 
 use crate::api_table;
 use crate::dispatch::RequestContext;
+use crate::errors::{cluster_check_error_code, ClusterCheck};
 use crate::Broker;
 
 /// Kafka's rule for `client_software_name` / `client_software_version` (v3+).
@@ -122,9 +124,70 @@ pub fn handle(
     response
 }
 
+/// ApiVersions v5 (KIP-1242): a client that knows the cluster names the cluster id and node
+/// id it believes it is talking to. Both or neither must be given (INVALID_REQUEST
+/// otherwise); a cluster id or node id that is not this broker's means the client's
+/// metadata is stale (a broker replaced behind the same address), and it is answered
+/// REBOOTSTRAP_REQUIRED without the API list, as Kafka 4.4 answers.
+pub fn handle_v5(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: ApiVersionsRequestV5,
+) -> ApiVersionsResponse {
+    let check = cluster_check(
+        request.cluster_id.as_ref().map(|c| c.as_str()),
+        request.node_id,
+        &broker.image().cluster_id,
+        broker.node_id(),
+    );
+    let older = ApiVersionsRequest::default()
+        .with_client_software_name(request.client_software_name)
+        .with_client_software_version(request.client_software_version);
+    let mut response = handle(broker, ctx, older);
+    match check {
+        None => response,
+        // Kafka checks the request (software names, this pairing) before the cluster.
+        Some(ClusterCheck::Unpaired) => {
+            response.error_code = cluster_check_error_code(ClusterCheck::Unpaired);
+            response
+        }
+        Some(_) if response.error_code != 0 => response,
+        Some(check) => {
+            ApiVersionsResponse::default().with_error_code(cluster_check_error_code(check))
+        }
+    }
+}
+
+/// What is wrong with the cluster id and node id of an ApiVersions v5 request, if anything.
+fn cluster_check(
+    cluster_id: Option<&str>,
+    node_id: i32,
+    own_cluster_id: &str,
+    own_node_id: i32,
+) -> Option<ClusterCheck> {
+    match cluster_id {
+        None if node_id == -1 => None,
+        None => Some(ClusterCheck::Unpaired),
+        Some(_) if node_id == -1 => Some(ClusterCheck::Unpaired),
+        Some(id) if id != own_cluster_id || node_id != own_node_id => Some(ClusterCheck::Stale),
+        Some(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::valid_software_field;
+    use super::{cluster_check, valid_software_field, ClusterCheck};
+
+    #[test]
+    fn cluster_and_node_are_checked_as_kafka_checks_them() {
+        let check = |cluster, node| cluster_check(cluster, node, "abc", 1);
+        assert_eq!(check(None, -1), None, "a client that knows nothing yet");
+        assert_eq!(check(Some("abc"), 1), None);
+        assert_eq!(check(Some("abc"), 2), Some(ClusterCheck::Stale));
+        assert_eq!(check(Some("xyz"), 1), Some(ClusterCheck::Stale));
+        assert_eq!(check(Some("abc"), -1), Some(ClusterCheck::Unpaired));
+        assert_eq!(check(None, 1), Some(ClusterCheck::Unpaired));
+    }
 
     #[test]
     fn software_fields_follow_kafka_rules() {

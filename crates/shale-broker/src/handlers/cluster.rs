@@ -8,12 +8,15 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
+use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::{
     BrokerId, DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
     DescribeLogDirsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_protocol::newer::describe_log_dirs_response as v5;
+use shale_protocol::{NewerResponse, Response};
 
 use super::metadata::CLUSTER_ALL_OPERATIONS;
 use crate::dispatch::RequestContext;
@@ -91,7 +94,58 @@ fn disk_space(path: &Path) -> Option<(i64, i64)> {
     ))
 }
 
+/// DescribeLogDirs; version 5 answers in Shale's types (kafka-protocol's lack `IsCordoned`).
 pub fn describe_log_dirs(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: DescribeLogDirsRequest,
+) -> Response {
+    let response = describe_log_dirs_v4(broker, ctx, request);
+    if ctx.version() >= 5 {
+        Response::Newer(NewerResponse::DescribeLogDirs(with_cordoned(response)))
+    } else {
+        Response::Kafka(ResponseKind::DescribeLogDirs(response))
+    }
+}
+
+/// The version 5 answer: version 4's plus whether each directory is cordoned (KIP-1066).
+/// Shale never cordons a log directory (it does not apply `cordoned.log.dirs`), so none is.
+fn with_cordoned(response: DescribeLogDirsResponse) -> v5::DescribeLogDirsResponse {
+    v5::DescribeLogDirsResponse {
+        throttle_time_ms: response.throttle_time_ms,
+        error_code: response.error_code,
+        results: response
+            .results
+            .into_iter()
+            .map(|r| v5::DescribeLogDirsResult {
+                error_code: r.error_code,
+                log_dir: r.log_dir,
+                topics: r
+                    .topics
+                    .into_iter()
+                    .map(|t| v5::DescribeLogDirsTopic {
+                        name: t.name.0,
+                        partitions: t
+                            .partitions
+                            .into_iter()
+                            .map(|p| v5::DescribeLogDirsPartition {
+                                partition_index: p.partition_index,
+                                partition_size: p.partition_size,
+                                offset_lag: p.offset_lag,
+                                is_future_key: p.is_future_key,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                total_bytes: r.total_bytes,
+                usable_bytes: r.usable_bytes,
+                is_cordoned: false,
+            })
+            .collect(),
+    }
+}
+
+fn describe_log_dirs_v4(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: DescribeLogDirsRequest,

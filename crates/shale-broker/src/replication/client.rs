@@ -4,8 +4,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use shale_protocol::{decode_response, encode_request, frame_len, ProtocolError, RequestHeader};
+use shale_protocol::{
+    decode_any_response, encode_newer_request, encode_request, frame_len, ProtocolError, Request,
+    RequestHeader, Response,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -57,6 +61,27 @@ impl BrokerClient {
         request: RequestKind,
         timeout: Duration,
     ) -> Result<ResponseKind, ClientError> {
+        match self
+            .call_any(key, version, Request::Kafka(request), timeout)
+            .await?
+        {
+            Response::Kafka(response) => Ok(response),
+            Response::Newer(_) => Err(ClientError::Protocol(ProtocolError::UnsupportedVersion {
+                api_key: key as i16,
+                api_version: version,
+            })),
+        }
+    }
+
+    /// [`Self::call`] for a request in either kafka-protocol's or Shale's own types (a
+    /// version whose fields kafka-protocol's lack), answered by either kind of response.
+    pub async fn call_any(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, ClientError> {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let header = RequestHeader {
@@ -66,7 +91,10 @@ impl BrokerClient {
             client_id: Some(self.client_id.clone()),
             header_version: key.request_header_version(version),
         };
-        let frame = encode_request(&header, &request)?;
+        let frame: BytesMut = match &request {
+            Request::Kafka(request) => encode_request(&header, request)?,
+            Request::Newer(request) => encode_newer_request(&header, request)?,
+        };
         let exchange = async {
             self.stream.write_all(&frame).await?;
             let mut prefix = [0u8; 4];
@@ -86,7 +114,7 @@ impl BrokerClient {
         let body = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| ClientError::Timeout)??;
-        let (got, response) = decode_response(key as i16, version, body)?;
+        let (got, response) = decode_any_response(key as i16, version, body)?;
         if got != correlation_id {
             return Err(ClientError::Correlation {
                 got,

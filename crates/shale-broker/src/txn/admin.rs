@@ -1,6 +1,6 @@
 //! The transaction APIs of admin tools and partition leaders: DescribeTransactions (0),
 //! ListTransactions (0-2: state and producer-id filters, KIP-994's duration filter, KIP-1152's
-//! transactional-id pattern) and WriteTxnMarkers (1).
+//! transactional-id pattern) and WriteTxnMarkers (1-2).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
     WriteTxnMarkersResponse,
 };
 use kafka_protocol::protocol::StrBytes;
+use shale_protocol::newer::write_txn_markers_request::WriteTxnMarkersRequest as WriteTxnMarkersRequestV2;
 use shale_txn::coordinator::{
     TopicPartition as TxnTopicPartition, TransactionalIdPattern, TxnState,
 };
@@ -131,33 +132,101 @@ pub fn list_transactions(
     response.with_transaction_states(listed)
 }
 
-/// WriteTxnMarkers: writes each marker to the listed partitions this broker leads.
+/// WriteTxnMarkers v1: writes each marker to the listed partitions this broker leads.
+/// Version 1 does not say which transaction version wrote the marker; the partition then
+/// checks its epoch as for version 1.
 pub async fn write_txn_markers(
     broker: &Arc<Broker>,
     _ctx: &RequestContext,
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
-    let mut results = Vec::with_capacity(request.markers.len());
-    for marker in request.markers {
-        let entry = TxnMarkerEntry {
-            marker: ControlMarker {
-                producer_id: marker.producer_id.0,
-                producer_epoch: marker.producer_epoch,
-                coordinator_epoch: marker.coordinator_epoch,
-                commit: marker.transaction_result,
-            },
-            // Version 1 does not say; the partition then checks the epoch as for version 1.
-            transaction_version: TransactionVersion::Legacy,
-            partitions: marker
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    t.partition_indexes
-                        .iter()
-                        .map(|&p| TxnTopicPartition::new(t.name.0.as_str(), p))
-                })
-                .collect(),
-        };
+    let entries = request
+        .markers
+        .into_iter()
+        .map(|marker| {
+            marker_entry(
+                ControlMarker {
+                    producer_id: marker.producer_id.0,
+                    producer_epoch: marker.producer_epoch,
+                    coordinator_epoch: marker.coordinator_epoch,
+                    commit: marker.transaction_result,
+                },
+                TransactionVersion::Legacy,
+                marker
+                    .topics
+                    .iter()
+                    .map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())),
+            )
+        })
+        .collect();
+    write_entries(broker, entries).await
+}
+
+/// WriteTxnMarkers v2 (KIP-1228): each marker says the transaction version of the
+/// transaction it ends, so that a transaction version 2 marker is checked with its rule
+/// (its epoch must be newer than the producer's, the coordinator bumped it).
+pub async fn write_txn_markers_v2(
+    broker: &Arc<Broker>,
+    _ctx: &RequestContext,
+    request: WriteTxnMarkersRequestV2,
+) -> WriteTxnMarkersResponse {
+    let entries = request
+        .markers
+        .into_iter()
+        .map(|marker| {
+            marker_entry(
+                ControlMarker {
+                    producer_id: marker.producer_id,
+                    producer_epoch: marker.producer_epoch,
+                    coordinator_epoch: marker.coordinator_epoch,
+                    commit: marker.transaction_result,
+                },
+                transaction_version(marker.transaction_version),
+                marker
+                    .topics
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.partition_indexes.as_slice())),
+            )
+        })
+        .collect();
+    write_entries(broker, entries).await
+}
+
+/// The marker rule of a transaction version level (the `transaction.version` feature):
+/// level 2 and above is KIP-890's epoch bump per transaction, below it the legacy rule.
+fn transaction_version(level: i8) -> TransactionVersion {
+    if level >= 2 {
+        TransactionVersion::V2
+    } else {
+        TransactionVersion::Legacy
+    }
+}
+
+fn marker_entry<'a>(
+    marker: ControlMarker,
+    transaction_version: TransactionVersion,
+    topics: impl Iterator<Item = (&'a str, &'a [i32])>,
+) -> TxnMarkerEntry {
+    TxnMarkerEntry {
+        marker,
+        transaction_version,
+        partitions: topics
+            .flat_map(|(name, partitions)| {
+                partitions
+                    .iter()
+                    .map(move |&p| TxnTopicPartition::new(name, p))
+            })
+            .collect(),
+    }
+}
+
+/// Writes each entry's marker and answers per partition, in the request's order.
+async fn write_entries(
+    broker: &Arc<Broker>,
+    entries: Vec<TxnMarkerEntry>,
+) -> WriteTxnMarkersResponse {
+    let mut results = Vec::with_capacity(entries.len());
+    for entry in entries {
         let written = write_entry(broker, &entry).await;
         let mut topics: Vec<WritableTxnMarkerTopicResult> = Vec::new();
         for (tp, code) in written {
@@ -175,7 +244,7 @@ pub async fn write_txn_markers(
         }
         results.push(
             WritableTxnMarkerResult::default()
-                .with_producer_id(marker.producer_id)
+                .with_producer_id(ProducerId(entry.marker.producer_id))
                 .with_topics(topics),
         );
     }

@@ -16,6 +16,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_protocol::newer::write_txn_markers_request as v2;
+use shale_protocol::{NewerRequest, Request, Response};
 use shale_txn::coordinator::{MarkerRequest, TopicPartition as TxnTopicPartition};
 use shale_txn::TransactionVersion;
 use tracing::warn;
@@ -53,8 +55,8 @@ pub trait MarkerTransport: Send + Sync + std::fmt::Debug {
     ) -> MarkerFuture<'a>;
 }
 
-/// Writes markers itself for partitions this broker leads and sends WriteTxnMarkers (v1) to
-/// the leaders of the others. A leader that cannot be reached answers REQUEST_TIMED_OUT for
+/// Writes markers itself for partitions this broker leads and sends WriteTxnMarkers (v2, or
+/// v1 to a leader that does not serve v2) to the leaders of the others. A leader that cannot be reached answers REQUEST_TIMED_OUT for
 /// all its partitions, which the coordinator retries.
 #[derive(Debug, Default)]
 pub struct BrokerMarkerTransport;
@@ -84,45 +86,27 @@ async fn send_remote(
     leader_id: i32,
     entries: Vec<TxnMarkerEntry>,
 ) -> Vec<MarkerResults> {
-    let request = WriteTxnMarkersRequest::default().with_markers(
-        entries
-            .iter()
-            .map(|entry| {
-                let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
-                for tp in &entry.partitions {
-                    match topics.last_mut() {
-                        Some(t) if t.name.0.as_str() == tp.topic => {
-                            t.partition_indexes.push(tp.partition)
-                        }
-                        _ => topics.push(
-                            WritableTxnMarkerTopic::default()
-                                .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
-                                .with_partition_indexes(vec![tp.partition]),
-                        ),
-                    }
-                }
-                WritableTxnMarker::default()
-                    .with_producer_id(ProducerId(entry.marker.producer_id))
-                    .with_producer_epoch(entry.marker.producer_epoch)
-                    .with_transaction_result(entry.marker.commit)
-                    .with_coordinator_epoch(entry.marker.coordinator_epoch)
-                    .with_topics(topics)
-            })
-            .collect(),
-    );
+    // Version 2 tells the leader each marker's transaction version (KIP-1228), so that it
+    // checks the epoch with that version's rule; a leader that does not serve it gets v1.
     let answered = broker
         .txn
         .peers
-        .call(
-            broker,
-            leader_id,
-            ApiKey::WriteTxnMarkers,
-            1,
-            RequestKind::WriteTxnMarkers(request),
-        )
+        .call_negotiated(broker, leader_id, ApiKey::WriteTxnMarkers, |max| {
+            if max.is_some_and(|max| max >= WRITE_TXN_MARKERS_WITH_VERSION) {
+                (
+                    WRITE_TXN_MARKERS_WITH_VERSION,
+                    Request::Newer(NewerRequest::WriteTxnMarkers(markers_v2(&entries))),
+                )
+            } else {
+                (
+                    1,
+                    Request::Kafka(RequestKind::WriteTxnMarkers(markers_v1(&entries))),
+                )
+            }
+        })
         .await;
     let response = match answered {
-        Ok(ResponseKind::WriteTxnMarkers(response)) => Some(response),
+        Ok(Response::Kafka(ResponseKind::WriteTxnMarkers(response))) => Some(response),
         Ok(_) => None,
         Err(e) => {
             warn!(leader_id, "cannot send transaction markers: {e}");
@@ -154,11 +138,82 @@ async fn send_remote(
         .collect()
 }
 
+/// The first WriteTxnMarkers version that says each marker's transaction version.
+const WRITE_TXN_MARKERS_WITH_VERSION: i16 = 2;
+
+/// Consecutive partitions of one topic, as a request lists them.
+fn topics_of(partitions: &[TxnTopicPartition]) -> Vec<(&str, Vec<i32>)> {
+    let mut topics: Vec<(&str, Vec<i32>)> = Vec::new();
+    for tp in partitions {
+        match topics.last_mut() {
+            Some((name, indexes)) if *name == tp.topic => indexes.push(tp.partition),
+            _ => topics.push((tp.topic.as_str(), vec![tp.partition])),
+        }
+    }
+    topics
+}
+
+fn markers_v1(entries: &[TxnMarkerEntry]) -> WriteTxnMarkersRequest {
+    WriteTxnMarkersRequest::default().with_markers(
+        entries
+            .iter()
+            .map(|entry| {
+                WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(entry.marker.producer_id))
+                    .with_producer_epoch(entry.marker.producer_epoch)
+                    .with_transaction_result(entry.marker.commit)
+                    .with_coordinator_epoch(entry.marker.coordinator_epoch)
+                    .with_topics(
+                        topics_of(&entry.partitions)
+                            .into_iter()
+                            .map(|(name, partitions)| {
+                                WritableTxnMarkerTopic::default()
+                                    .with_name(TopicName(StrBytes::from_string(name.to_owned())))
+                                    .with_partition_indexes(partitions)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
+
+fn markers_v2(entries: &[TxnMarkerEntry]) -> v2::WriteTxnMarkersRequest {
+    v2::WriteTxnMarkersRequest {
+        markers: entries
+            .iter()
+            .map(|entry| v2::WritableTxnMarker {
+                producer_id: entry.marker.producer_id,
+                producer_epoch: entry.marker.producer_epoch,
+                transaction_result: entry.marker.commit,
+                topics: topics_of(&entry.partitions)
+                    .into_iter()
+                    .map(|(name, partition_indexes)| v2::WritableTxnMarkerTopic {
+                        name: StrBytes::from_string(name.to_owned()),
+                        partition_indexes,
+                    })
+                    .collect(),
+                coordinator_epoch: entry.marker.coordinator_epoch,
+                transaction_version: transaction_version_level(entry.transaction_version),
+            })
+            .collect(),
+    }
+}
+
+/// The `transaction.version` level a marker is sent with: 2 for KIP-890's epoch bump, 0
+/// otherwise (levels below 2 share the legacy rule).
+fn transaction_version_level(version: TransactionVersion) -> i8 {
+    match version {
+        TransactionVersion::V2 => 2,
+        TransactionVersion::Legacy => 0,
+    }
+}
+
 /// Writes one entry's marker to each of its partitions on this broker (WriteTxnMarkers).
 pub async fn write_entry(broker: &Arc<Broker>, entry: &TxnMarkerEntry) -> MarkerResults {
     let mut results = Vec::with_capacity(entry.partitions.len());
     for tp in &entry.partitions {
-        let code = match write_marker(broker, tp, &entry.marker).await {
+        let code = match write_marker(broker, tp, &entry.marker, entry.transaction_version).await {
             Ok(()) => 0,
             Err(code) => code,
         };
@@ -174,6 +229,7 @@ async fn write_marker(
     broker: &Arc<Broker>,
     tp: &TxnTopicPartition,
     marker: &ControlMarker,
+    transaction_version: TransactionVersion,
 ) -> Result<(), i16> {
     let log_tp = shale_log::TopicPartition {
         topic: tp.topic.clone(),
@@ -200,7 +256,7 @@ async fn write_marker(
         .gate
         .write_marker(&log_tp, marker.producer_id, || {
             hosted
-                .append_marker(marker, now_ms())
+                .append_marker(marker, transaction_version, now_ms())
                 .map(|()| hosted.log.log_end_offset())
         })
         .map_err(|e| append_error_code(&e).0)?;

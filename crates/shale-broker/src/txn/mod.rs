@@ -15,6 +15,7 @@ pub mod markers;
 pub mod peers;
 pub mod produce;
 mod state_log;
+pub mod topic_ids;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};

@@ -1,13 +1,17 @@
 //! Requests from this broker's transaction code to other brokers: WriteTxnMarkers to a
 //! partition leader, AddPartitionsToTxn (v5, batched) to a transaction coordinator. One cached
-//! connection per broker, dropped on the first error.
+//! connection per broker, dropped on the first error. Each new connection first asks the
+//! broker's ApiVersions, so that a request the peer serves in a newer version (WriteTxnMarkers
+//! 2) is sent in it, and an older peer (a rolling upgrade) still gets the version it knows.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestKind, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_protocol::{Request, Response};
 use shale_txn::coordinator::TxnCoordinatorError;
 
 use crate::replication::client::{BrokerClient, ClientError};
@@ -16,7 +20,17 @@ use crate::Broker;
 /// Kafka's inter-broker `request.timeout.ms` default.
 const PEER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Slot = Arc<tokio::sync::Mutex<Option<BrokerClient>>>;
+/// ApiVersions as brokers ask each other (v3: the first flexible version, which every Kafka
+/// 2.4+ broker and every Shale answers).
+const PEER_API_VERSIONS_VERSION: i16 = 3;
+
+/// A connection to a peer and the highest version it serves of each API.
+struct Peer {
+    client: BrokerClient,
+    max_versions: HashMap<i16, i16>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Peer>>>;
 
 #[derive(Default)]
 pub struct PeerClients {
@@ -41,16 +55,38 @@ impl PeerClients {
         version: i16,
         request: RequestKind,
     ) -> Result<ResponseKind, ClientError> {
+        let answered = self
+            .call_negotiated(broker, node_id, key, |_| (version, Request::Kafka(request)))
+            .await?;
+        match answered {
+            Response::Kafka(response) => Ok(response),
+            Response::Newer(_) => Err(ClientError::Io(std::io::Error::other(
+                "answered in an unexpected version",
+            ))),
+        }
+    }
+
+    /// Sends the request `build` makes from the highest version of `key` the peer serves
+    /// (`None`: it does not list the API).
+    pub async fn call_negotiated(
+        &self,
+        broker: &Arc<Broker>,
+        node_id: i32,
+        key: ApiKey,
+        build: impl FnOnce(Option<i16>) -> (i16, Request),
+    ) -> Result<Response, ClientError> {
         let slot = self.clients.lock().entry(node_id).or_default().clone();
         let mut held = slot.lock().await;
         if held.is_none() {
             *held = Some(connect(broker, node_id).await?);
         }
-        let Some(client) = held.as_mut() else {
+        let Some(peer) = held.as_mut() else {
             return Err(ClientError::Io(std::io::Error::other("no connection")));
         };
-        let result = client
-            .call(key, version, request, PEER_REQUEST_TIMEOUT)
+        let (version, request) = build(peer.max_versions.get(&(key as i16)).copied());
+        let result = peer
+            .client
+            .call_any(key, version, request, PEER_REQUEST_TIMEOUT)
             .await;
         if result.is_err() {
             *held = None;
@@ -59,7 +95,7 @@ impl PeerClients {
     }
 }
 
-async fn connect(broker: &Arc<Broker>, node_id: i32) -> Result<BrokerClient, ClientError> {
+async fn connect(broker: &Arc<Broker>, node_id: i32) -> Result<Peer, ClientError> {
     let image = broker.image();
     let registration = image
         .broker(node_id)
@@ -68,12 +104,35 @@ async fn connect(broker: &Arc<Broker>, node_id: i32) -> Result<BrokerClient, Cli
         .listener(&broker.config.inter_broker_listener_name)
         .or_else(|| registration.listeners.first())
         .ok_or_else(|| ClientError::Io(std::io::Error::other("broker has no listener")))?;
-    BrokerClient::connect(
+    let mut client = BrokerClient::connect(
         &format!("{}:{}", endpoint.host, endpoint.port),
         format!("broker-{}-txn", broker.node_id()),
         PEER_REQUEST_TIMEOUT,
     )
-    .await
+    .await?;
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("shale"))
+        .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+    let answered = client
+        .call(
+            ApiKey::ApiVersions,
+            PEER_API_VERSIONS_VERSION,
+            RequestKind::ApiVersions(request),
+            PEER_REQUEST_TIMEOUT,
+        )
+        .await?;
+    let max_versions = match answered {
+        ResponseKind::ApiVersions(r) if r.error_code == 0 => r
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.max_version))
+            .collect(),
+        _ => HashMap::new(),
+    };
+    Ok(Peer {
+        client,
+        max_versions,
+    })
 }
 
 /// A coordinator's answer to AddPartitionsToTxn, as the coordinator's own error.

@@ -60,6 +60,68 @@ impl Conn {
         }
     }
 
+    /// Like [`Self::call`], for a response that may be in Shale's own types (a version whose
+    /// fields kafka-protocol's types lack).
+    pub fn call_any(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: RequestKind,
+    ) -> shale_protocol::Response {
+        let correlation_id = self.send(key, version, request);
+        self.answer(key, version, correlation_id)
+    }
+
+    /// Sends a request whose body is already encoded (for versions kafka-protocol cannot
+    /// encode) and decodes the answer as either kind of response.
+    pub fn call_body(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        body: &[u8],
+    ) -> shale_protocol::Response {
+        let correlation_id = self.send_body(key, version, body);
+        self.answer(key, version, correlation_id)
+    }
+
+    /// Writes one frame: the request header for `key` at `version`, then `body`.
+    pub fn send_body(&mut self, key: ApiKey, version: i16, body: &[u8]) -> i32 {
+        let correlation_id = self.next_correlation;
+        self.next_correlation += 1;
+        let client_id = b"txn-raw-test";
+        let mut frame = BytesMut::new();
+        frame.put_i32(0);
+        frame.put_i16(key as i16);
+        frame.put_i16(version);
+        frame.put_i32(correlation_id);
+        frame.put_i16(client_id.len() as i16);
+        frame.put_slice(client_id);
+        if key.request_header_version(version) >= 2 {
+            frame.put_u8(0);
+        }
+        frame.put_slice(body);
+        let len = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&len.to_be_bytes());
+        self.stream.write_all(&frame).unwrap();
+        correlation_id
+    }
+
+    fn answer(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        correlation_id: i32,
+    ) -> shale_protocol::Response {
+        let mut len = [0u8; 4];
+        self.read_answer(key, &mut len);
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.read_answer(key, &mut buf);
+        let (correlation, response) =
+            shale_protocol::decode_any_response(key as i16, version, Bytes::from(buf)).unwrap();
+        assert_eq!(correlation, correlation_id);
+        response
+    }
+
     /// Sends a request without reading its response; returns its correlation id.
     pub fn send(&mut self, key: ApiKey, version: i16, request: RequestKind) -> i32 {
         let correlation_id = self.next_correlation;
