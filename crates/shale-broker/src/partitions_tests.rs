@@ -251,6 +251,7 @@ fn the_cleaner_leaves_an_open_transaction_and_what_follows_it() {
             coordinator_epoch: 0,
             commit: true,
         },
+        shale_txn::TransactionVersion::Legacy,
         now,
     )
     .unwrap();
