@@ -12,18 +12,28 @@ cluster, one after the other in the same run, on the same machine.
    controller, so the figure is partition failover, not a controller election. The killed node
    is restarted before the next round. Broker settings are the defaults of each broker
    (broker.session.timeout.ms, broker.heartbeat.interval.ms, replica.lag.time.max.ms, ...).
+   With --failover-signal term the leader gets SIGTERM instead: a controlled shutdown, in which
+   it still answers (NOT_LEADER_OR_FOLLOWER once leadership moved, with the new leader named
+   from Produce v10 on, KIP-951) and keeps acknowledging writes until then. The figure is then
+   the time from the signal to the acknowledgement of the first write the new leader appended:
+   the partition is read back after the round (raw Fetch), and the first offset in a batch of a
+   later leader epoch marks it. With --java-client a Java producer (bench/FailoverProducer.java)
+   writes beside the confluent-kafka one and is measured the same way.
 
 Every node is a combined broker + controller (KRaft), on free loopback ports, in a temporary
 directory; the script stops everything it started. Kafka nodes run with -Xmx1g.
 
     cargo build --release -p shale
     compat-tests/.venv/bin/python bench/replication.py --shale-bin target/release/shale \\
-        [--records 200000] [--failovers 5] [--only shale|kafka]
+        [--records 200000] [--failovers 5] [--only shale|kafka] [--failover-signal kill|term] [--java-client]
+    # several Shale builds in one run, each labelled in the tables:
+    ... --shale-bin hints=PATH --shale-bin nohints=OTHER_PATH --skip-throughput --failover-signal term
 """
 
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 import re
 import shutil
@@ -38,6 +48,7 @@ import threading
 import time
 from pathlib import Path
 
+import kafkawire as kw
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -283,6 +294,10 @@ COMMON = {
 }
 
 
+# --broker-config KEY=VALUE: set on every node of both brokers (empty by default).
+EXTRA_CONFIG = {}
+
+
 def node_properties(cluster, node):
     return {
         "node.id": str(node.id),
@@ -295,6 +310,7 @@ def node_properties(cluster, node):
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(node.dir / "data"),
         **COMMON,
+        **EXTRA_CONFIG,
     }
 
 
@@ -302,7 +318,8 @@ class ShaleCluster(Cluster):
     name = "shale"
     ready_marker = "Shale server started"
 
-    def __init__(self, root, logs, binary):
+    def __init__(self, root, logs, binary, label="shale"):
+        self.name = label  # several Shale builds may run in one invocation; logs carry the label
         super().__init__(root, logs)
         self.binary = str(Path(binary).resolve())
 
@@ -434,13 +451,137 @@ def watch_new_leader(bootstrap, topic, victim, elected):
         time.sleep(0.05)
 
 
-def failover_round(cluster, round_no, kill_controller):
-    """Kills the leader of a fresh RF 3 partition under load: a node that is not the active
-    controller, or with `kill_controller` the node that is; returns the round's figures."""
+class ClientLog(logging.Handler):
+    """librdkafka's debug lines (contexts broker and metadata) of one producer, to count the
+    Produce answers NOT_LEADER_OR_FOLLOWER and the leader updates taken from them (KIP-951)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []  # (monotonic time the line was served by poll(), text)
+
+    def emit(self, record):
+        self.lines.append((time.monotonic(), record.getMessage()))
+
+    def logger(self, name):
+        lg = logging.getLogger(name)
+        lg.propagate = False
+        lg.setLevel(logging.DEBUG)
+        lg.handlers = [self]
+        return lg
+
+    def counts(self, since):
+        after = [text for t, text in self.lines if t >= since]
+        return {"not_leader_answers": sum(1 for x in after if "REQERR" in x and "Not leader for partition" in x),
+                "leader_updates_from_answers": sum(1 for x in after if "METADATAUPDATE" in x
+                                                   and "updated with leader" in x)}
+
+
+class JavaProducer:
+    """bench/FailoverProducer.java (kafka-clients) writing beside the confluent-kafka producer:
+    its delivery reports, timed on the same monotonic clock."""
+
+    def __init__(self, bootstrap, topic, lib_dir, log_path):
+        self.acks = []  # (monotonic time, offset)
+        self.errors = []
+        self.done = threading.Event()
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        # The Sender's warnings name each error answer it retries (NOT_LEADER_OR_FOLLOWER ...).
+        log4j = log_path.with_suffix(".log4j2.properties")
+        log4j.write_text(
+            "rootLogger.level=ERROR\nrootLogger.appenderRef.err.ref=ERR\n"
+            "logger.sender.name=org.apache.kafka.clients.producer.internals.Sender\nlogger.sender.level=WARN\n"
+            "appender.err.type=Console\nappender.err.name=ERR\nappender.err.target=SYSTEM_ERR\n"
+            "appender.err.layout.type=PatternLayout\nappender.err.layout.pattern=[%d] %p %m (%c)%n\n")
+        cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{lib_dir}/*",
+               str(ROOT / "bench" / "FailoverProducer.java"), bootstrap, topic, str(SEND_INTERVAL_S * 1000)]
+        self.log.write(("$ " + " ".join(cmd) + "\n").encode())
+        self.log.flush()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            kind, _, rest = line.strip().partition(" ")
+            if kind == "ack":
+                at, offset = rest.split()
+                self.acks.append((int(at) / 1e9, int(offset)))
+            elif kind == "err":
+                at, _, message = rest.partition(" ")
+                self.errors.append((int(at) / 1e9, message))
+            elif kind == "done":
+                self.done.set()
+
+    def stop(self):
+        try:
+            self.proc.stdin.write("stop\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        self.log.close()
+        return self.done.is_set()
+
+    def not_leader_answers(self):
+        text = Path(self.log_path).read_text(errors="replace")
+        return sum(1 for line in text.splitlines() if "Got error produce response" in line
+                   and "NOT_LEADER_OR_FOLLOWER" in line)
+
+
+def leader_epochs(port, topic):
+    """(base offset, last offset, leader epoch) of every batch of partition 0, read with raw
+    Fetch v12 requests from the broker on `port` up to its high watermark."""
+    batches, offset = [], 0
+    while True:
+        body = kw.fetch_request(12, 0, fetch_offset=offset, topic=topic, max_bytes=4 << 20)
+        answer = kw.decode_fetch_response(12, kw.call(port, kw.FETCH, 12, body))
+        p = answer["topics"][0]["partitions"][0]
+        if p["error_code"] != 0:
+            raise BenchError(f"fetch {topic} at {offset} from port {port}: {kw.error_name(p['error_code'])}")
+        found = kw.batch_headers(p["records"] or b"")
+        batches += [b for b in found if b[1] >= offset]
+        if found:
+            offset = found[-1][1] + 1
+        if offset >= p["high_watermark"] or not found:
+            return batches, p["high_watermark"]
+
+
+def handover(acks, signalled_at, first_new_offset):
+    """One client's failover from its acknowledgements (time, offset): when the first write the
+    new leader appended (an offset in a batch of a later leader epoch) was acknowledged, and the
+    longest time the client went without any acknowledgement between the signal and then (an
+    old-epoch write may still be acknowledged late, by the new leader's duplicate check on the
+    client's retry)."""
+    new = [(t, o) for t, o in acks if o >= first_new_offset]
+    if not new:
+        return None
+    first_new, first_new_offset_acked = min(new)
+    old = [t for t, o in acks if o < first_new_offset]
+    times = sorted([signalled_at] + [t for t, _ in acks if signalled_at < t <= first_new])
+    return {
+        "failover_ms": round((first_new - signalled_at) * 1000, 1),
+        "longest_gap_ms": round(max(b - a for a, b in zip(times, times[1:])) * 1000, 1),
+        "last_old_epoch_ack_ms": round((max(old) - signalled_at) * 1000, 1) if old else None,
+        "first_new_epoch_acked_offset": first_new_offset_acked,
+    }
+
+
+def failover_round(cluster, round_no, cfg):
+    """Stops the leader of a fresh RF 3 partition under load: a node that is not the active
+    controller, or with --kill-controller the node that is; with SIGKILL (default) or SIGTERM
+    (--failover-signal term, a controlled shutdown). Returns the round's figures."""
+    term = cfg.failover_signal == "term"
     controller = cluster.controller()
     if controller is None:
         raise BenchError("no active controller known")
-    if kill_controller:
+    if cfg.kill_controller:
         victim = controller
     else:
         candidates = [i for i in cluster.nodes if i != controller]
@@ -449,14 +590,26 @@ def failover_round(cluster, round_no, kill_controller):
     topic = f"failover-{round_no}"
     create_topic(cluster.bootstrap, topic, [victim] + others, 2)
 
-    delivered = []  # (monotonic time, error or None)
-    producer = Producer({
+    delivered = []  # (monotonic time, error or None, offset)
+    conf = {
         "bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
         "linger.ms": 0, "client.id": f"failover-{round_no}", "log_level": 2,
-    })
+    }
+    client_log = None
+    if term:
+        # Whether the old leader's answers reached the client: librdkafka's debug lines.
+        client_log = ClientLog()
+        conf.update({"debug": "broker,metadata", "log_level": 7})
+        producer = Producer(conf, logger=client_log.logger(f"rdkafka-{cluster.name}-{round_no}"))
+    else:
+        producer = Producer(conf)
+    java = None
+    if cfg.java_client:
+        java = JavaProducer(cluster.bootstrap, topic, cfg.kafka_lib,
+                            cluster.logs / f"{cluster.name}-failover-{round_no + 1}-java.log")
 
-    def on_delivery(err, _msg):
-        delivered.append((time.monotonic(), err))
+    def on_delivery(err, msg):
+        delivered.append((time.monotonic(), err, msg.offset() if err is None else None))
 
     def send_for(seconds, stop_when=None):
         end = time.monotonic() + seconds
@@ -471,42 +624,107 @@ def failover_round(cluster, round_no, kill_controller):
                 return True
         return False
 
-    send_for(2.0)  # steady writes before the kill
-    acked_before = sum(1 for _, err in delivered if err is None)
-    if acked_before == 0:
-        raise BenchError(f"round {round_no}: no write acknowledged before the kill")
-    before = len(delivered)
-    survivors = ",".join(f"127.0.0.1:{cluster.nodes[i].client_port}" for i in others)
-    elected = {}
-    killed_at = time.monotonic()
-    cluster.kill(cluster.nodes[victim])
-    killed_done = time.monotonic()
-    watcher = threading.Thread(target=watch_new_leader, args=(survivors, topic, victim, elected), daemon=True)
-    watcher.start()
+    try:
+        if java is not None and not send_for(60, lambda: bool(java.acks) or java.proc.poll() is not None):
+            raise BenchError(f"round {round_no}: the Java producer had no write acknowledged in 60 s")
+        if java is not None and not java.acks:
+            raise BenchError(f"round {round_no}: the Java producer exited:\n{tail(java.log.name)}")
+        send_for(2.0)  # steady writes before the kill
+        acked_before = sum(1 for _, err, _ in delivered if err is None)
+        if acked_before == 0:
+            raise BenchError(f"round {round_no}: no write acknowledged before the leader was stopped")
+        state = kw.partition_state(cluster.nodes[victim].client_port, topic)
+        old_epoch = state[1] if state else None
+        before = len(delivered)
+        survivors = ",".join(f"127.0.0.1:{cluster.nodes[i].client_port}" for i in others)
+        elected = {}
+        watcher = threading.Thread(target=watch_new_leader, args=(survivors, topic, victim, elected), daemon=True)
+        killed_at = time.monotonic()
+        if term:
+            cluster.terminate(cluster.nodes[victim], wait=False)
+        else:
+            cluster.kill(cluster.nodes[victim])
+        killed_done = time.monotonic()
+        watcher.start()
 
-    def acked_after():
-        return any(err is None and t - killed_done > IN_FLIGHT_GUARD_S for t, err in delivered[before:])
+        def acked_after():
+            return any(err is None and t - killed_done > IN_FLIGHT_GUARD_S for t, err, _ in delivered[before:])
 
-    if not send_for(FAILOVER_TIMEOUT_S, acked_after):
-        raise BenchError(f"round {round_no}: no write acknowledged within {FAILOVER_TIMEOUT_S}s of the kill")
-    first_ack = next(t for t, err in delivered[before:] if err is None and t - killed_done > IN_FLIGHT_GUARD_S)
-    send_for(1.0)
-    remaining = producer.flush(30)
-    watcher.join(timeout=FAILOVER_TIMEOUT_S)
-    errors = [str(err) for _, err in delivered if err is not None]
+        settled = {}
+
+        def handed_over():
+            # SIGTERM: the old leader acknowledges writes until leadership moves, so no single
+            # ack ends the round; it ends 1.5 s after the new leader shows and the node exited.
+            if "at" not in elected or cluster.nodes[victim].alive():
+                return False
+            settled.setdefault("at", time.monotonic())
+            return time.monotonic() - settled["at"] > 1.5
+
+        if not send_for(FAILOVER_TIMEOUT_S, handed_over if term else acked_after):
+            raise BenchError(f"round {round_no}: no {'handover' if term else 'write acknowledged'} within "
+                             f"{FAILOVER_TIMEOUT_S}s of the {'SIGTERM' if term else 'kill'}")
+        send_for(1.0)
+        remaining = producer.flush(30)
+        java_clean = java.stop() if java is not None else None
+        watcher.join(timeout=FAILOVER_TIMEOUT_S)
+    finally:
+        if java is not None and java.proc.poll() is None:
+            java.stop()
+    errors = [str(err) for _, err, _ in delivered if err is not None]
     meta = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2}).list_topics(topic=topic, timeout=10)
     new_leader = meta.topics[topic].partitions[0].leader
     result = {
-        "round": round_no + 1, "controller": controller, "killed": victim, "new_leader": new_leader,
-        "failover_ms": round((first_ack - killed_at) * 1000, 1),
+        "round": round_no + 1, "controller": controller, "killed": victim, "signal": "SIGTERM" if term else "SIGKILL",
+        "new_leader": new_leader, "old_leader_epoch": old_epoch,
         "new_leader_in_metadata_ms": round((elected["at"] - killed_at) * 1000, 1) if "at" in elected else None,
         "kill_syscall_ms": round((killed_done - killed_at) * 1000, 1),
-        "records_acked": sum(1 for _, err in delivered if err is None),
+        "records_acked": sum(1 for _, err, _ in delivered if err is None),
         "delivery_errors": len(errors), "first_errors": errors[:3], "undelivered_at_end": remaining,
     }
-    log(f"{cluster.name} failover {round_no + 1}: killed node {victim} (controller {controller}), next ack after "
-        f"{result['failover_ms']:.0f} ms (new leader in Metadata after {result['new_leader_in_metadata_ms']} ms), "
-        f"new leader {new_leader}, delivery errors {len(errors)}")
+    acks = [(t, offset) for t, err, offset in delivered if err is None]
+    if term:
+        # Which writes the new leader acknowledged: those in batches of a later leader epoch.
+        batches, high_watermark = leader_epochs(cluster.nodes[new_leader].client_port, topic)
+        epochs = sorted({e for _, _, e in batches})
+        later = [base for base, _, e in batches if old_epoch is not None and e > old_epoch]
+        if not later:
+            raise BenchError(f"round {round_no}: no batch of an epoch past {old_epoch} (epochs {epochs})")
+        first_new_offset = min(later)
+        result.update({"batch_epochs": epochs, "first_new_epoch_offset": first_new_offset,
+                       "high_watermark": high_watermark})
+        figures = handover(acks, killed_at, first_new_offset)
+        if figures is None:
+            raise BenchError(f"round {round_no}: confluent-kafka had no write acknowledged by the new leader")
+        result.update(figures)
+        result.update(client_log.counts(killed_at))
+        (cluster.logs / f"{cluster.name}-failover-{round_no + 1}-librdkafka.log").write_text(
+            "".join(f"{t - killed_at:+.4f} {text}\n" for t, text in client_log.lines))
+    else:
+        first_ack = next(t for t, _ in acks if t > killed_done + IN_FLIGHT_GUARD_S)
+        result["failover_ms"] = round((first_ack - killed_at) * 1000, 1)
+    if java is not None:
+        java_result = {"records_acked": len(java.acks), "delivery_errors": len(java.errors),
+                       "first_errors": [m for _, m in java.errors[:3]], "clean_exit": java_clean}
+        if term:
+            figures = handover(java.acks, killed_at, first_new_offset)
+            if figures is None:
+                raise BenchError(f"round {round_no}: the Java producer had no write acknowledged by the new leader")
+            java_result.update(figures)
+            java_result["not_leader_answers"] = java.not_leader_answers()
+        else:
+            first = [t for t, _ in java.acks if t > killed_done + IN_FLIGHT_GUARD_S]
+            if not first:
+                raise BenchError(f"round {round_no}: the Java producer had no write acknowledged after the kill")
+            java_result["failover_ms"] = round((min(first) - killed_at) * 1000, 1)
+        result["java"] = java_result
+    what = "SIGTERM to" if term else "killed"
+    extra = f", Java next ack after {result['java']['failover_ms']:.0f} ms" if java is not None else ""
+    stall = f" (longest time without an ack {result['longest_gap_ms']} ms)" if term else ""
+    log(f"{cluster.name} failover {round_no + 1}: {what} node {victim} (controller {controller}), next ack "
+        f"{'by the new leader ' if term else ''}after {result['failover_ms']:.0f} ms{stall}{extra} (new leader in "
+        f"Metadata after {result['new_leader_in_metadata_ms']} ms), new leader {new_leader}, delivery errors {len(errors)}")
+    if term:
+        cluster.wait_exit(cluster.nodes[victim])
     cluster.restart(cluster.nodes[victim])
     return result
 
@@ -535,11 +753,18 @@ def measure(cluster, cfg, out):
             log(f"{cluster.name} RF {rf}: {result.get('mb_per_s')} MB/s, {result.get('records_per_s')} records/s")
         rounds = out["failover_rounds"] = []
         for round_no in range(cfg.failovers):
-            rounds.append(failover_round(cluster, round_no, cfg.kill_controller))
-        times = [r["failover_ms"] for r in rounds]
-        out["failover_median_ms"] = statistics.median(times)
-        out["failover_min_ms"] = min(times)
-        out["failover_max_ms"] = max(times)
+            rounds.append(failover_round(cluster, round_no, cfg))
+        out["failover_signal"] = "SIGTERM" if cfg.failover_signal == "term" else "SIGKILL"
+        spread(out, "failover", [r["failover_ms"] for r in rounds])
+        spread(out, "longest_gap", [r.get("longest_gap_ms") for r in rounds])
+        spread(out, "java_failover", [r.get("java", {}).get("failover_ms") for r in rounds])
+        spread(out, "java_longest_gap", [r.get("java", {}).get("longest_gap_ms") for r in rounds])
+        if cfg.failover_signal == "term":
+            # Rounds in which the old leader answered a Produce NOT_LEADER_OR_FOLLOWER before it
+            # closed the client's connection (only such an answer can carry a leader hint).
+            out["not_leader_rounds"] = sum(1 for r in rounds if r.get("not_leader_answers"))
+            if cfg.java_client:
+                out["java_not_leader_rounds"] = sum(1 for r in rounds if r["java"].get("not_leader_answers"))
         seen = [r["new_leader_in_metadata_ms"] for r in rounds if r["new_leader_in_metadata_ms"] is not None]
         out["new_leader_in_metadata_median_ms"] = statistics.median(seen) if seen else None
     finally:
@@ -547,12 +772,21 @@ def measure(cluster, cfg, out):
         cluster.stop()
 
 
+def spread(out, name, values):
+    """`<name>_median_ms`, `_min_ms` and `_max_ms` of the rounds' values (left out when none)."""
+    values = [v for v in values if v is not None]
+    if values:
+        out[f"{name}_median_ms"] = statistics.median(values)
+        out[f"{name}_min_ms"] = min(values)
+        out[f"{name}_max_ms"] = max(values)
+
+
 def fmt(value, digits=1):
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
 def table(results):
-    s, k = results.get("shale", {}), results.get("kafka", {})
+    s, k = results.get((results.get("shale_labels") or ["shale"])[0], {}), results.get("kafka", {})
 
     def value(r, run, key):
         entry = r.get(run) or {}
@@ -581,11 +815,16 @@ def table(results):
     r = ratio(sv, kv)
     met = "n/a" if r is None else ("yes" if r < 1 / 3 else "**no**")
     who = "also" if results.get("killed_leader_is_controller") else "not"
-    rows.append(f"| Failover, leader ({who} the active controller) kill -9 to next acknowledged write, median (ms);"
-                f" goal Shale/Kafka < 1/3: {met} | "
-                f"{fmt(sv, 0)} | {fmt(kv, 0)} | {fmt(r, 2)} |")
+    if results.get("failover_signal") == "term":
+        rows.append(f"| Failover, leader ({who} the active controller) SIGTERM to the first write acknowledged by the "
+                    f"new leader, median (ms) | {fmt(sv, 0)} | {fmt(kv, 0)} | {fmt(r, 2)} |")
+    else:
+        rows.append(f"| Failover, leader ({who} the active controller) kill -9 to next acknowledged write, median (ms);"
+                    f" goal Shale/Kafka < 1/3: {met} | "
+                    f"{fmt(sv, 0)} | {fmt(kv, 0)} | {fmt(r, 2)} |")
     sv, kv = s.get("new_leader_in_metadata_median_ms"), k.get("new_leader_in_metadata_median_ms")
-    rows.append(f"| of which: kill to the new leader in Metadata, median (ms) | {fmt(sv, 0)} | {fmt(kv, 0)} | "
+    signal_name = "SIGTERM" if results.get("failover_signal") == "term" else "kill"
+    rows.append(f"| of which: {signal_name} to the new leader in Metadata, median (ms) | {fmt(sv, 0)} | {fmt(kv, 0)} | "
                 f"{fmt(ratio(sv, kv), 2)} |")
     for key, name in (("failover_min_ms", "min"), ("failover_max_ms", "max")):
         rows.append(f"| Failover {name} (ms) | {fmt(s.get(key), 0)} | {fmt(k.get(key), 0)} | - |")
@@ -600,9 +839,57 @@ def table(results):
     return "\n".join(rows)
 
 
+def failover_table(results):
+    """One row per broker run and client: the failover figures of every Shale build and Kafka."""
+    term = results.get("failover_signal") == "term"
+    what = "SIGTERM to the first write acknowledged by the new leader" if term else "kill -9 to the next acknowledged write"
+    head = f"| Broker | Client | {what}, median / max (ms) |"
+    sep = "|---|---|---:|"
+    if term:
+        head += (" longest time without an acknowledgement, median / max (ms) | rounds the old leader answered "
+                 "NOT_LEADER_OR_FOLLOWER |")
+        sep += "---:|---:|"
+    head += " new leader in Metadata, median (ms) |"
+    sep += "---:|"
+    rows = [head, sep]
+    for label in (results.get("shale_labels") or []) + ["kafka"]:
+        r = results.get(label)
+        if not r or "failover_median_ms" not in r:
+            continue
+        clients = [("confluent-kafka (librdkafka)", "")]
+        if "java_failover_median_ms" in r:
+            clients.append(("Java (kafka-clients)", "java_"))
+        for client, prefix in clients:
+            row = (f"| {label} | {client} | {fmt(r.get(prefix + 'failover_median_ms'), 0)} / "
+                   f"{fmt(r.get(prefix + 'failover_max_ms'), 0)} |")
+            if term:
+                answered = r.get(prefix + "not_leader_rounds")
+                answered = "n/a" if answered is None else f"{answered}/{len(r.get('failover_rounds', []))}"
+                row += (f" {fmt(r.get(prefix + 'longest_gap_median_ms'), 0)} / "
+                        f"{fmt(r.get(prefix + 'longest_gap_max_ms'), 0)} | {answered} |")
+            row += f" {fmt(r.get('new_leader_in_metadata_median_ms'), 0)} |"
+            rows.append(row)
+    return "\n".join(rows)
+
+
+def shale_builds(args):
+    """`--shale-bin [LABEL=]PATH` values as (label, path); unlabelled ones are shale, shale-2, ..."""
+    out = []
+    for i, arg in enumerate(args):
+        label, sep, path = arg.partition("=")
+        if not sep or "/" in label or not label:
+            label, path = ("shale" if i == 0 else f"shale-{i + 1}"), arg
+        if label in [l for l, _ in out] or label == "kafka":
+            raise SystemExit(f"--shale-bin label {label} given twice (or named kafka)")
+        out.append((label, path))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shale-bin", default=str(ROOT / "target" / "release" / "shale"))
+    ap.add_argument("--shale-bin", action="append", metavar="[LABEL=]PATH",
+                    help="a Shale binary (default target/release/shale); repeat it to measure several builds in "
+                         "one run, each labelled in the table")
     ap.add_argument("--kafka-lib", default=str(KAFKA_LIB))
     ap.add_argument("--records", type=int, default=200_000, help="records per produce run")
     ap.add_argument("--failovers", type=int, default=5, help="leader kills per broker")
@@ -610,8 +897,22 @@ def main():
     ap.add_argument("--kill-controller", action="store_true",
                     help="the killed partition leader is also the active controller (default: it is not)")
     ap.add_argument("--skip-throughput", action="store_true", help="failover rounds only")
+    ap.add_argument("--failover-signal", choices=["kill", "term"], default="kill",
+                    help="stop the partition leader with SIGKILL (default) or SIGTERM (a controlled shutdown: the "
+                         "old leader answers NOT_LEADER_OR_FOLLOWER while leadership moves)")
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every node of both brokers (repeatable), e.g. replica.fetch.backoff.ms=100")
+    ap.add_argument("--java-client", action="store_true",
+                    help="a Java producer (kafka-clients, bench/FailoverProducer.java) writes beside the "
+                         "confluent-kafka one in every failover round")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     cfg = ap.parse_args()
+    builds = shale_builds(cfg.shale_bin or [str(ROOT / "target" / "release" / "shale")])
+    for setting in cfg.broker_config:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--broker-config {setting}: KEY=VALUE expected")
+        EXTRA_CONFIG[key] = value
 
     def on_signal(signum, _frame):
         raise SystemExit(f"interrupted by signal {signum}")
@@ -624,15 +925,18 @@ def main():
     logs.mkdir(parents=True)
     workroot = Path(tempfile.mkdtemp(prefix="replication-bench-"))
     results = {"timestamp_utc": stamp, "records_per_produce_run": cfg.records, "failovers": cfg.failovers,
-               "killed_leader_is_controller": cfg.kill_controller, "nproc": os.cpu_count()}
+               "killed_leader_is_controller": cfg.kill_controller, "failover_signal": cfg.failover_signal,
+               "java_client": cfg.java_client, "broker_config": dict(EXTRA_CONFIG), "nproc": os.cpu_count(),
+               "shale_labels": [] if cfg.only == "kafka" else [label for label, _ in builds],
+               "shale_bins": {} if cfg.only == "kafka" else {label: str(Path(path).resolve()) for label, path in builds}}
     failures = []
     try:
-        if cfg.only != "kafka":
+        for label, path in builds if cfg.only != "kafka" else ():
             try:
-                measure(ShaleCluster(workroot, logs, cfg.shale_bin), cfg, results.setdefault("shale", {}))
+                measure(ShaleCluster(workroot, logs, path, label), cfg, results.setdefault(label, {}))
             except BenchError as err:
-                failures.append(f"shale: {err}")
-                log(f"shale FAILED: {err}")
+                failures.append(f"{label}: {err}")
+                log(f"{label} FAILED: {err}")
         if cfg.only != "shale":
             try:
                 measure(KafkaCluster(workroot, logs, cfg.kafka_lib), cfg, results.setdefault("kafka", {}))
@@ -642,7 +946,7 @@ def main():
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
     results["failures"] = failures
-    results["markdown"] = table(results)
+    results["markdown"] = table(results) + "\n\n" + failover_table(results)
     json_path = cfg.results / f"replication-{stamp}.json"
     json_path.write_text(json.dumps(results, indent=2) + "\n")
     print(results["markdown"])
