@@ -8,22 +8,8 @@ use std::path::PathBuf;
 
 use common::*;
 use shale_log::{
-    AppendOrigin, CleanupPolicy, Compression, Log, LogConfig, LogManager, TopicPartition,
-    CLEANER_OFFSET_FILE,
+    AppendOrigin, Compression, Log, LogConfig, LogManager, TopicPartition, CLEANER_OFFSET_FILE,
 };
-
-fn compact_config() -> LogConfig {
-    LogConfig {
-        cleanup_policy: CleanupPolicy {
-            delete: false,
-            compact: true,
-        },
-        min_cleanable_dirty_ratio: 0.0,
-        segment_bytes: 1 << 20,
-        file_delete_delay_ms: 0,
-        ..LogConfig::default()
-    }
-}
 
 fn open(d: &tempfile::TempDir) -> LogManager {
     LogManager::open(vec![d.path().to_path_buf()], 1).unwrap()
@@ -52,10 +38,10 @@ fn the_checkpoint_is_written_in_kafkas_format_as_a_pass_ends() {
     let d = tempfile::tempdir().unwrap();
     let m = open(&d);
     let a = m
-        .get_or_create(&TopicPartition::new("alpha", 0), compact_config())
+        .get_or_create(&TopicPartition::new("alpha", 0), compacted_config())
         .unwrap();
     let b = m
-        .get_or_create(&TopicPartition::new("beta", 3), compact_config())
+        .get_or_create(&TopicPartition::new("beta", 3), compacted_config())
         .unwrap();
     segment_of(&a, "k", 20, 5);
     segment_of(&a, "k", 20, 5);
@@ -78,7 +64,7 @@ fn a_restart_reads_the_checkpoint_and_does_not_clean_again() {
         let tp = TopicPartition::new("again", 0);
         let config = LogConfig {
             min_cleanable_dirty_ratio: 0.5,
-            ..compact_config()
+            ..compacted_config()
         };
         {
             let m = open(&d);
@@ -129,7 +115,7 @@ fn a_corrupt_checkpoint_is_ignored_like_the_other_checkpoints_and_rewritten() {
         let tp = TopicPartition::new("alpha", 0);
         {
             let m = open(&d);
-            let log = m.get_or_create(&tp, compact_config()).unwrap();
+            let log = m.get_or_create(&tp, compacted_config()).unwrap();
             segment_of(&log, "k", 20, 5);
             commit_all(&m);
             m.run_cleaner_once(NOW).unwrap();
@@ -139,7 +125,7 @@ fn a_corrupt_checkpoint_is_ignored_like_the_other_checkpoints_and_rewritten() {
         // The logs open; their progress is unknown, so they clean from their start again.
         let m = open(&d);
         let log = m.get(&tp).unwrap();
-        log.update_config(compact_config());
+        log.update_config(compacted_config());
         assert_eq!(log.first_dirty_offset(), None, "{garbage:?}");
         assert_eq!(checkpoint_text(&d), "0\n0\n", "replaced at open");
         commit_all(&m);
@@ -154,7 +140,7 @@ fn a_checkpoint_outside_the_log_is_brought_inside_it() {
     let tp = TopicPartition::new("outside", 0);
     {
         let m = open(&d);
-        let log = m.get_or_create(&tp, compact_config()).unwrap();
+        let log = m.get_or_create(&tp, compacted_config()).unwrap();
         segment_of(&log, "k", 30, 30);
         log.delete_records_before(10).unwrap();
         m.shutdown().unwrap();
@@ -182,7 +168,7 @@ fn entries_of_deleted_partitions_are_dropped() {
     {
         let m = open(&d);
         for tp in [&gone, &kept] {
-            let log = m.get_or_create(tp, compact_config()).unwrap();
+            let log = m.get_or_create(tp, compacted_config()).unwrap();
             segment_of(&log, "k", 5, 5);
         }
         commit_all(&m);
@@ -191,7 +177,7 @@ fn entries_of_deleted_partitions_are_dropped() {
         m.delete(&gone).unwrap();
         assert_eq!(checkpoint_text(&d), "0\n1\nkept 0 5\n");
         // Created again under the same name, it starts with no progress.
-        let again = m.get_or_create(&gone, compact_config()).unwrap();
+        let again = m.get_or_create(&gone, compacted_config()).unwrap();
         assert_eq!(again.first_dirty_offset(), None);
         m.shutdown().unwrap();
     }
@@ -207,7 +193,7 @@ fn a_truncation_takes_the_checkpoint_back_at_once() {
     let d = tempfile::tempdir().unwrap();
     let tp = TopicPartition::new("trunc", 0);
     let m = open(&d);
-    let log = m.get_or_create(&tp, compact_config()).unwrap();
+    let log = m.get_or_create(&tp, compacted_config()).unwrap();
     for tag in ["a", "b", "c"] {
         segment_of(&log, tag, 10, 10);
     }

@@ -10,8 +10,8 @@ use common::*;
 use shale_log::batch::check_batch;
 use shale_log::records::{batch_body, decode_records, BatchBuilder};
 use shale_log::{
-    parse_batches, AppendOrigin, CleanupPolicy, Compression, Log, LogConfig, LogManager,
-    StableOffsets, TopicPartition,
+    parse_batches, AppendOrigin, Compression, Log, LogConfig, LogManager, StableOffsets,
+    TopicPartition,
 };
 
 fn fill(log: &Log, batches: usize, ts_step: i64) {
@@ -162,19 +162,6 @@ fn the_high_watermark_stays_between_the_log_start_and_the_log_end() {
     assert_eq!(log.high_watermark(), 500);
 }
 
-fn compact_config() -> LogConfig {
-    LogConfig {
-        cleanup_policy: CleanupPolicy {
-            delete: false,
-            compact: true,
-        },
-        min_cleanable_dirty_ratio: 0.0,
-        segment_bytes: 1 << 20,
-        file_delete_delay_ms: 0,
-        ..LogConfig::default()
-    }
-}
-
 /// Every data record: (offset, key, value).
 fn records(log: &Log) -> Vec<(i64, String, String)> {
     let bytes = log
@@ -236,7 +223,7 @@ fn the_cleaner_leaves_records_at_or_above_the_high_watermark() {
     let d = tempfile::tempdir().unwrap();
     let m = open(&d);
     let log = m
-        .get_or_create(&TopicPartition::new("chw", 0), compact_config())
+        .get_or_create(&TopicPartition::new("chw", 0), compacted_config())
         .unwrap();
     for v in ["v1", "v2", "v3"] {
         segment_of(&log, "a", v);
@@ -259,7 +246,7 @@ fn the_cleaner_ignores_markers_at_or_above_the_high_watermark() {
     let d = tempfile::tempdir().unwrap();
     let m = open(&d);
     let log = m
-        .get_or_create(&TopicPartition::new("cmk", 0), compact_config())
+        .get_or_create(&TopicPartition::new("cmk", 0), compacted_config())
         .unwrap();
     log.append(
         &mut txn_batch(9, false, b"t", b"maybe"),
@@ -304,7 +291,7 @@ fn the_cleaner_leaves_records_at_or_above_an_open_transactions_first_offset() {
     let d = tempfile::tempdir().unwrap();
     let m = open(&d);
     let log = m
-        .get_or_create(&TopicPartition::new("copen", 0), compact_config())
+        .get_or_create(&TopicPartition::new("copen", 0), compacted_config())
         .unwrap();
     segment_of(&log, "k", "v1");
     let open_first = log

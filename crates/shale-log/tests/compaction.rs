@@ -8,21 +8,15 @@ use common::*;
 use shale_log::batch::check_batch;
 use shale_log::records::{batch_body, decode_records, BatchBuilder};
 use shale_log::{
-    parse_batches, AppendOrigin, CleanupPolicy, Compression, Log, LogConfig, LogManager,
-    TopicPartition, TxnOutcome, TxnResolver,
+    parse_batches, AppendOrigin, Compression, Log, LogConfig, LogManager, TopicPartition,
+    TxnOutcome, TxnResolver,
 };
 
+/// Compacted, with tombstones kept only a second.
 fn compact_config() -> LogConfig {
     LogConfig {
-        cleanup_policy: CleanupPolicy {
-            delete: false,
-            compact: true,
-        },
-        min_cleanable_dirty_ratio: 0.0,
-        segment_bytes: 1 << 20,
-        file_delete_delay_ms: 0,
         delete_retention_ms: 1000,
-        ..LogConfig::default()
+        ..compacted_config()
     }
 }
 

@@ -1,7 +1,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use shale_log::records::BatchBuilder;
-use shale_log::{parse_batches, Compression, LogConfig, LogManager};
+use shale_log::{parse_batches, CleanupPolicy, Compression, LogConfig, LogManager};
 
 pub const NOW: i64 = 1_700_000_000_000;
 
@@ -64,5 +64,19 @@ pub fn offsets(bytes: &[u8]) -> Vec<i64> {
 pub fn commit_all(m: &LogManager) {
     for (_, log) in m.all() {
         log.set_high_watermark(log.log_end_offset());
+    }
+}
+
+/// A compacted log that is always dirty enough to clean, with small segments deleted at once.
+pub fn compacted_config() -> LogConfig {
+    LogConfig {
+        cleanup_policy: CleanupPolicy {
+            delete: false,
+            compact: true,
+        },
+        min_cleanable_dirty_ratio: 0.0,
+        segment_bytes: 1 << 20,
+        file_delete_delay_ms: 0,
+        ..LogConfig::default()
     }
 }
