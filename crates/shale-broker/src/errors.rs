@@ -6,7 +6,7 @@ use shale_log::{LogError, RecordErrors};
 use shale_metadata::MetadataError;
 use shale_txn::ProducerStateError;
 
-use crate::partitions::AppendError;
+use shale_replica::{AckError, AppendError, ReplicaError};
 
 /// A refused append as a Produce partition answer carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,6 +261,28 @@ pub fn txn_coordinator_error_code(
         T::LogAppendFailed { code } => *code,
     };
     (code, e.to_string())
+}
+
+/// A leader-only request refused by the replica layer's leader check.
+pub fn replica_error_code(e: &ReplicaError) -> i16 {
+    match e {
+        ReplicaError::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
+        ReplicaError::UnknownTopicId => E::UnknownTopicId.code(),
+        ReplicaError::NotLeaderOrFollower => E::NotLeaderOrFollower.code(),
+        ReplicaError::FencedLeaderEpoch { .. } => E::FencedLeaderEpoch.code(),
+        ReplicaError::UnknownLeaderEpoch { .. } => E::UnknownLeaderEpoch.code(),
+        ReplicaError::NotEnoughReplicas { .. } => E::NotEnoughReplicas.code(),
+    }
+}
+
+/// An acks=all wait that ended without the ISR's acknowledgement (0 when it had it).
+pub fn ack_error_code(outcome: &Result<(), AckError>) -> i16 {
+    match outcome {
+        Ok(()) => 0,
+        Err(AckError::NotLeaderOrFollower) => E::NotLeaderOrFollower.code(),
+        Err(AckError::NotEnoughReplicasAfterAppend) => E::NotEnoughReplicasAfterAppend.code(),
+        Err(AckError::TimedOut) => E::RequestTimedOut.code(),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ pub mod errors;
 mod groups;
 mod handlers;
 mod log_config;
-mod partitions;
 pub mod replication;
 mod server;
 mod time;

@@ -18,8 +18,11 @@ use tracing::{debug, info, warn};
 use crate::config::{BrokerConfig, Listener, QuorumRole};
 use crate::connection;
 use crate::log_config::log_config_from;
-use crate::partitions::{PartitionAssignment, ReplicaManager};
 use crate::time::now_ms;
+use shale_replica::{
+    Assignment, Followers, PartitionAssignment, ReplicaContext, ReplicaManager,
+    ReplicationSettings, RoleUpdate,
+};
 
 /// How long shutdown waits for the hosted partitions to take the roles the controlled shutdown
 /// gave them before it closes the listeners anyway.
@@ -58,7 +61,9 @@ pub struct Broker {
     /// The transaction coordinator over `__transaction_state`.
     pub(crate) txn: crate::txn::TxnService,
     /// Followers' fetchers.
-    pub replication: crate::replication::ReplicationService,
+    pub replication: Followers,
+    /// Kafka's `replica.*` settings, read once at start-up.
+    pub replication_settings: ReplicationSettings,
     shutdown: watch::Sender<bool>,
     /// The metadata offset up to which hosted partitions match the image.
     reconciled: watch::Sender<i64>,
@@ -177,7 +182,16 @@ impl Broker {
             let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());
             let txn = crate::txn::TxnService::new(&config, &metadata.image(), weak.clone());
             Broker {
-                replicas: ReplicaManager::new(logs, config.producer_id_expiration_ms),
+                replicas: ReplicaManager::new(
+                    config.node_id,
+                    logs,
+                    config.producer_id_expiration_ms,
+                ),
+                replication_settings: ReplicationSettings::from_properties(
+                    config.replica_lag_time_max_ms,
+                    config.producer_id_expiration_ms,
+                    |name| config.properties.get(name).map(|v| v.to_string()),
+                ),
                 static_props: config
                     .properties
                     .iter()
@@ -188,7 +202,7 @@ impl Broker {
                 producer_ids,
                 groups,
                 txn,
-                replication: crate::replication::ReplicationService::new(weak.clone()),
+                replication: Followers::new(weak.clone() as std::sync::Weak<dyn ReplicaContext>),
                 shutdown: watch::channel(false).0,
                 reconciled: watch::channel(-1).0,
             }
@@ -216,8 +230,8 @@ impl Broker {
                 connections.clone(),
             )));
         }
-        tasks.push(tokio::spawn(crate::replication::isr::expiration_loop(
-            broker.clone(),
+        tasks.push(tokio::spawn(shale_replica::isr::expiration_loop(
+            broker.clone() as Arc<dyn ReplicaContext>,
         )));
         Ok(BrokerHandle {
             broker,
@@ -267,10 +281,10 @@ impl Broker {
                         leader_id: p.leader,
                         leader_epoch: p.leader_epoch,
                         config: config.clone(),
-                        role: crate::replication::state::RoleUpdate {
+                        role: RoleUpdate {
                             local_id: node_id,
                             leader_id: p.leader,
-                            assignment: crate::replication::leader_state::Assignment {
+                            assignment: Assignment {
                                 leader_epoch: p.leader_epoch,
                                 partition_epoch: p.partition_epoch,
                                 replicas: p.replicas.clone(),

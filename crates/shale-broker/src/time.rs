@@ -1,9 +1,3 @@
-//! Wall-clock milliseconds, the unit Kafka timestamps use.
+//! Wall-clock milliseconds, from the log engine (the unit Kafka timestamps use).
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use shale_log::now_ms;

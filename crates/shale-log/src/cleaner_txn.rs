@@ -16,8 +16,6 @@ use crate::error::LogError;
 use crate::records::{self, BatchBuilder, OwnedRecord};
 use crate::segment::Segment;
 
-const CONTROL_TYPE_ABORT: i16 = 0;
-const CONTROL_TYPE_COMMIT: i16 = 1;
 /// Control batches hold one small record; anything larger is not a marker we read.
 const CONTROL_BATCH_BYTES_MAX: u64 = 64 * 1024;
 
@@ -29,17 +27,13 @@ pub(crate) enum MarkerType {
 
 /// The type of the COMMIT/ABORT marker in a control batch (`batch` is the whole batch).
 pub(crate) fn marker_type(batch: &[u8], h: &BatchHeader) -> Option<MarkerType> {
-    if !h.is_control() {
-        return None;
-    }
-    let body = records::batch_body(batch, CONTROL_BATCH_BYTES_MAX).ok()?;
-    let recs = records::decode_records(&body, h.record_count).ok()?;
-    let key = recs.first()?.key?;
-    match i16::from_be_bytes([*key.get(2)?, *key.get(3)?]) {
-        CONTROL_TYPE_ABORT => Some(MarkerType::Abort),
-        CONTROL_TYPE_COMMIT => Some(MarkerType::Commit),
-        _ => None,
-    }
+    crate::control::decode_control_batch(h, batch).map(|m| {
+        if m.commit {
+            MarkerType::Commit
+        } else {
+            MarkerType::Abort
+        }
+    })
 }
 
 /// How each transactional batch of the scanned segments ended, read from the markers that

@@ -32,8 +32,10 @@ pub mod batch;
 mod checkpoint;
 pub mod cleaner;
 mod cleaner_txn;
+mod clock;
 pub mod compression;
 mod config;
+pub mod control;
 mod epoch;
 mod error;
 mod fault;
@@ -47,11 +49,13 @@ mod segment;
 mod segment_txn;
 pub mod txn_index;
 mod types;
+mod validated;
 
 pub use batch::{parse_batches, BatchHeader, Compression};
 pub use cleaner::{
     CleanerReport, HighWatermarkOnly, KeepAllTransactions, StableOffsets, TxnOutcome, TxnResolver,
 };
+pub use clock::now_ms;
 pub use config::{CleanupPolicy, CompressionLevels, LogConfig, TimestampType, TopicCompression};
 pub use error::{LogError, RecordError, RecordErrors, RecordFault};
 pub use fault::FaultInjector;
@@ -59,3 +63,4 @@ pub use log::{Log, RetentionResult};
 pub use manager::{LogManager, RetentionReport, CLEANER_OFFSET_FILE};
 pub use txn_index::{AbortedTxn, TxnIndex, TxnIndexError};
 pub use types::{AppendInfo, AppendOrigin, FileSlice, FoundRecord, ReadInfo, TopicPartition};
+pub use validated::ValidatedBatches;

@@ -21,6 +21,7 @@ use crate::recompress;
 use crate::records;
 use crate::segment::{self, Segment};
 use crate::types::{AppendInfo, AppendOrigin, FileSlice, FoundRecord, ReadInfo, TopicPartition};
+use crate::validated::ValidatedBatches;
 
 /// What one retention pass over a log removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -500,9 +501,27 @@ impl Log {
         now_ms: i64,
         origin: AppendOrigin,
     ) -> Result<AppendInfo, LogError> {
+        self.append_validated(
+            ValidatedBatches::parse(batches)?,
+            leader_epoch,
+            now_ms,
+            origin,
+        )
+    }
+
+    /// Appends batches whose framing and CRCs were already checked (one pass per batch on
+    /// the produce path): validation of their contents against the topic's config, offset
+    /// assignment and the write.
+    pub fn append_validated(
+        &self,
+        batches: ValidatedBatches<'_>,
+        leader_epoch: i32,
+        now_ms: i64,
+        origin: AppendOrigin,
+    ) -> Result<AppendInfo, LogError> {
         self.check_online()?;
         let config = self.config();
-        let mut headers = batch::parse_batches(batches)?;
+        let (batches, mut headers) = batches.into_parts();
         for h in &headers {
             validate_batch(h, &config, origin)?;
         }

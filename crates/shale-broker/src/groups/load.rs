@@ -9,7 +9,7 @@ use shale_log::records::{batch_body, decode_records};
 use shale_log::LogError;
 use tracing::{info, warn};
 
-use crate::partitions::Partition;
+use shale_replica::Partition;
 
 /// Upper bound of one decompressed batch while loading: bounds memory on a corrupt or hostile
 /// compression ratio.

@@ -49,7 +49,7 @@ impl OffsetsLog {
         let appended = hosted
             .append_coordinator(&mut batch, now)
             .map_err(|e| match e {
-                crate::partitions::AppendError::Log(l) => log_error(l),
+                shale_replica::AppendError::Log(l) => log_error(l),
                 other => GroupLogError::Other(other.to_string()),
             })?;
         broker.replicas.notify_appended();
@@ -77,7 +77,7 @@ const OFFSETS_COMMIT_TIMEOUT_MS: i32 = 5_000;
 
 /// A coordinator write waiting for the ISR, as Kafka's coordinator appends with acks=all.
 struct Replication {
-    partition: std::sync::Arc<crate::partitions::Partition>,
+    partition: std::sync::Arc<shale_replica::Partition>,
     required_offset: i64,
     min_insync_replicas: i32,
     timeout_ms: i32,
@@ -91,19 +91,17 @@ impl GroupLog for OffsetsLog {
                 return Ok(());
             };
             // The coordinator answers only once the write survives the loss of its leader.
-            let code = crate::replication::acks::wait_replicated(
+            let replicated = shale_replica::delayed_produce::wait_replicated(
                 r.partition,
                 r.required_offset,
                 r.min_insync_replicas,
                 r.timeout_ms,
             )
             .await;
-            match code {
-                0 => Ok(()),
-                c if c == kafka_protocol::ResponseError::NotLeaderOrFollower.code() => {
-                    Err(GroupLogError::NotLeader)
-                }
-                _ => Err(GroupLogError::Unavailable),
+            match replicated {
+                Ok(()) => Ok(()),
+                Err(shale_replica::AckError::NotLeaderOrFollower) => Err(GroupLogError::NotLeader),
+                Err(_) => Err(GroupLogError::Unavailable),
             }
         })
     }

@@ -24,8 +24,8 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::handlers::topics::ensure_internal_topic;
-use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
 use crate::Broker;
+use shale_replica::{leadership_delta, led_partitions, LeadershipDelta};
 
 /// The internal topic holding group metadata and committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -102,7 +102,7 @@ impl GroupService {
             .collect();
         let mut served = self.served.lock();
         let LeadershipDelta { lost, gained } =
-            leadership_delta(broker, OFFSETS_TOPIC, &mut served, wanted);
+            leadership_delta(&broker.replicas, OFFSETS_TOPIC, &mut served, wanted);
         for partition in lost {
             self.coordinator.unload_partition(partition);
             info!(partition, "unloaded {OFFSETS_TOPIC} partition");

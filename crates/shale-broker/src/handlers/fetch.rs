@@ -6,6 +6,7 @@
 //! files that the connection sends with `sendfile` (see `encode`).
 
 pub mod encode;
+mod follower;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,12 +21,13 @@ use shale_log::TopicPartition;
 use shale_protocol::{FetchFrame, ProtocolError, RecordSet};
 use uuid::Uuid;
 
+use shale_replica::ReadRequest;
+
 use self::encode::{FetchAnswer, FileRecords};
 use super::leader_hints::LeaderHints;
-use super::leader_partition;
 
 use crate::dispatch::RequestContext;
-use crate::errors::log_error_code;
+use crate::errors::{log_error_code, replica_error_code};
 use crate::Broker;
 
 const READ_COMMITTED: i8 = 1;
@@ -54,8 +56,8 @@ pub async fn handle(
     if let Some(refusal) = session_refusal(&request, version) {
         return refusal;
     }
-    if let Some(follower) = crate::replication::serve::follower_id(&request, version) {
-        return crate::replication::serve::handle(broker, version, follower, request).await;
+    if let Some(follower) = follower::follower_id(&request, version) {
+        return follower::handle(broker, version, follower, request).await;
     }
     fetch(broker, version, ctx.listener_name.as_ref(), request)
         .await
@@ -190,6 +192,8 @@ fn read_all(
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;
+    // Each pass sees the newest image, as a long poll may outlive the one it started with.
+    let image = broker.image();
     for w in wanted {
         let base = PartitionData::default()
             .with_partition_index(w.partition)
@@ -207,60 +211,51 @@ fn read_all(
             ));
             continue;
         };
-        let partition =
-            match leader_partition(broker, &tp.topic, tp.partition, w.current_leader_epoch) {
-                Ok(partition) => partition,
-                Err(code) => {
-                    any_error = true;
-                    out.push((
-                        w.topic_index,
-                        base.with_error_code(code),
-                        FileRecords::default(),
-                    ));
-                    continue;
-                }
-            };
-        let hw = partition.high_watermark();
-        let lso = partition.last_stable_offset();
-        let upper = if read_committed { lso } else { hw };
         let budget = w
             .partition_max_bytes
             .min(response_max_bytes.saturating_sub(total));
         let min_one = total == 0;
-        let base = base
-            .with_high_watermark(hw)
-            .with_last_stable_offset(lso)
-            .with_log_start_offset(partition.log.log_start_offset())
-            .with_aborted_transactions(if read_committed {
-                Some(
-                    partition
-                        .aborted_txns(w.fetch_offset, upper)
-                        .into_iter()
-                        .map(|t| {
-                            AbortedTransaction::default()
-                                .with_producer_id(ProducerId(t.producer_id))
-                                .with_first_offset(t.first_offset)
-                        })
-                        .collect(),
-                )
-            } else {
-                None
-            });
-        if budget == 0 && !min_one {
-            out.push((w.topic_index, base, FileRecords::default()));
-            continue;
-        }
-        let read = if w.fetch_offset >= upper && w.fetch_offset <= partition.log.log_end_offset() {
-            // Nothing visible yet at this offset: an empty answer, not an error.
-            Ok(FileRecords::default())
-        } else {
-            partition
-                .log
-                .read(w.fetch_offset, budget, upper, min_one)
-                .map(|r| FileRecords::new(r.slices))
+        let read = broker.replicas.read(
+            &image,
+            &ReadRequest {
+                topic: &tp.topic,
+                partition: tp.partition,
+                fetch_offset: w.fetch_offset,
+                current_leader_epoch: w.current_leader_epoch,
+                read_committed,
+                max_bytes: budget,
+                min_one,
+            },
+        );
+        let read = match read {
+            Ok(read) => read,
+            Err(e) => {
+                any_error = true;
+                out.push((
+                    w.topic_index,
+                    base.with_error_code(replica_error_code(&e)),
+                    FileRecords::default(),
+                ));
+                continue;
+            }
         };
-        match read {
-            Ok(records) => {
+        let base = base
+            .with_high_watermark(read.high_watermark)
+            .with_last_stable_offset(read.last_stable_offset)
+            .with_log_start_offset(read.log_start_offset)
+            .with_aborted_transactions(read.aborted.map(|aborted| {
+                aborted
+                    .into_iter()
+                    .map(|t| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(t.producer_id))
+                            .with_first_offset(t.first_offset)
+                    })
+                    .collect()
+            }));
+        match read.records {
+            Ok(slices) => {
+                let records = FileRecords::new(slices);
                 total += records.len_bytes();
                 out.push((w.topic_index, base, records));
             }

@@ -17,42 +17,21 @@ pub mod topics;
 
 use std::sync::Arc;
 
-use kafka_protocol::ResponseError;
-use shale_log::TopicPartition;
+use shale_replica::Partition;
 
-use crate::partitions::Partition;
+use crate::errors::replica_error_code;
 use crate::Broker;
 
-/// Looks a partition up and checks the client's leader epoch, as every leader-only API does.
+/// The led partition at the client's epoch, or the Kafka code of why not (the check itself
+/// is the replica layer's, the same for every leader-only API).
 pub(crate) fn leader_partition(
     broker: &Arc<Broker>,
     topic: &str,
     partition: i32,
     current_leader_epoch: i32,
 ) -> Result<Arc<Partition>, i16> {
-    let image = broker.image();
-    let Some(t) = image.topic(topic) else {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
-    };
-    if !t.partitions.contains_key(&partition) {
-        return Err(ResponseError::UnknownTopicOrPartition.code());
-    }
-    let tp = TopicPartition {
-        topic: topic.to_string(),
-        partition,
-    };
-    let Some(p) = broker.replicas.get(&tp) else {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    };
-    if p.leader_id() != broker.node_id() {
-        return Err(ResponseError::NotLeaderOrFollower.code());
-    }
-    let epoch = p.leader_epoch();
-    if current_leader_epoch >= 0 && current_leader_epoch < epoch {
-        return Err(ResponseError::FencedLeaderEpoch.code());
-    }
-    if current_leader_epoch > epoch {
-        return Err(ResponseError::UnknownLeaderEpoch.code());
-    }
-    Ok(p)
+    broker
+        .replicas
+        .leader_for(&broker.image(), topic, partition, current_leader_epoch)
+        .map_err(|e| replica_error_code(&e))
 }

@@ -11,11 +11,13 @@ use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use shale_log::ValidatedBatches;
+use shale_replica::delayed_produce::{self, PendingAck};
+
 use super::leader_hints::LeaderHints;
-use super::leader_partition;
 
 use crate::dispatch::RequestContext;
-use crate::replication::acks::{self, PendingAck};
+use crate::errors::{ack_error_code, append_refusal, replica_error_code};
 use crate::time::now_ms;
 use crate::Broker;
 
@@ -67,10 +69,19 @@ pub async fn handle(
                 partitions.push(base.with_error_code(code));
                 continue;
             };
-            let partition = match leader_partition(broker, &t.name, p.index, -1) {
+            let min_isr = (acks == -1).then(|| {
+                broker
+                    .topic_config_value(&image, &t.name, "min.insync.replicas")
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .unwrap_or(broker.config.min_insync_replicas)
+            });
+            let partition = match broker
+                .replicas
+                .leader_for_append(&image, &t.name, p.index, min_isr)
+            {
                 Ok(partition) => partition,
-                Err(code) => {
-                    partitions.push(base.with_error_code(code));
+                Err(e) => {
+                    partitions.push(base.with_error_code(replica_error_code(&e)));
                     continue;
                 }
             };
@@ -78,30 +89,23 @@ pub async fn handle(
                 partitions.push(base.with_error_code(ResponseError::CorruptMessage.code()));
                 continue;
             };
-            let min_isr = if acks == -1 {
-                broker
-                    .topic_config_value(&image, &t.name, "min.insync.replicas")
-                    .and_then(|v| v.parse::<i32>().ok())
-                    .unwrap_or(broker.config.min_insync_replicas)
-            } else {
-                0
-            };
-            let isr_len = partition.replication.isr_len().unwrap_or(0) as i64;
-            if acks == -1 && isr_len < i64::from(min_isr) {
-                partitions.push(base.with_error_code(ResponseError::NotEnoughReplicas.code()));
-                continue;
-            }
             let mut owned = BytesMut::from(records.as_ref());
-            // Transactional batches are checked with the coordinator first (KIP-890).
-            let appended = crate::txn::produce::append_client(
-                broker,
-                &partition,
-                &mut owned,
-                now,
-                transactional_id.as_deref(),
-                version,
-            )
-            .await;
+            // Framing and CRCs are checked here, once; the log appends without a second pass.
+            let appended = match ValidatedBatches::parse(&mut owned) {
+                // Transactional batches are checked with the coordinator first (KIP-890).
+                Ok(batches) => {
+                    crate::txn::produce::append_client(
+                        broker,
+                        &partition,
+                        batches,
+                        now,
+                        transactional_id.as_deref(),
+                        version,
+                    )
+                    .await
+                }
+                Err(e) => Err(append_refusal(&e.into())),
+            };
             match appended {
                 Ok(a) => {
                     appended_any = true;
@@ -110,7 +114,7 @@ pub async fn handle(
                         pending_acks.push(PendingAck {
                             partition: partition.clone(),
                             required_offset: a.last_offset + 1,
-                            min_insync_replicas: min_isr,
+                            min_insync_replicas: min_isr.unwrap_or(0),
                         });
                     }
                     partitions.push(
@@ -159,8 +163,9 @@ pub async fn handle(
         broker.replicas.notify_appended();
     }
     if !pending_acks.is_empty() {
-        let codes = acks::wait_all(pending_acks, request.timeout_ms).await;
-        for ((topic, index), code) in pending.into_iter().zip(codes) {
+        let outcomes = delayed_produce::wait_all(pending_acks, request.timeout_ms).await;
+        for ((topic, index), outcome) in pending.into_iter().zip(outcomes) {
+            let code = ack_error_code(&outcome);
             if code != 0 {
                 if let Some(p) = responses
                     .get_mut(topic)

@@ -24,12 +24,12 @@ use shale_txn::coordinator::{
 };
 use shale_txn::TransactionVersion;
 
-use super::control::ControlMarker;
 use super::markers::{write_entry, TxnMarkerEntry};
 use crate::dispatch::RequestContext;
 use crate::errors::txn_coordinator_error_code;
 use crate::time::now_ms;
 use crate::Broker;
+use shale_log::control::ControlMarker;
 
 /// DescribeTransactions: the state of each transactional id this broker coordinates.
 pub fn describe_transactions(

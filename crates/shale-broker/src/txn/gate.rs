@@ -66,17 +66,22 @@ impl TxnGate {
         write()
     }
 
-    /// Runs `append` with the partition's gate held if `in_transaction` (checked under the
-    /// gate) says the producer's transaction is already open on the partition; `None`
-    /// otherwise, and the batch needs verifying.
-    pub fn append_in_open_transaction<T>(
+    /// Runs `append` on `batch` with the partition's gate held if `in_transaction` (checked
+    /// under the gate) says the producer's transaction is already open on the partition;
+    /// otherwise the batch comes back, and it needs verifying.
+    pub fn append_in_open_transaction<B, T>(
         &self,
         tp: &TopicPartition,
         in_transaction: impl FnOnce() -> bool,
-        append: impl FnOnce() -> T,
-    ) -> Option<T> {
+        batch: B,
+        append: impl FnOnce(B) -> T,
+    ) -> Result<T, B> {
         let _held = self.stripe(tp).lock();
-        in_transaction().then(append)
+        if in_transaction() {
+            Ok(append(batch))
+        } else {
+            Err(batch)
+        }
     }
 
     /// Starts a verification: a guard any marker for the producer on `tp` will remove.
@@ -154,10 +159,13 @@ mod tests {
         let token = gate.begin_verification(&tp(), 7);
         gate.abandon_verification(&tp(), 7, token);
         assert_ne!(gate.begin_verification(&tp(), 7), token);
-        assert_eq!(gate.append_in_open_transaction(&tp(), || false, || 1), None);
         assert_eq!(
-            gate.append_in_open_transaction(&tp(), || true, || 1),
-            Some(1)
+            gate.append_in_open_transaction(&tp(), || false, 0, |b| b + 1),
+            Err(0)
+        );
+        assert_eq!(
+            gate.append_in_open_transaction(&tp(), || true, 0, |b| b + 1),
+            Ok(1)
         );
     }
 }

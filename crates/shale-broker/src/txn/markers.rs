@@ -22,12 +22,12 @@ use shale_txn::coordinator::{MarkerRequest, TopicPartition as TxnTopicPartition}
 use shale_txn::TransactionVersion;
 use tracing::warn;
 
-use super::control::ControlMarker;
 use crate::errors::append_error_code;
 use crate::groups::OFFSETS_TOPIC;
-use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
+use shale_log::control::ControlMarker;
+use shale_replica::delayed_produce::{self, PendingAck};
 
 /// How long a marker may wait for its replicas (Kafka's `request.timeout.ms`).
 const MARKER_REPLICATION_TIMEOUT_MS: i32 = 30_000;
@@ -273,11 +273,12 @@ async fn write_marker(
         required_offset,
         min_insync_replicas,
     };
-    let code = acks::wait_all(vec![pending], MARKER_REPLICATION_TIMEOUT_MS)
+    let replicated = delayed_produce::wait_all(vec![pending], MARKER_REPLICATION_TIMEOUT_MS)
         .await
         .first()
         .copied()
-        .unwrap_or(0);
+        .unwrap_or(Ok(()));
+    let code = crate::errors::ack_error_code(&replicated);
     if code != 0 {
         return Err(code);
     }

@@ -8,7 +8,6 @@
 //! with the coordinator before appending them (`produce.rs`, `gate.rs`; KIP-890).
 
 pub mod admin;
-pub mod control;
 pub mod gate;
 pub mod handlers;
 pub mod markers;
@@ -34,12 +33,12 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::handlers::topics::ensure_internal_topic;
-use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
 use crate::time::now_ms;
 use crate::Broker;
 use gate::TxnGate;
 use markers::{BrokerMarkerTransport, MarkerTransport};
 use peers::PeerClients;
+use shale_replica::{leadership_delta, led_partitions, LeadershipDelta};
 
 /// Fault injection for the crash test: when this environment variable names a transactional
 /// id, the process aborts right after that id's PrepareCommit is logged and before any marker
@@ -116,7 +115,7 @@ impl TxnService {
         let wanted = led_partitions(image, TXN_STATE_TOPIC, broker.node_id());
         let mut served = self.served.lock();
         let LeadershipDelta { lost, gained } =
-            leadership_delta(broker, TXN_STATE_TOPIC, &mut served, wanted);
+            leadership_delta(&broker.replicas, TXN_STATE_TOPIC, &mut served, wanted);
         for partition in lost {
             self.coordinators.lock().remove(&partition);
             info!(partition, "unloaded {TXN_STATE_TOPIC} partition");

@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use shale_log::batch::BatchHeader;
+use shale_log::ValidatedBatches;
+use shale_replica::{Appended, Partition};
 use shale_txn::coordinator::{TopicPartition as TxnTopicPartition, TxnCoordinatorError};
 use shale_txn::TransactionVersion;
 
 use crate::errors::{append_refusal, Refusal};
-use crate::partitions::{Appended, Partition};
 use crate::Broker;
 
 /// The first Produce version of transaction version 2 clients.
@@ -22,20 +22,20 @@ const PRODUCE_TV2_MIN_VERSION: i16 = 12;
 pub async fn append_client(
     broker: &Arc<Broker>,
     partition: &Partition,
-    records: &mut [u8],
+    batches: ValidatedBatches<'_>,
     now_ms: i64,
     transactional_id: Option<&str>,
     produce_version: i16,
 ) -> Result<Appended, Refusal> {
-    let append = |records: &mut [u8]| {
+    let append = |batches: ValidatedBatches<'_>| {
         partition
-            .append_client(records, now_ms)
+            .append_client(batches, now_ms)
             .map_err(|e| append_refusal(&e))
     };
-    let header = match BatchHeader::decode(records) {
-        Ok(h) if h.is_transactional() && h.producer_id >= 0 => h,
-        // Not transactional (or malformed, which the append reports).
-        _ => return append(records),
+    let header = match batches.headers().first() {
+        Some(h) if h.is_transactional() && h.producer_id >= 0 => *h,
+        // Not transactional.
+        _ => return append(batches),
     };
     let Some(transactional_id) = transactional_id.filter(|t| !t.is_empty()) else {
         return Err(Refusal::new(
@@ -52,11 +52,11 @@ pub async fn append_client(
                 && e.current_txn_start_offset.is_some()
         })
     };
-    if let Some(result) =
-        gate.append_in_open_transaction(&partition.tp, in_transaction, || append(records))
-    {
-        return result;
-    }
+    let batches =
+        match gate.append_in_open_transaction(&partition.tp, in_transaction, batches, append) {
+            Ok(result) => return result,
+            Err(batches) => batches,
+        };
     let version = if produce_version >= PRODUCE_TV2_MIN_VERSION {
         TransactionVersion::V2
     } else {
@@ -67,7 +67,7 @@ pub async fn append_client(
     if version == TransactionVersion::Legacy
         && !broker.config.transaction_partition_verification_enable
     {
-        return append(records);
+        return append(batches);
     }
     let token = gate.begin_verification(&partition.tp, producer_id);
     let tp = TxnTopicPartition::new(partition.tp.topic.clone(), partition.tp.partition);
@@ -94,7 +94,7 @@ pub async fn append_client(
         gate.abandon_verification(&partition.tp, producer_id, token);
         return Err(refusal);
     }
-    gate.append_verified(&partition.tp, producer_id, token, || append(records))
+    gate.append_verified(&partition.tp, producer_id, token, || append(batches))
         .unwrap_or_else(|| {
             Err(Refusal::new(
                 ResponseError::InvalidTxnState.code(),

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::ResponseError;
 use shale_log::batch::{parse_batches, HEADER_LEN};
 use shale_log::records::{batch_body, decode_records, BatchBuilder};
 use shale_log::{LogError, TopicPartition};
@@ -14,10 +13,10 @@ use shale_txn::coordinator::{
 use tracing::warn;
 
 use super::TXN_STATE_TOPIC;
-use crate::partitions::{AppendError, Partition};
-use crate::replication::acks::{self, PendingAck};
 use crate::time::now_ms;
 use crate::Broker;
+use shale_replica::delayed_produce::{self, PendingAck};
+use shale_replica::{AckError, AppendError, Partition};
 
 /// Bytes read per step while loading.
 const LOAD_READ_BYTES: usize = 5 * 1024 * 1024;
@@ -85,15 +84,15 @@ pub async fn await_replication(appended: LogAppended) -> Result<(), TxnLogAppend
         required_offset: appended.required_offset,
         min_insync_replicas: appended.min_insync_replicas,
     };
-    let code = acks::wait_all(vec![pending], REPLICATION_TIMEOUT_MS)
+    let replicated = delayed_produce::wait_all(vec![pending], REPLICATION_TIMEOUT_MS)
         .await
         .first()
         .copied()
-        .unwrap_or(0);
-    match code {
-        0 => Ok(()),
-        c if c == ResponseError::NotLeaderOrFollower.code() => Err(TxnLogAppendError::NotLeader),
-        _ => Err(TxnLogAppendError::Unavailable),
+        .unwrap_or(Ok(()));
+    match replicated {
+        Ok(()) => Ok(()),
+        Err(AckError::NotLeaderOrFollower) => Err(TxnLogAppendError::NotLeader),
+        Err(_) => Err(TxnLogAppendError::Unavailable),
     }
 }
 

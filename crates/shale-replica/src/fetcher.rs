@@ -9,32 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
-use kafka_protocol::messages::offset_for_leader_epoch_request::{
-    OffsetForLeaderPartition, OffsetForLeaderTopic,
-};
-use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, OffsetForLeaderEpochRequest, RequestKind, ResponseKind,
-    TopicName,
-};
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
-use shale_log::TopicPartition;
+use shale_log::{now_ms, TopicPartition};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use super::client::{BrokerClient, ClientError};
-use super::settings::ReplicationSettings;
-use super::truncation::{decide, LeaderEpochEnd, TruncationStep};
-use crate::partitions::Partition;
-use crate::time::now_ms;
-use crate::Broker;
-
-const FETCH_VERSION: i16 = 15;
-const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
+use crate::context::{
+    FollowerFetch, FollowerFetchPartition, LeaderLink, LinkError, RemoteError, ReplicaContext,
+};
+use crate::partition::Partition;
+use crate::settings::ReplicationSettings;
+use crate::truncation::{decide, TruncationStep};
 /// Rounds of OffsetForLeaderEpoch one partition may need (KIP-279 asks again while the
 /// follower's log ends in an epoch the leader never had).
 const TRUNCATION_ROUNDS_MAX: usize = 16;
@@ -86,9 +73,6 @@ fn fetcher_index(tp: &TopicPartition, fetchers_per_source: usize) -> usize {
 #[derive(Default)]
 pub struct FetcherManager {
     fetchers: Mutex<HashMap<FetcherKey, Fetcher>>,
-    /// `num.replica.fetchers`, read from the broker's static configuration at first use (the
-    /// manager is built before the broker it belongs to).
-    fetchers_per_source: std::sync::OnceLock<usize>,
 }
 
 impl std::fmt::Debug for FetcherManager {
@@ -109,10 +93,12 @@ impl FetcherManager {
 
     /// Makes the followed set equal to `wanted`: partitions move between fetchers when their
     /// leader changes, and a new leader epoch means truncating again.
-    pub fn reconcile(&self, broker: &Arc<Broker>, wanted: HashMap<TopicPartition, FollowTarget>) {
-        let per_source = *self
-            .fetchers_per_source
-            .get_or_init(|| ReplicationSettings::from_broker(broker).fetchers_per_source);
+    pub fn reconcile(
+        &self,
+        ctx: &Arc<dyn ReplicaContext>,
+        wanted: HashMap<TopicPartition, FollowTarget>,
+    ) {
+        let per_source = ctx.settings().fetchers_per_source;
         let mut fetchers = self.fetchers.lock();
         for (key, fetcher) in fetchers.iter() {
             let mut parts = fetcher.partitions.lock();
@@ -145,7 +131,7 @@ impl FetcherManager {
                 let partitions = Arc::new(Mutex::new(HashMap::new()));
                 let changed = Arc::new(Notify::new());
                 let task = tokio::spawn(run_fetcher(
-                    broker.clone(),
+                    ctx.clone(),
                     target.leader_id,
                     partitions.clone(),
                     changed.clone(),
@@ -204,14 +190,14 @@ impl FetcherManager {
 }
 
 async fn run_fetcher(
-    broker: Arc<Broker>,
+    ctx: Arc<dyn ReplicaContext>,
     source: i32,
     partitions: Arc<Mutex<HashMap<TopicPartition, FetchState>>>,
     changed: Arc<Notify>,
 ) {
-    let settings = ReplicationSettings::from_broker(&broker);
-    let mut shutdown = broker.shutdown_signal();
-    let mut client: Option<BrokerClient> = None;
+    let settings = ctx.settings().clone();
+    let mut shutdown = ctx.shutdown_signal();
+    let mut client: Option<Box<dyn LeaderLink>> = None;
     loop {
         if *shutdown.borrow() {
             return;
@@ -241,7 +227,7 @@ async fn run_fetcher(
             continue;
         }
         if client.is_none() {
-            match connect(&broker, source, &settings).await {
+            match ctx.connect_to_leader(source).await {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     debug!(source, "cannot reach leader: {e}");
@@ -254,7 +240,7 @@ async fn run_fetcher(
                 }
             }
         }
-        let Some(conn) = client.as_mut() else {
+        let Some(conn) = client.as_deref_mut() else {
             continue;
         };
         let untruncated: Vec<(TopicPartition, FetchState)> = ready
@@ -263,14 +249,14 @@ async fn run_fetcher(
             .map(|(tp, s)| (tp.clone(), s.clone()))
             .collect();
         let result = if !untruncated.is_empty() {
-            truncate_partitions(&broker, conn, &partitions, untruncated, &settings).await
+            truncate_partitions(&ctx, conn, &partitions, untruncated, &settings).await
         } else {
             let fetchable: Vec<(TopicPartition, FetchState)> = ready
                 .iter()
                 .map(|(tp, s)| (tp.clone(), s.clone()))
                 .collect();
             tokio::select! {
-                r = fetch_once(&broker, conn, &partitions, fetchable, &settings) => r,
+                r = fetch_once(&ctx, conn, &partitions, fetchable, &settings) => r,
                 _ = changed.notified() => {
                     // The partition set changed mid-request: the connection now carries a
                     // response nobody reads, so start a new one.
@@ -291,28 +277,6 @@ async fn run_fetcher(
     }
 }
 
-async fn connect(
-    broker: &Arc<Broker>,
-    source: i32,
-    settings: &ReplicationSettings,
-) -> Result<BrokerClient, ClientError> {
-    let image = broker.image();
-    let registration = image
-        .broker(source)
-        .ok_or_else(|| ClientError::Io(std::io::Error::other("leader not registered")))?;
-    let endpoint = registration
-        .listener(&broker.config.inter_broker_listener_name)
-        .or_else(|| registration.listeners.first())
-        .ok_or_else(|| ClientError::Io(std::io::Error::other("leader has no listener")))?;
-    let addr = format!("{}:{}", endpoint.host, endpoint.port);
-    BrokerClient::connect(
-        &addr,
-        format!("broker-{}-fetcher-{source}", broker.node_id()),
-        Duration::from_millis(settings.socket_timeout_ms as u64),
-    )
-    .await
-}
-
 /// Marks a partition's state, if it still follows the same target.
 fn update_state(
     partitions: &Mutex<HashMap<TopicPartition, FetchState>>,
@@ -327,20 +291,20 @@ fn update_state(
     }
 }
 
-fn hosted(broker: &Arc<Broker>, tp: &TopicPartition) -> Option<Arc<Partition>> {
-    broker.replicas.get(tp)
+fn hosted(ctx: &Arc<dyn ReplicaContext>, tp: &TopicPartition) -> Option<Arc<Partition>> {
+    ctx.replicas().get(tp)
 }
 
 /// OffsetForLeaderEpoch for every partition that has not truncated at its current epoch.
 async fn truncate_partitions(
-    broker: &Arc<Broker>,
-    conn: &mut BrokerClient,
+    ctx: &Arc<dyn ReplicaContext>,
+    conn: &mut dyn LeaderLink,
     partitions: &Mutex<HashMap<TopicPartition, FetchState>>,
     wanted: Vec<(TopicPartition, FetchState)>,
     settings: &ReplicationSettings,
-) -> Result<(), ClientError> {
+) -> Result<(), LinkError> {
     for (tp, state) in wanted {
-        let Some(partition) = hosted(broker, &tp) else {
+        let Some(partition) = hosted(ctx, &tp) else {
             continue;
         };
         let mut rounds = 0;
@@ -350,18 +314,17 @@ async fn truncate_partitions(
                 // Nothing written under any epoch: nothing can diverge.
                 break Ok(());
             };
-            let answer = ask_epoch_end(
-                conn,
-                &tp,
-                state.target.leader_epoch,
-                local_epoch,
-                broker,
-                settings,
-            )
-            .await?;
+            let answer = conn
+                .epoch_end(
+                    &tp,
+                    state.target.leader_epoch,
+                    local_epoch,
+                    Duration::from_millis(settings.socket_timeout_ms as u64),
+                )
+                .await?;
             let leader = match answer {
                 Ok(leader) => leader,
-                Err(code) => break Err(code),
+                Err(refused) => break Err(TruncationDeferred::Refused(refused)),
             };
             let step = decide(
                 leader,
@@ -379,22 +342,22 @@ async fn truncate_partitions(
                     "truncating divergent tail"
                 );
                 if let Err(e) =
-                    partition.truncate_as_follower(offset, broker.config.producer_id_expiration_ms)
+                    partition.truncate_as_follower(offset, settings.producer_id_expiration_ms)
                 {
                     warn!(%tp, "cannot truncate: {e}");
-                    break Err(ResponseError::KafkaStorageError.code());
+                    break Err(TruncationDeferred::Storage(e.to_string()));
                 }
             }
             match step {
                 TruncationStep::Complete(_) => break Ok(()),
                 TruncationStep::AskAgain(_) if rounds < TRUNCATION_ROUNDS_MAX => {}
-                TruncationStep::AskAgain(_) => break Err(ResponseError::UnknownServerError.code()),
+                TruncationStep::AskAgain(_) => break Err(TruncationDeferred::TooManyRounds),
             }
         };
         match outcome {
             Ok(()) => update_state(partitions, &tp, &state.target, |s| s.truncated = true),
-            Err(code) => {
-                debug!(%tp, code, "truncation deferred");
+            Err(why) => {
+                debug!(%tp, "truncation deferred: {why}");
                 let retry = now_ms() + settings.fetch_backoff_ms;
                 update_state(partitions, &tp, &state.target, |s| s.retry_at_ms = retry);
             }
@@ -403,79 +366,41 @@ async fn truncate_partitions(
     Ok(())
 }
 
-/// One OffsetForLeaderEpoch round: `Ok(Ok(answer))`, `Ok(Err(error code))` for a partition
-/// error, `Err` when the connection failed.
-async fn ask_epoch_end(
-    conn: &mut BrokerClient,
-    tp: &TopicPartition,
-    current_leader_epoch: i32,
-    local_epoch: i32,
-    broker: &Arc<Broker>,
-    settings: &ReplicationSettings,
-) -> Result<Result<Option<LeaderEpochEnd>, i16>, ClientError> {
-    let request = OffsetForLeaderEpochRequest::default()
-        .with_replica_id(BrokerId(broker.node_id()))
-        .with_topics(vec![OffsetForLeaderTopic::default()
-            .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
-            .with_partitions(vec![OffsetForLeaderPartition::default()
-                .with_partition(tp.partition)
-                .with_current_leader_epoch(current_leader_epoch)
-                .with_leader_epoch(local_epoch)])]);
-    let response = conn
-        .call(
-            ApiKey::OffsetForLeaderEpoch,
-            OFFSET_FOR_LEADER_EPOCH_VERSION,
-            RequestKind::OffsetForLeaderEpoch(request),
-            Duration::from_millis(settings.socket_timeout_ms as u64),
-        )
-        .await?;
-    let ResponseKind::OffsetForLeaderEpoch(response) = response else {
-        return Ok(Err(ResponseError::UnknownServerError.code()));
-    };
-    let Some(p) = response
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition == tp.partition)
-    else {
-        return Ok(Err(ResponseError::UnknownServerError.code()));
-    };
-    if p.error_code != 0 {
-        return Ok(Err(p.error_code));
-    }
-    if p.leader_epoch < 0 || p.end_offset < 0 {
-        return Ok(Ok(None));
-    }
-    Ok(Ok(Some(LeaderEpochEnd {
-        epoch: p.leader_epoch,
-        end_offset: p.end_offset,
-    })))
+/// Why a partition's truncation waits for the next round.
+#[derive(Debug, thiserror::Error)]
+enum TruncationDeferred {
+    #[error("the leader refused OffsetForLeaderEpoch: {0}")]
+    Refused(RemoteError),
+    #[error("the local log cannot be truncated: {0}")]
+    Storage(String),
+    #[error("no common point after {TRUNCATION_ROUNDS_MAX} rounds")]
+    TooManyRounds,
 }
 
 /// One Fetch for every truncated partition of this source; appends what comes back.
 async fn fetch_once(
-    broker: &Arc<Broker>,
-    conn: &mut BrokerClient,
+    ctx: &Arc<dyn ReplicaContext>,
+    conn: &mut dyn LeaderLink,
     partitions: &Mutex<HashMap<TopicPartition, FetchState>>,
     wanted: Vec<(TopicPartition, FetchState)>,
     settings: &ReplicationSettings,
-) -> Result<(), ClientError> {
-    let mut by_topic: HashMap<Uuid, Vec<FetchPartition>> = HashMap::new();
+) -> Result<(), LinkError> {
+    let mut fetched = Vec::new();
     let mut requested: HashMap<(Uuid, i32), (TopicPartition, FetchState, Arc<Partition>)> =
         HashMap::new();
     for (tp, state) in wanted {
-        let Some(partition) = hosted(broker, &tp) else {
+        let Some(partition) = hosted(ctx, &tp) else {
             continue;
         };
-        by_topic.entry(state.target.topic_id).or_default().push(
-            FetchPartition::default()
-                .with_partition(tp.partition)
-                .with_current_leader_epoch(state.target.leader_epoch)
-                .with_fetch_offset(partition.log.log_end_offset())
-                .with_last_fetched_epoch(partition.log.latest_epoch().unwrap_or(-1))
-                .with_log_start_offset(partition.log.log_start_offset())
-                .with_partition_max_bytes(settings.fetch_max_bytes),
-        );
+        fetched.push(FollowerFetchPartition {
+            topic_id: state.target.topic_id,
+            partition: tp.partition,
+            current_leader_epoch: state.target.leader_epoch,
+            fetch_offset: partition.log.log_end_offset(),
+            last_fetched_epoch: partition.log.latest_epoch().unwrap_or(-1),
+            log_start_offset: partition.log.log_start_offset(),
+            partition_max_bytes: settings.fetch_max_bytes,
+        });
         requested.insert(
             (state.target.topic_id, tp.partition),
             (tp, state, partition),
@@ -484,115 +409,87 @@ async fn fetch_once(
     if requested.is_empty() {
         return Ok(());
     }
-    let request = FetchRequest::default()
-        .with_replica_state(
-            ReplicaState::default()
-                .with_replica_id(BrokerId(broker.node_id()))
-                .with_replica_epoch(broker.metadata.broker_epoch()),
-        )
-        .with_max_wait_ms(settings.fetch_wait_max_ms)
-        .with_min_bytes(settings.fetch_min_bytes)
-        .with_max_bytes(settings.fetch_response_max_bytes)
-        .with_isolation_level(0)
-        .with_session_id(0)
-        .with_session_epoch(-1)
-        .with_topics(
-            by_topic
-                .into_iter()
-                .map(|(topic_id, parts)| {
-                    FetchTopic::default()
-                        .with_topic_id(topic_id)
-                        .with_partitions(parts)
-                })
-                .collect(),
-        );
+    let request = FollowerFetch {
+        replica_id: ctx.replicas().node_id(),
+        replica_epoch: ctx.broker_epoch(),
+        max_wait_ms: settings.fetch_wait_max_ms,
+        min_bytes: settings.fetch_min_bytes,
+        max_bytes: settings.fetch_response_max_bytes,
+        partitions: fetched,
+    };
     let timeout = Duration::from_millis(
         (settings.fetch_wait_max_ms as i64 + settings.socket_timeout_ms) as u64,
     );
-    let response = conn
-        .call(
-            ApiKey::Fetch,
-            FETCH_VERSION,
-            RequestKind::Fetch(request),
-            timeout,
-        )
-        .await?;
-    let ResponseKind::Fetch(response) = response else {
-        return Err(ClientError::Io(std::io::Error::other(
-            "unexpected response kind",
-        )));
-    };
-    if response.error_code != 0 {
-        return Err(ClientError::Io(std::io::Error::other(format!(
-            "fetch refused with error {}",
-            response.error_code
-        ))));
-    }
+    let answers = conn.fetch(request, timeout).await?;
     let mut appended = false;
-    for topic in response.responses {
-        for p in topic.partitions {
-            let Some((tp, state, partition)) = requested.get(&(topic.topic_id, p.partition_index))
-            else {
-                continue;
-            };
-            let backoff = |state_partitions: &Mutex<HashMap<TopicPartition, FetchState>>| {
-                let retry = now_ms() + settings.fetch_backoff_ms;
-                update_state(state_partitions, tp, &state.target, |s| {
-                    s.retry_at_ms = retry
-                });
-            };
-            if p.error_code != 0 {
-                if p.error_code == ResponseError::OffsetOutOfRange.code() {
-                    let leo = partition.log.log_end_offset();
-                    if p.log_start_offset > leo {
-                        // Everything here is older than the leader's log start: start over
-                        // from there.
-                        info!(%tp, from = leo, to = p.log_start_offset, "restarting below the leader's log start");
-                        if let Err(e) = partition.restart_as_follower_at(
-                            p.log_start_offset,
-                            broker.config.producer_id_expiration_ms,
-                        ) {
-                            warn!(%tp, "cannot restart the log: {e}");
-                        } else {
-                            continue;
-                        }
+    for answer in answers {
+        let Some((tp, state, partition)) = requested.get(&(answer.topic_id, answer.partition))
+        else {
+            continue;
+        };
+        let backoff = |state_partitions: &Mutex<HashMap<TopicPartition, FetchState>>| {
+            let retry = now_ms() + settings.fetch_backoff_ms;
+            update_state(state_partitions, tp, &state.target, |s| {
+                s.retry_at_ms = retry
+            });
+        };
+        let data = match answer.outcome {
+            Ok(data) => data,
+            Err(RemoteError::OffsetOutOfRange {
+                leader_log_start_offset,
+            }) => {
+                let leo = partition.log.log_end_offset();
+                if leader_log_start_offset > leo {
+                    // Everything here is older than the leader's log start: start over from
+                    // there.
+                    info!(%tp, from = leo, to = leader_log_start_offset, "restarting below the leader's log start");
+                    if let Err(e) = partition.restart_as_follower_at(
+                        leader_log_start_offset,
+                        settings.producer_id_expiration_ms,
+                    ) {
+                        warn!(%tp, "cannot restart the log: {e}");
                     } else {
-                        // The leader's log no longer matches where this one ends: find the
-                        // common point again.
-                        update_state(partitions, tp, &state.target, |s| s.truncated = false);
+                        continue;
                     }
                 } else {
-                    debug!(%tp, code = p.error_code, "fetch error");
+                    // The leader's log no longer matches where this one ends: find the
+                    // common point again.
+                    update_state(partitions, tp, &state.target, |s| s.truncated = false);
                 }
                 backoff(partitions);
                 continue;
             }
-            if p.diverging_epoch.epoch >= 0 {
-                update_state(partitions, tp, &state.target, |s| s.truncated = false);
+            Err(RemoteError::Other(what)) => {
+                debug!(%tp, "fetch error: {what}");
+                backoff(partitions);
                 continue;
             }
-            // Still following the same leader at the same epoch?
-            let current = partitions.lock().get(tp).map(|s| s.target.clone());
-            if current.as_ref() != Some(&state.target) {
-                continue;
-            }
-            if let Some(records) = p.records.filter(|r| !r.is_empty()) {
-                let mut owned = BytesMut::from(records.as_ref());
-                match partition.append_as_follower(&mut owned, now_ms()) {
-                    Ok(()) => appended = true,
-                    Err(e) => {
-                        warn!(%tp, "cannot append replicated batches: {e}");
-                        update_state(partitions, tp, &state.target, |s| s.truncated = false);
-                        backoff(partitions);
-                        continue;
-                    }
+        };
+        if data.diverging {
+            update_state(partitions, tp, &state.target, |s| s.truncated = false);
+            continue;
+        }
+        // Still following the same leader at the same epoch?
+        let current = partitions.lock().get(tp).map(|s| s.target.clone());
+        if current.as_ref() != Some(&state.target) {
+            continue;
+        }
+        if let Some(records) = data.records.filter(|r| !r.is_empty()) {
+            let mut owned = BytesMut::from(records.as_ref());
+            match partition.append_as_follower(&mut owned, now_ms()) {
+                Ok(()) => appended = true,
+                Err(e) => {
+                    warn!(%tp, "cannot append replicated batches: {e}");
+                    update_state(partitions, tp, &state.target, |s| s.truncated = false);
+                    backoff(partitions);
+                    continue;
                 }
             }
-            partition.update_follower_high_watermark(p.high_watermark, p.log_start_offset);
         }
+        partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset);
     }
     if appended {
-        broker.replicas.notify_appended();
+        ctx.replicas().notify_appended();
     }
     Ok(())
 }

@@ -3,13 +3,15 @@
 //! `version i16 (0) | type i16 (0 abort, 1 commit)` and whose value is
 //! `version i16 (0) | coordinator_epoch i32`.
 
-use shale_log::batch::{BatchHeader, HEADER_LEN};
-use shale_log::records::{decode_records, BatchBuilder};
-use shale_log::LogError;
+use crate::batch::BatchHeader;
+use crate::error::LogError;
+use crate::records::{self, BatchBuilder};
 
 const CONTROL_VERSION: i16 = 0;
 const CONTROL_TYPE_ABORT: i16 = 0;
 const CONTROL_TYPE_COMMIT: i16 = 1;
+/// Control batches hold one small record; anything larger is not a marker we read.
+const CONTROL_BATCH_BYTES_MAX: u64 = 64 * 1024;
 
 /// One COMMIT or ABORT marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,16 +47,14 @@ pub fn encode_control_batch(marker: &ControlMarker, now_ms: i64) -> Result<Vec<u
 /// Reads the marker back from a control batch (`batch` is the whole batch). `None` when the
 /// batch is not a COMMIT/ABORT control batch Shale understands.
 pub fn decode_control_batch(header: &BatchHeader, batch: &[u8]) -> Option<ControlMarker> {
-    if !header.is_control() || batch.len() < HEADER_LEN {
+    if !header.is_control() {
         return None;
     }
-    let records = decode_records(&batch[HEADER_LEN..], header.record_count).ok()?;
-    let record = records.first()?;
+    let body = records::batch_body(batch, CONTROL_BATCH_BYTES_MAX).ok()?;
+    let decoded = records::decode_records(&body, header.record_count).ok()?;
+    let record = decoded.first()?;
     let key = record.key?;
-    if key.len() < 4 {
-        return None;
-    }
-    let commit = match i16::from_be_bytes([key[2], key[3]]) {
+    let commit = match i16::from_be_bytes([*key.get(2)?, *key.get(3)?]) {
         CONTROL_TYPE_COMMIT => true,
         CONTROL_TYPE_ABORT => false,
         _ => return None,
@@ -85,9 +85,18 @@ mod tests {
                 commit,
             };
             let batch = encode_control_batch(&marker, 1_000).unwrap();
-            let header = shale_log::batch::check_batch(&batch).unwrap();
+            let header = crate::batch::check_batch(&batch).unwrap();
             assert!(header.is_control() && header.is_transactional());
             assert_eq!(decode_control_batch(&header, &batch), Some(marker));
         }
+    }
+
+    #[test]
+    fn a_data_batch_is_no_marker() {
+        let mut builder = BatchBuilder::new(1_000);
+        builder.push(1_000, Some(b"k"), Some(b"v"));
+        let batch = builder.build().unwrap();
+        let header = crate::batch::check_batch(&batch).unwrap();
+        assert_eq!(decode_control_batch(&header, &batch), None);
     }
 }

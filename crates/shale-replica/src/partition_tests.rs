@@ -8,17 +8,18 @@ use shale_log::records::{batch_body, decode_records, BatchBuilder};
 use shale_log::{CleanupPolicy, LogConfig, LogManager, TopicPartition};
 use uuid::Uuid;
 
-use super::{PartitionAssignment, ReplicaManager};
-use crate::replication::leader_state::Assignment;
-use crate::replication::state::RoleUpdate;
-use crate::txn::control::ControlMarker;
+use crate::leader_state::Assignment;
+use crate::state::RoleUpdate;
+use crate::{PartitionAssignment, ReplicaManager};
+use shale_log::control::ControlMarker;
+use shale_log::ValidatedBatches;
 
 const LOCAL_ID: i32 = 1;
 const PRODUCER_ID_EXPIRATION_MS: i64 = 3_600_000;
 
 fn manager(dir: &tempfile::TempDir) -> ReplicaManager {
     let logs = LogManager::open(vec![dir.path().to_path_buf()], 1).unwrap();
-    ReplicaManager::new(Arc::new(logs), PRODUCER_ID_EXPIRATION_MS)
+    ReplicaManager::new(LOCAL_ID, Arc::new(logs), PRODUCER_ID_EXPIRATION_MS)
 }
 
 fn assignment(
@@ -110,10 +111,13 @@ fn retention_waits_for_the_isr_and_deletes_once_the_high_watermark_passes() {
     )])
     .unwrap();
     let p = rm.get(&tp).unwrap();
-    let now = crate::time::now_ms();
+    let now = shale_log::now_ms();
     for i in 0..100 {
-        p.append_client(&mut record_batch("k", &format!("value-{i:04}"), now), now)
-            .unwrap();
+        p.append_client(
+            ValidatedBatches::parse(&mut record_batch("k", &format!("value-{i:04}"), now)).unwrap(),
+            now,
+        )
+        .unwrap();
     }
     assert!(p.log.segment_count() > 4);
     // Replica 2 has fetched nothing: nothing is committed.
@@ -148,9 +152,12 @@ fn a_new_partition_sets_its_logs_high_watermark() {
         rm.reconcile(vec![single_replica(&tp, small_segments())])
             .unwrap();
         let p = rm.get(&tp).unwrap();
-        let now = crate::time::now_ms();
-        p.append_client(&mut record_batch("k", "v", now), now)
-            .unwrap();
+        let now = shale_log::now_ms();
+        p.append_client(
+            ValidatedBatches::parse(&mut record_batch("k", "v", now)).unwrap(),
+            now,
+        )
+        .unwrap();
         assert_eq!(p.log.high_watermark(), 1, "a lone leader commits at once");
         rm.logs().shutdown().unwrap();
     }
@@ -171,7 +178,7 @@ fn a_followers_high_watermark_moves_in_its_log() {
         .unwrap();
     let p = rm.get(&tp).unwrap();
     let signal = p.replication.subscribe();
-    let now = crate::time::now_ms();
+    let now = shale_log::now_ms();
     for offset in 0..10 {
         let mut b = BatchBuilder::new(now);
         b.base_offset = offset;
@@ -210,9 +217,12 @@ fn the_cleaner_leaves_an_open_transaction_and_what_follows_it() {
     };
     rm.reconcile(vec![single_replica(&tp, config)]).unwrap();
     let p = rm.get(&tp).unwrap();
-    let now = crate::time::now_ms();
-    p.append_client(&mut record_batch("k", "v1", now), now)
-        .unwrap();
+    let now = shale_log::now_ms();
+    p.append_client(
+        ValidatedBatches::parse(&mut record_batch("k", "v1", now)).unwrap(),
+        now,
+    )
+    .unwrap();
     p.log.roll(now).unwrap();
     let mut txn = BatchBuilder::new(now);
     txn.producer_id = 4000;
@@ -221,12 +231,18 @@ fn the_cleaner_leaves_an_open_transaction_and_what_follows_it() {
     txn.transactional = true;
     txn.push(now, Some(b"t"), Some(b"open"));
     let open = p
-        .append_client(&mut txn.build().unwrap(), now)
+        .append_client(
+            ValidatedBatches::parse(&mut txn.build().unwrap()).unwrap(),
+            now,
+        )
         .unwrap()
         .base_offset;
     p.log.roll(now).unwrap();
-    p.append_client(&mut record_batch("k", "v2", now), now)
-        .unwrap();
+    p.append_client(
+        ValidatedBatches::parse(&mut record_batch("k", "v2", now)).unwrap(),
+        now,
+    )
+    .unwrap();
     p.log.roll(now).unwrap();
     assert_eq!(p.high_watermark(), p.log.log_end_offset());
     assert_eq!(p.last_stable_offset(), open);

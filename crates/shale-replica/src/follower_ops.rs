@@ -1,12 +1,12 @@
-//! The replication operations of a hosted partition (a child module of `partitions`, so
-//! they share its locks): the leader's high watermark, a follower's appends of the
-//! leader's batches, its high watermark and its truncation.
+//! The replication operations of a hosted partition: the leader's high watermark, a
+//! follower's appends of the leader's batches, its high watermark and its truncation.
 
-use shale_log::{AppendOrigin, LogError};
+use shale_log::control::decode_control_batch;
+use shale_log::{AppendOrigin, LogError, ValidatedBatches};
 use tracing::warn;
 
-use super::{producer_batch, AppendError, Partition};
-use crate::txn::control::decode_control_batch;
+use crate::partition::{producer_batch, AppendError, Partition};
+use crate::producer_replay::replay_marker;
 
 impl Partition {
     /// As leader: moves the high watermark to the smallest log end offset of the ISR, never
@@ -34,9 +34,12 @@ impl Partition {
         let mut producers = self.producers.lock();
         // A fetch answered after this broker became leader must not extend its log.
         self.refuse_if_leading()?;
-        let info = self
-            .log
-            .append(records, -1, now_ms, AppendOrigin::Replication)?;
+        let info = self.log.append_validated(
+            ValidatedBatches::parse(records)?,
+            -1,
+            now_ms,
+            AppendOrigin::Replication,
+        )?;
         let mut position = 0usize;
         for h in &info.batches {
             let bytes = records
@@ -48,7 +51,7 @@ impl Partition {
             }
             match decode_control_batch(h, bytes) {
                 Some(marker) => {
-                    crate::partitions::replay_marker(&mut producers, &self.log, h, &marker);
+                    replay_marker(&mut producers, &self.log, h, &marker);
                 }
                 None => producers.replay(&producer_batch(h)),
             }

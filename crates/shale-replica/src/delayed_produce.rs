@@ -6,9 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::ResponseError;
-
-use crate::partitions::Partition;
+use crate::error::AckError;
+use crate::partition::Partition;
 
 /// One partition's part of a produce request waiting for replication.
 pub struct PendingAck {
@@ -18,53 +17,53 @@ pub struct PendingAck {
     pub min_insync_replicas: i32,
 }
 
-/// Waits for every pending partition; returns the error code of each (0 on success), in
-/// order. All share one deadline, so waiting for them in turn ends with the slowest.
-pub async fn wait_all(pending: Vec<PendingAck>, timeout_ms: i32) -> Vec<i16> {
+/// Waits for every pending partition; returns the outcome of each, in order. All share one
+/// deadline, so waiting for them in turn ends with the slowest.
+pub async fn wait_all(pending: Vec<PendingAck>, timeout_ms: i32) -> Vec<Result<(), AckError>> {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-    let mut codes = Vec::with_capacity(pending.len());
+    let mut outcomes = Vec::with_capacity(pending.len());
     for p in pending {
-        codes.push(wait_one(p, deadline).await);
+        outcomes.push(wait_one(p, deadline).await);
     }
-    codes
+    outcomes
 }
 
-async fn wait_one(p: PendingAck, deadline: tokio::time::Instant) -> i16 {
+async fn wait_one(p: PendingAck, deadline: tokio::time::Instant) -> Result<(), AckError> {
     let mut signal = p.partition.replication.subscribe();
     let epoch_at_append = p.partition.leader_epoch();
     loop {
         let s = *signal.borrow_and_update();
         if !s.is_leader || (s.leader_epoch >= 0 && s.leader_epoch != epoch_at_append) {
-            return ResponseError::NotLeaderOrFollower.code();
+            return Err(AckError::NotLeaderOrFollower);
         }
         if p.partition.high_watermark() >= p.required_offset {
             let isr = p.partition.replication.isr_len().unwrap_or(0);
             return if (isr as i64) < i64::from(p.min_insync_replicas) {
-                ResponseError::NotEnoughReplicasAfterAppend.code()
+                Err(AckError::NotEnoughReplicasAfterAppend)
             } else {
-                0
+                Ok(())
             };
         }
         tokio::select! {
             changed = signal.changed() => {
                 if changed.is_err() {
-                    return ResponseError::NotLeaderOrFollower.code();
+                    return Err(AckError::NotLeaderOrFollower);
                 }
             }
-            _ = tokio::time::sleep_until(deadline) => return ResponseError::RequestTimedOut.code(),
+            _ = tokio::time::sleep_until(deadline) => return Err(AckError::TimedOut),
         }
     }
 }
 
 /// Waits until `required_offset` is replicated to the ISR of `partition` (a coordinator's
-/// write to its internal topic, as Kafka appends them with acks=all): the error code as for
-/// a produce, 0 on success.
+/// write to its internal topic, as Kafka appends them with acks=all), with the outcomes of a
+/// produce.
 pub async fn wait_replicated(
     partition: Arc<Partition>,
     required_offset: i64,
     min_insync_replicas: i32,
     timeout_ms: i32,
-) -> i16 {
+) -> Result<(), AckError> {
     wait_all(
         vec![PendingAck {
             partition,
@@ -76,5 +75,5 @@ pub async fn wait_replicated(
     .await
     .first()
     .copied()
-    .unwrap_or(0)
+    .unwrap_or(Ok(()))
 }

@@ -5,7 +5,7 @@
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::leader_state::{Assignment, LeaderState};
+use crate::leader_state::{Assignment, LeaderState};
 
 /// The high watermark and leader epoch, as seen by waiting producers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

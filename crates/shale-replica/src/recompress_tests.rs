@@ -7,15 +7,16 @@ use shale_log::batch::parse_batches;
 use shale_log::records::BatchBuilder;
 use shale_log::{Compression, LogConfig, LogManager, TopicCompression, TopicPartition};
 
-use super::{Partition, PartitionAssignment, ReplicaManager};
-use crate::replication::leader_state::Assignment;
-use crate::replication::state::RoleUpdate;
+use crate::leader_state::Assignment;
+use crate::state::RoleUpdate;
+use crate::{Partition, PartitionAssignment, ReplicaManager};
+use shale_log::ValidatedBatches;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
 fn hosted(dir: &std::path::Path, codec: Compression) -> (ReplicaManager, Arc<Partition>) {
     let logs = Arc::new(LogManager::open(vec![dir.to_path_buf()], 1).unwrap());
-    let replicas = ReplicaManager::new(logs, 86_400_000);
+    let replicas = ReplicaManager::new(1, logs, 86_400_000);
     let tp = TopicPartition::new("t", 0);
     let config = LogConfig {
         compression_type: TopicCompression::Codec(codec),
@@ -77,20 +78,32 @@ fn an_idempotent_retry_of_a_recompressed_batch_gets_its_original_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let (_replicas, p) = hosted(dir.path(), Compression::Zstd);
     let first = p
-        .append_client(&mut producer_batch(0, false), NOW_MS)
+        .append_client(
+            ValidatedBatches::parse(&mut producer_batch(0, false)).unwrap(),
+            NOW_MS,
+        )
         .unwrap();
     let second = p
-        .append_client(&mut producer_batch(4, false), NOW_MS)
+        .append_client(
+            ValidatedBatches::parse(&mut producer_batch(4, false)).unwrap(),
+            NOW_MS,
+        )
         .unwrap();
     assert_eq!((first.base_offset, first.last_offset), (0, 3));
     assert_eq!((second.base_offset, second.last_offset), (4, 7));
     // The producer did not hear back and sends both again.
     let retry = p
-        .append_client(&mut producer_batch(0, false), NOW_MS)
+        .append_client(
+            ValidatedBatches::parse(&mut producer_batch(0, false)).unwrap(),
+            NOW_MS,
+        )
         .unwrap();
     assert_eq!((retry.base_offset, retry.last_offset), (0, 3));
     let retry = p
-        .append_client(&mut producer_batch(4, false), NOW_MS)
+        .append_client(
+            ValidatedBatches::parse(&mut producer_batch(4, false)).unwrap(),
+            NOW_MS,
+        )
         .unwrap();
     assert_eq!((retry.base_offset, retry.last_offset), (4, 7));
     assert_eq!(p.log.log_end_offset(), 8);
@@ -103,7 +116,10 @@ fn an_idempotent_retry_of_a_recompressed_batch_gets_its_original_offsets() {
     );
     // The next sequence goes on from the recompressed batches.
     let next = p
-        .append_client(&mut producer_batch(8, false), NOW_MS)
+        .append_client(
+            ValidatedBatches::parse(&mut producer_batch(8, false)).unwrap(),
+            NOW_MS,
+        )
         .unwrap();
     assert_eq!(next.base_offset, 8);
 }
@@ -112,8 +128,11 @@ fn an_idempotent_retry_of_a_recompressed_batch_gets_its_original_offsets() {
 fn a_recompressed_transactional_batch_stays_transactional() {
     let dir = tempfile::tempdir().unwrap();
     let (_replicas, p) = hosted(dir.path(), Compression::Gzip);
-    p.append_client(&mut producer_batch(0, true), NOW_MS)
-        .unwrap();
+    p.append_client(
+        ValidatedBatches::parse(&mut producer_batch(0, true)).unwrap(),
+        NOW_MS,
+    )
+    .unwrap();
     assert_eq!(stored(&p), vec![(Some(Compression::Gzip), true, 0)]);
     // The open transaction holds the last stable offset back at its first offset.
     let entries = p.producer_entries();
