@@ -7,6 +7,7 @@
 pub mod api_table;
 pub mod config;
 mod connection;
+mod coordinator_host;
 mod dispatch;
 pub mod errors;
 mod groups;

@@ -4,16 +4,12 @@
 use std::sync::Arc;
 
 use shale_group::runtime::PartitionLoader;
-use shale_log::batch::{parse_batches, HEADER_LEN};
-use shale_log::records::{batch_body, decode_records};
 use shale_log::LogError;
 use tracing::{info, warn};
 
 use shale_replica::Partition;
 
-/// Upper bound of one decompressed batch while loading: bounds memory on a corrupt or hostile
-/// compression ratio.
-const DECOMPRESSED_BATCH_BYTES_MAX: u64 = 256 * 1024 * 1024;
+use crate::coordinator_host::replay_partition;
 
 /// Control record type of a commit marker (0 is abort).
 const CONTROL_TYPE_COMMIT: i16 = 1;
@@ -50,63 +46,25 @@ fn replay_log(
     loader: &mut PartitionLoader,
     read_bytes_max: usize,
 ) -> Result<(), LogError> {
-    let log = &partition.log;
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
-    while offset < end {
-        let read = log.read(offset, read_bytes_max, end, true)?;
-        let bytes = read.to_bytes().map_err(LogError::Storage)?;
-        let headers = parse_batches(&bytes)?;
-        let Some(last) = headers.last() else {
-            warn!(tp = %partition.tp, offset, end, "no batch found below the log end while loading");
-            break;
-        };
-        let next = last.last_offset() + 1;
-        let mut position = 0usize;
-        for header in &headers {
-            let batch = &bytes[position..position + header.total_len()];
-            position += header.total_len();
-            if header.last_offset() < offset {
-                continue;
+    replay_partition(partition, read_bytes_max, |record| {
+        if record.batch.is_control() {
+            if let Some(marker) = decode_marker_key(record.key) {
+                loader.replay_transaction_marker(record.batch.producer_id, marker);
             }
-            let body = if header.compression() == Some(shale_log::Compression::None) {
-                None
-            } else {
-                Some(batch_body(batch, DECOMPRESSED_BATCH_BYTES_MAX)?)
-            };
-            let body_bytes: &[u8] = match &body {
-                Some(b) => b,
-                None => &batch[HEADER_LEN..],
-            };
-            let records = decode_records(body_bytes, header.record_count)?;
-            for record in records {
-                if header.base_offset + i64::from(record.offset_delta) < offset {
-                    continue;
-                }
-                if header.is_control() {
-                    if let Some(key) = record.key {
-                        if key.len() >= 4 {
-                            let kind = i16::from_be_bytes([key[2], key[3]]);
-                            loader.replay_transaction_marker(
-                                header.producer_id,
-                                kind == CONTROL_TYPE_COMMIT,
-                            );
-                        }
-                    }
-                    continue;
-                }
-                let Some(key) = record.key else { continue };
-                if header.is_transactional() {
-                    loader.replay_transactional(header.producer_id, key, record.value);
-                } else {
-                    loader.replay(key, record.value);
-                }
-            }
+            return;
         }
-        if next <= offset {
-            break;
+        let Some(key) = record.key else { return };
+        if record.batch.is_transactional() {
+            loader.replay_transactional(record.batch.producer_id, key, record.value);
+        } else {
+            loader.replay(key, record.value);
         }
-        offset = next;
-    }
-    Ok(())
+    })
+}
+
+/// Whether a control record's key is a COMMIT (true) or ABORT (false) marker; `None` when it
+/// is too short to say.
+fn decode_marker_key(key: Option<&[u8]>) -> Option<bool> {
+    let key = key.filter(|k| k.len() >= 4)?;
+    Some(i16::from_be_bytes([key[2], key[3]]) == CONTROL_TYPE_COMMIT)
 }

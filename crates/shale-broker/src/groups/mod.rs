@@ -23,9 +23,9 @@ use tracing::info;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
+use crate::coordinator_host::CoordinatorHost;
 use crate::handlers::topics::ensure_internal_topic;
 use crate::Broker;
-use shale_replica::{leadership_delta, led_partitions, LeadershipDelta};
 
 /// The internal topic holding group metadata and committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -41,11 +41,9 @@ pub struct GroupService {
     /// Partitions loaded or loading here, with the topic id they were loaded for (a new id
     /// means the topic was recreated: reload). A new leader epoch with this broker still the
     /// leader keeps the loaded state, as Kafka does.
-    served: Mutex<HashMap<i32, Uuid>>,
+    host: CoordinatorHost<Uuid>,
     /// Topic ids of the last reconciled image, to notice deleted topics.
     topics_seen: Mutex<HashMap<String, Uuid>>,
-    /// Serializes creation of the offsets topic among concurrent requests.
-    creating: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for GroupService {
@@ -84,9 +82,8 @@ impl GroupService {
         GroupService {
             coordinator: GroupCoordinator::new(group_config(config), num_partitions, log),
             num_partitions,
-            served: Mutex::new(HashMap::new()),
+            host: CoordinatorHost::new(OFFSETS_TOPIC),
             topics_seen: Mutex::new(HashMap::new()),
-            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -95,31 +92,28 @@ impl GroupService {
     /// `image`.
     pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
         self.forget_deleted_topics(image);
-        // Keyed by topic id only: a new leader epoch of the same topic keeps the loaded state.
-        let wanted: HashMap<i32, Uuid> = led_partitions(image, OFFSETS_TOPIC, broker.node_id())
-            .into_iter()
-            .map(|(partition, (topic_id, _))| (partition, topic_id))
-            .collect();
-        let mut served = self.served.lock();
-        let LeadershipDelta { lost, gained } =
-            leadership_delta(&broker.replicas, OFFSETS_TOPIC, &mut served, wanted);
-        for partition in lost {
-            self.coordinator.unload_partition(partition);
-            info!(partition, "unloaded {OFFSETS_TOPIC} partition");
-        }
-        for (partition, key, hosted) in gained {
-            served.insert(partition, key);
-            // Register the slot now so requests see COORDINATOR_LOAD_IN_PROGRESS at once.
-            let loader = self.coordinator.start_loading(partition);
-            let buffer_bytes = broker
-                .config
-                .properties
-                .get("offsets.load.buffer.size")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(LOAD_BUFFER_BYTES_DEFAULT)
-                .max(1024);
-            load::spawn(hosted, loader, buffer_bytes);
-        }
+        let buffer_bytes = broker
+            .config
+            .properties
+            .get("offsets.load.buffer.size")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(LOAD_BUFFER_BYTES_DEFAULT)
+            .max(1024);
+        self.host.follow_leadership(
+            &broker.replicas,
+            image,
+            // Keyed by topic id only: a new leader epoch of the same topic keeps the state.
+            |topic_id, _| topic_id,
+            |partition| {
+                self.coordinator.unload_partition(partition);
+                info!(partition, "unloaded {OFFSETS_TOPIC} partition");
+            },
+            |partition, _, hosted| {
+                // Register the slot now so requests see COORDINATOR_LOAD_IN_PROGRESS at once.
+                let loader = self.coordinator.start_loading(partition);
+                load::spawn(hosted, loader, buffer_bytes);
+            },
+        );
     }
 
     /// Committed offsets of topics deleted since the last image go away, as in Kafka.
@@ -147,32 +141,28 @@ impl GroupService {
 
     /// Creates `__consumer_offsets` if it does not exist yet (first use of a group).
     pub async fn ensure_offsets_topic(&self, broker: &Arc<Broker>) {
-        if broker.image().topic(OFFSETS_TOPIC).is_some() {
-            return;
-        }
-        let _creating = self.creating.lock().await;
-        if broker.image().topic(OFFSETS_TOPIC).is_some() {
-            return;
-        }
         let config = &broker.config;
-        ensure_internal_topic(
-            broker,
-            OFFSETS_TOPIC,
-            self.num_partitions,
-            "offsets.topic.replication.factor",
-            config.offsets_topic_replication_factor,
-            |_| {
-                vec![
-                    ("cleanup.policy".into(), Some("compact".into())),
-                    (
-                        "segment.bytes".into(),
-                        Some(config.offsets_topic_segment_bytes.to_string()),
-                    ),
-                    ("compression.type".into(), Some("producer".into())),
-                ]
-            },
-        )
-        .await;
+        let create = || {
+            ensure_internal_topic(
+                broker,
+                OFFSETS_TOPIC,
+                self.num_partitions,
+                "offsets.topic.replication.factor",
+                config.offsets_topic_replication_factor,
+                |_| {
+                    vec![
+                        ("cleanup.policy".into(), Some("compact".into())),
+                        (
+                            "segment.bytes".into(),
+                            Some(config.offsets_topic_segment_bytes.to_string()),
+                        ),
+                        ("compression.type".into(), Some("producer".into())),
+                    ]
+                },
+            )
+        };
+        let exists = || broker.image().topic(OFFSETS_TOPIC).is_some();
+        self.host.ensure_topic(exists, create).await;
     }
 }
 

@@ -32,13 +32,13 @@ use tracing::{error, info, warn};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
+use crate::coordinator_host::CoordinatorHost;
 use crate::handlers::topics::ensure_internal_topic;
 use crate::time::now_ms;
 use crate::Broker;
 use gate::TxnGate;
 use markers::{BrokerMarkerTransport, MarkerTransport};
 use peers::PeerClients;
-use shale_replica::{leadership_delta, led_partitions, LeadershipDelta};
 
 /// Fault injection for the crash test: when this environment variable names a transactional
 /// id, the process aborts right after that id's PrepareCommit is logged and before any marker
@@ -56,8 +56,7 @@ pub struct TxnService {
     num_partitions: i32,
     coordinators: Mutex<HashMap<i32, TxnCoordinator>>,
     /// The topic id and leader epoch each served partition was loaded for.
-    served: Mutex<HashMap<i32, (Uuid, i32)>>,
-    creating: tokio::sync::Mutex<()>,
+    host: CoordinatorHost<(Uuid, i32)>,
     /// Serialises transactional appends against marker writes on each partition.
     pub gate: TxnGate,
     transport: Arc<dyn MarkerTransport>,
@@ -91,8 +90,7 @@ impl TxnService {
             },
             num_partitions,
             coordinators: Mutex::new(HashMap::new()),
-            served: Mutex::new(HashMap::new()),
-            creating: tokio::sync::Mutex::new(()),
+            host: CoordinatorHost::new(TXN_STATE_TOPIC),
             gate: TxnGate::default(),
             transport: Arc::new(BrokerMarkerTransport),
             peers: PeerClients::default(),
@@ -111,32 +109,31 @@ impl TxnService {
     /// (replaying their records and resending the markers of transactions caught between
     /// prepare and complete), drops those it lost.
     pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
-        // A new leader epoch reloads: the log may have changed under another leader.
-        let wanted = led_partitions(image, TXN_STATE_TOPIC, broker.node_id());
-        let mut served = self.served.lock();
-        let LeadershipDelta { lost, gained } =
-            leadership_delta(&broker.replicas, TXN_STATE_TOPIC, &mut served, wanted);
-        for partition in lost {
-            self.coordinators.lock().remove(&partition);
-            info!(partition, "unloaded {TXN_STATE_TOPIC} partition");
-        }
         let mut resend = Vec::new();
-        for (partition, key, hosted) in gained {
-            let mut coordinator = TxnCoordinator::new(self.config, key.1);
-            match state_log::load(&hosted, &mut coordinator) {
-                Ok(records) => info!(partition, records, "loaded transaction coordinator"),
-                Err(e) => warn!(partition, "loading transaction state stopped early: {e}"),
-            }
-            resend.extend(
-                coordinator
-                    .markers_to_resend()
-                    .into_iter()
-                    .map(|m| (partition, m)),
-            );
-            self.coordinators.lock().insert(partition, coordinator);
-            served.insert(partition, key);
-        }
-        drop(served);
+        self.host.follow_leadership(
+            &broker.replicas,
+            image,
+            // A new leader epoch reloads: the log may have changed under another leader.
+            |topic_id, leader_epoch| (topic_id, leader_epoch),
+            |partition| {
+                self.coordinators.lock().remove(&partition);
+                info!(partition, "unloaded {TXN_STATE_TOPIC} partition");
+            },
+            |partition, &(_, leader_epoch), hosted| {
+                let mut coordinator = TxnCoordinator::new(self.config, leader_epoch);
+                match state_log::load(&hosted, &mut coordinator) {
+                    Ok(records) => info!(partition, records, "loaded transaction coordinator"),
+                    Err(e) => warn!(partition, "loading transaction state stopped early: {e}"),
+                }
+                resend.extend(
+                    coordinator
+                        .markers_to_resend()
+                        .into_iter()
+                        .map(|m| (partition, m)),
+                );
+                self.coordinators.lock().insert(partition, coordinator);
+            },
+        );
         if resend.is_empty() {
             return;
         }
@@ -157,40 +154,36 @@ impl TxnService {
 
     /// Creates `__transaction_state` if it does not exist yet (first transactional producer).
     pub async fn ensure_state_topic(&self, broker: &Arc<Broker>) {
-        if broker.image().topic(TXN_STATE_TOPIC).is_some() {
-            return;
-        }
-        let _creating = self.creating.lock().await;
-        if broker.image().topic(TXN_STATE_TOPIC).is_some() {
-            return;
-        }
         let config = &broker.config;
-        ensure_internal_topic(
-            broker,
-            TXN_STATE_TOPIC,
-            self.num_partitions,
-            "transaction.state.log.replication.factor",
-            config.transaction_state_log_replication_factor,
-            |replication_factor| {
-                let min_isr = config
-                    .transaction_state_log_min_isr
-                    .min(i32::from(replication_factor));
-                vec![
-                    ("cleanup.policy".into(), Some("compact".into())),
-                    (
-                        "segment.bytes".into(),
-                        Some(config.transaction_state_log_segment_bytes.to_string()),
-                    ),
-                    ("min.insync.replicas".into(), Some(min_isr.to_string())),
-                    ("compression.type".into(), Some("uncompressed".into())),
-                    (
-                        "unclean.leader.election.enable".into(),
-                        Some("false".into()),
-                    ),
-                ]
-            },
-        )
-        .await;
+        let create = || {
+            ensure_internal_topic(
+                broker,
+                TXN_STATE_TOPIC,
+                self.num_partitions,
+                "transaction.state.log.replication.factor",
+                config.transaction_state_log_replication_factor,
+                |replication_factor| {
+                    let min_isr = config
+                        .transaction_state_log_min_isr
+                        .min(i32::from(replication_factor));
+                    vec![
+                        ("cleanup.policy".into(), Some("compact".into())),
+                        (
+                            "segment.bytes".into(),
+                            Some(config.transaction_state_log_segment_bytes.to_string()),
+                        ),
+                        ("min.insync.replicas".into(), Some(min_isr.to_string())),
+                        ("compression.type".into(), Some("uncompressed".into())),
+                        (
+                            "unclean.leader.election.enable".into(),
+                            Some("false".into()),
+                        ),
+                    ]
+                },
+            )
+        };
+        let exists = || broker.image().topic(TXN_STATE_TOPIC).is_some();
+        self.host.ensure_topic(exists, create).await;
     }
 
     /// The broker leading the coordinator partition of `transactional_id` (-1 when none).
