@@ -23,8 +23,8 @@ use tracing::info;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::handlers::topics::ensure_internal_topic;
 use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
+use crate::topic_creation::ensure_internal_topic;
 use crate::Broker;
 
 /// The internal topic holding group metadata and committed offsets.

@@ -24,8 +24,8 @@ use self::encode::{FetchAnswer, FileRecords};
 use super::leader_hints::LeaderHints;
 use super::leader_partition;
 
-use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 const READ_COMMITTED: i8 = 1;

@@ -14,8 +14,8 @@ use kafka_protocol::ResponseError;
 use super::leader_hints::LeaderHints;
 use super::leader_partition;
 
-use crate::dispatch::RequestContext;
 use crate::replication::acks::{self, PendingAck};
+use crate::request::RequestContext;
 use crate::time::now_ms;
 use crate::Broker;
 

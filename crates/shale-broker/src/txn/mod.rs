@@ -33,9 +33,9 @@ use tracing::{error, info, warn};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::handlers::topics::ensure_internal_topic;
 use crate::partitions::{leadership_delta, led_partitions, LeadershipDelta};
 use crate::time::now_ms;
+use crate::topic_creation::ensure_internal_topic;
 use crate::Broker;
 use gate::TxnGate;
 use markers::{BrokerMarkerTransport, MarkerTransport};
