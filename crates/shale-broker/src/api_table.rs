@@ -1,93 +1,261 @@
-//! The one declarative table of the Kafka APIs Shale serves: key, versions accepted, versions
-//! advertised. ApiVersions is derived from it and dispatch refuses anything outside it, so what
-//! is advertised is exactly what is implemented.
+//! The one declaration of the Kafka APIs Shale serves: per API its key, the versions accepted
+//! and advertised, the authorization Kafka's authorizer checks for it, and its handler.
+//! ApiVersions, admission (`connection.rs`), the README's table and dispatch are all derived
+//! from it (`dispatch.rs` holds the macro), so what is advertised is exactly what is handled.
+//!
+//! The `access` lists are data only: Shale has no authorizer yet and checks none of them (see
+//! `authorization.rs`). They record Kafka's documentation ("Operations and Resources on
+//! Protocols"); a comment says when Kafka makes a check conditional.
 
-use kafka_protocol::messages::ApiKey;
+use std::sync::Arc;
 
-/// One served API.
-#[derive(Clone, Copy, Debug)]
-pub struct ApiEntry {
-    pub key: ApiKey,
-    /// Lowest version advertised in ApiVersions.
-    pub advertised_min: i16,
-    /// Lowest version actually accepted; below it the request is answered UNSUPPORTED_VERSION.
-    pub accepted_min: i16,
-    pub max: i16,
-}
+use crate::dispatch::{answered, declare_apis, reply, reply_if};
+use crate::groups;
+use crate::handlers;
+use crate::replication;
+use crate::request::RequestContext;
+use crate::txn;
+use crate::Broker;
 
-const fn api(key: ApiKey, min: i16, max: i16) -> ApiEntry {
-    ApiEntry {
-        key,
-        advertised_min: min,
-        accepted_min: min,
-        max,
-    }
-}
+pub use crate::dispatch::ApiEntry;
 
-/// Version ranges follow the reference Apache Kafka 4.4 broker. Where kafka-protocol 0.18
-/// (Kafka 4.1's specs) cannot carry a version, shale-protocol's codec generated from Kafka
-/// 4.4's specs does; the README says which ranges still differ from Kafka 4.4 and why.
-pub const API_TABLE: &[ApiEntry] = &[
+// Version ranges follow the reference Apache Kafka 4.4 broker. Where kafka-protocol 0.18
+// (Kafka 4.1's specs) cannot carry a version, shale-protocol's codec generated from Kafka
+// 4.4's specs does (the `newer` routes); the README says which ranges still differ from
+// Kafka 4.4 and why. The order is the order ApiVersions lists them in.
+declare_apis! {
+    (broker: &Arc<Broker>, ctx: &RequestContext, request);
+
     // Produce advertises min 0 like Kafka (KAFKA-18659): older librdkafka stops compressing when
     // the advertised minimum is 3. Versions 0-2 are still refused.
-    ApiEntry {
-        key: ApiKey::Produce,
-        advertised_min: 0,
-        accepted_min: 3,
-        max: 13,
-    },
-    api(ApiKey::Fetch, 4, 18),
+    Produce 3..=13, advertised from 0
+        access [
+            Write on Topic,
+            // Only a transactional producer (transactional.id set).
+            Write on TransactionalId,
+            // Only an idempotent producer.
+            IdempotentWrite on Cluster,
+        ]
+        handler reply_if(handlers::produce::handle(broker, ctx, request).await);
+    // Consumer fetches that can be answered from the segment files skip this route
+    // (`connection.rs` writes them with sendfile); the rest come here.
+    Fetch 4..=18
+        access [
+            // A consumer, on each topic it fetches.
+            Read on Topic,
+            // A follower (replica id set).
+            ClusterAction on Cluster,
+        ]
+        handler reply(handlers::fetch::handle(broker, ctx, request).await);
     // 11: EARLIEST_PENDING_UPLOAD (-6, KIP-1023), the same wire layout as 10.
-    api(ApiKey::ListOffsets, 1, 11),
-    api(ApiKey::Metadata, 0, 13),
-    // 5: the client names the cluster and node it expects (KIP-1242).
-    api(ApiKey::ApiVersions, 0, 5),
-    api(ApiKey::CreateTopics, 2, 7),
-    api(ApiKey::DeleteTopics, 1, 6),
-    api(ApiKey::DeleteRecords, 0, 2),
-    api(ApiKey::InitProducerId, 0, 5),
-    api(ApiKey::OffsetForLeaderEpoch, 2, 4),
-    api(ApiKey::DescribeConfigs, 1, 4),
-    api(ApiKey::AlterConfigs, 0, 2),
-    api(ApiKey::CreatePartitions, 0, 3),
-    api(ApiKey::IncrementalAlterConfigs, 0, 1),
-    api(ApiKey::DescribeCluster, 0, 2),
+    ListOffsets 1..=11
+        access [Describe on Topic]
+        handler reply(handlers::list_offsets::handle(broker, ctx, request));
+    Metadata 0..=13
+        access [
+            Describe on Topic,
+            // Topic auto-creation: checked first.
+            Create on Cluster,
+            // Topic auto-creation without Create on the cluster.
+            Create on Topic,
+        ]
+        handler reply(handlers::metadata::handle(broker, ctx, request).await);
+    // 5: the client names the cluster and node it expects (KIP-1242). Kafka authorizes
+    // nothing here: ApiVersions comes before authentication.
+    ApiVersions 0..=5
+        access []
+        handler reply(handlers::api_versions::handle(broker, ctx, request, &advertised())),
+        newer reply(handlers::api_versions::handle_v5(broker, ctx, request, &advertised()));
+    CreateTopics 2..=7
+        access [
+            // Checked first; without it Kafka checks each topic (no CLUSTER_AUTHORIZATION_FAILED).
+            Create on Cluster,
+            Create on Topic,
+        ]
+        handler reply(handlers::topics::create_topics(broker, ctx, request).await);
+    DeleteTopics 1..=6
+        access [Delete on Topic]
+        handler reply(handlers::topics::delete_topics(broker, ctx, request).await);
+    DeleteRecords 0..=2
+        access [Delete on Topic]
+        handler reply(handlers::delete_records::handle(broker, ctx, request));
+    InitProducerId 0..=5
+        access [
+            // With a transactional id.
+            Write on TransactionalId,
+            // Without one (an idempotent producer).
+            IdempotentWrite on Cluster,
+        ]
+        handler reply(handlers::producer_ids::init_producer_id(broker, ctx, request).await);
+    OffsetForLeaderEpoch 2..=4
+        access [
+            // A follower; without it Kafka checks each topic.
+            ClusterAction on Cluster,
+            Describe on Topic,
+        ]
+        handler reply(handlers::list_offsets::offset_for_leader_epoch(broker, ctx, request));
+    DescribeConfigs 1..=4
+        access [
+            // Broker configs.
+            DescribeConfigs on Cluster,
+            // Topic configs.
+            DescribeConfigs on Topic,
+        ]
+        handler reply(handlers::configs::describe(broker, ctx, request));
+    AlterConfigs 0..=2
+        access [
+            // Broker configs.
+            AlterConfigs on Cluster,
+            // Topic configs.
+            AlterConfigs on Topic,
+        ]
+        handler reply(handlers::configs::alter(broker, ctx, request).await);
+    CreatePartitions 0..=3
+        access [Alter on Topic]
+        handler reply(handlers::topics::create_partitions(broker, ctx, request).await);
+    IncrementalAlterConfigs 0..=1
+        access [
+            // Broker configs.
+            AlterConfigs on Cluster,
+            // Topic configs.
+            AlterConfigs on Topic,
+        ]
+        handler reply(handlers::configs::incremental_alter(broker, ctx, request).await);
+    DescribeCluster 0..=2
+        access [Describe on Cluster]
+        handler reply(handlers::cluster::describe_cluster(broker, ctx, request));
     // KIP-966: partitions with their eligible leader replicas, paginated.
-    api(ApiKey::DescribeTopicPartitions, 0, 0),
-    api(ApiKey::DescribeLogDirs, 1, 5),
+    DescribeTopicPartitions 0..=0
+        access [Describe on Topic]
+        handler reply(handlers::describe_topic_partitions::handle(broker, ctx, request));
+    // Version 5 answers in Shale's own types (a field kafka-protocol's lack).
+    DescribeLogDirs 1..=5
+        access [
+            // Refused with an empty answer, not an error.
+            Describe on Cluster,
+        ]
+        handler answered(handlers::cluster::describe_log_dirs(broker, ctx, request));
     // The metadata quorum (kafka-metadata-quorum.sh).
-    api(ApiKey::DescribeQuorum, 0, 2),
-    api(ApiKey::DescribeProducers, 0, 0),
+    DescribeQuorum 0..=2
+        access [Describe on Cluster]
+        handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
+    DescribeProducers 0..=0
+        access [Read on Topic]
+        handler reply(handlers::producer_ids::describe_producers(broker, ctx, request));
     // Replication admin, answered through the controller.
-    api(ApiKey::ElectLeaders, 0, 2),
-    api(ApiKey::AlterPartitionReassignments, 0, 1),
-    api(ApiKey::ListPartitionReassignments, 0, 0),
+    ElectLeaders 0..=2
+        access [
+            // As Kafka's documentation lists it; Kafka's controller checks Alter on Cluster.
+            ClusterAction on Cluster,
+        ]
+        handler reply(replication::admin::elect_leaders(broker, ctx.version(), request).await);
+    AlterPartitionReassignments 0..=1
+        access [Alter on Cluster]
+        handler reply(
+            replication::admin::alter_partition_reassignments(broker, ctx.version(), request)
+                .await,
+        );
+    ListPartitionReassignments 0..=0
+        access [Describe on Cluster]
+        handler reply(replication::admin::list_partition_reassignments(broker, request));
     // The classic group coordinator.
-    api(ApiKey::FindCoordinator, 0, 6),
-    api(ApiKey::JoinGroup, 0, 9),
-    api(ApiKey::SyncGroup, 0, 5),
-    api(ApiKey::Heartbeat, 0, 4),
-    api(ApiKey::LeaveGroup, 0, 5),
+    FindCoordinator 0..=6
+        access [
+            // Looking for a group coordinator.
+            Describe on Group,
+            // Looking for a transaction coordinator.
+            Describe on TransactionalId,
+        ]
+        handler reply(groups::find_coordinator::handle(broker, ctx, request).await);
+    JoinGroup 0..=9
+        access [Read on Group]
+        handler reply(groups::membership::join_group(broker, ctx, request).await);
+    SyncGroup 0..=5
+        access [Read on Group]
+        handler reply(groups::membership::sync_group(broker, ctx, request).await);
+    Heartbeat 0..=4
+        access [Read on Group]
+        handler reply(groups::membership::heartbeat(broker, ctx, request).await);
+    LeaveGroup 0..=5
+        access [Read on Group]
+        handler reply(groups::membership::leave_group(broker, ctx, request).await);
     // 10: topic ids instead of names (KIP-848).
-    api(ApiKey::OffsetCommit, 2, 10),
-    api(ApiKey::OffsetFetch, 1, 10),
-    api(ApiKey::DescribeGroups, 0, 6),
-    api(ApiKey::ListGroups, 0, 5),
-    // 3: an error message per group.
-    api(ApiKey::DeleteGroups, 0, 3),
-    api(ApiKey::OffsetDelete, 0, 0),
+    OffsetCommit 2..=10
+        access [
+            // The group first, then each topic.
+            Read on Group,
+            Read on Topic,
+        ]
+        handler reply(groups::offsets::offset_commit(broker, ctx, request).await);
+    OffsetFetch 1..=10
+        access [
+            // The group first, then each topic.
+            Describe on Group,
+            Describe on Topic,
+        ]
+        handler reply(groups::offsets::offset_fetch(broker, ctx, request).await);
+    DescribeGroups 0..=6
+        access [Describe on Group]
+        handler reply(groups::admin::describe_groups(broker, ctx, request).await);
+    ListGroups 0..=5
+        access [
+            // Checked first; without it each group is checked and the ones refused are left
+            // out (never CLUSTER_AUTHORIZATION_FAILED).
+            Describe on Cluster,
+            Describe on Group,
+        ]
+        handler reply(groups::admin::list_groups(broker, ctx, request).await);
+    // 3: an error message per group; answered in Shale's own types (a field kafka-protocol's
+    // lack).
+    DeleteGroups 0..=3
+        access [Delete on Group]
+        handler answered(groups::admin::delete_groups(broker, ctx, request).await);
+    OffsetDelete 0..=0
+        access [Delete on Group, Read on Topic]
+        handler reply(groups::offsets::offset_delete(broker, ctx, request).await);
     // The transaction coordinator: versions 5 of AddPartitionsToTxn, EndTxn and
     // TxnOffsetCommit are transaction version 2 (KIP-890), which ApiVersions finalises;
     // TxnOffsetCommit 6 names topics by id, WriteTxnMarkers 2 says each marker's
     // transaction version (KIP-1228).
-    api(ApiKey::AddPartitionsToTxn, 0, 5),
-    api(ApiKey::AddOffsetsToTxn, 0, 4),
-    api(ApiKey::EndTxn, 0, 5),
-    api(ApiKey::TxnOffsetCommit, 0, 6),
-    api(ApiKey::WriteTxnMarkers, 1, 2),
-    api(ApiKey::DescribeTransactions, 0, 0),
-    api(ApiKey::ListTransactions, 0, 2),
-];
+    AddPartitionsToTxn 0..=5
+        access [
+            // The transactional id first, then each topic.
+            Write on TransactionalId,
+            Write on Topic,
+        ]
+        handler reply(txn::handlers::add_partitions_to_txn(broker, ctx, request).await);
+    AddOffsetsToTxn 0..=4
+        access [
+            // The transactional id first, then the group.
+            Write on TransactionalId,
+            Read on Group,
+        ]
+        handler reply(txn::handlers::add_offsets_to_txn(broker, ctx, request).await);
+    EndTxn 0..=5
+        access [Write on TransactionalId]
+        handler reply(txn::handlers::end_txn(broker, ctx, request).await);
+    TxnOffsetCommit 0..=6
+        access [Write on TransactionalId, Read on Group, Read on Topic]
+        handler reply(txn::handlers::txn_offset_commit(broker, ctx, request).await),
+        newer answered(txn::topic_ids::txn_offset_commit(broker, ctx, request).await);
+    WriteTxnMarkers 1..=2
+        access [
+            // Kafka's documentation lists both; its broker checks ClusterAction.
+            Alter on Cluster,
+            ClusterAction on Cluster,
+        ]
+        handler reply(txn::admin::write_txn_markers(broker, ctx, request).await),
+        newer reply(txn::admin::write_txn_markers_v2(broker, ctx, request).await);
+    DescribeTransactions 0..=0
+        access [Describe on TransactionalId]
+        handler reply(txn::admin::describe_transactions(broker, ctx, request));
+    ListTransactions 0..=2
+        access [
+            // Transactional ids refused are left out of the answer.
+            Describe on TransactionalId,
+        ]
+        handler reply(txn::admin::list_transactions(broker, ctx, request));
+}
 
 /// Finds the entry for a raw API key.
 pub fn lookup(api_key: i16) -> Option<&'static ApiEntry> {
@@ -104,39 +272,30 @@ pub fn advertised() -> Vec<(i16, i16, i16)> {
 
 /// The table as Markdown, for the README (kept in sync by a test).
 pub fn markdown_table() -> String {
-    let mut out = String::from("| key | API | versions served | advertised |\n|---|---|---|---|\n");
+    let mut out = String::from(
+        "| key | API | versions served | advertised | Kafka's authorization (not checked yet) |\n\
+         |---|---|---|---|---|\n",
+    );
     let mut entries: Vec<&ApiEntry> = API_TABLE.iter().collect();
     entries.sort_by_key(|e| e.key as i16);
     for e in entries {
+        let access = if e.access.is_empty() {
+            "none".to_string()
+        } else {
+            e.access
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         out.push_str(&format!(
-            "| {} | {:?} | {}-{} | {}-{} |\n",
-            e.key as i16, e.key, e.accepted_min, e.max, e.advertised_min, e.max
+            "| {} | {:?} | {}-{} | {}-{} | {} |\n",
+            e.key as i16, e.key, e.accepted_min, e.max, e.advertised_min, e.max, access
         ));
     }
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_entry_is_decodable_by_the_codec() {
-        for e in API_TABLE {
-            let key = e.key as i16;
-            let min = shale_protocol::min_supported_request_version(key);
-            let max = shale_protocol::max_supported_request_version(key);
-            assert!(min.is_some_and(|min| e.accepted_min >= min), "{:?}", e.key);
-            assert!(max.is_some_and(|max| e.max <= max), "{:?}", e.key);
-            assert!(e.advertised_min <= e.accepted_min);
-        }
-    }
-
-    #[test]
-    fn keys_are_unique() {
-        let mut keys: Vec<i16> = API_TABLE.iter().map(|e| e.key as i16).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        assert_eq!(keys.len(), API_TABLE.len());
-    }
-}
+#[path = "api_table_tests.rs"]
+mod tests;

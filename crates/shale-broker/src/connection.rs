@@ -25,9 +25,9 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use crate::api_table;
-use crate::dispatch::{self, RequestContext};
 use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
+use crate::request::{HandlerError, RequestContext};
 use crate::Broker;
 
 /// Least room offered to one socket read; larger frames grow as their bytes arrive.
@@ -253,7 +253,7 @@ async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Ou
     let request = match shale_protocol::decode_any_request(&ctx.header, body) {
         Ok(Request::Kafka(r)) => r,
         Ok(Request::Newer(r)) => {
-            let answered = dispatch::handle_newer(&broker, &ctx, r).await;
+            let answered = api_table::dispatch_newer(&broker, &ctx, r).await;
             return respond(&ctx, answered);
         }
         Err(e) => {
@@ -273,14 +273,11 @@ async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Ou
         }
         other => other,
     };
-    let answered = dispatch::handle(&broker, &ctx, request).await;
+    let answered = api_table::dispatch(&broker, &ctx, request).await;
     respond(&ctx, answered)
 }
 
-fn respond(
-    ctx: &RequestContext,
-    answered: Result<Option<Response>, dispatch::HandlerError>,
-) -> Outcome {
+fn respond(ctx: &RequestContext, answered: Result<Option<Response>, HandlerError>) -> Outcome {
     match answered {
         Ok(Some(response)) => match shale_protocol::encode_any_response(&ctx.header, &response) {
             Ok(bytes) => Outcome::Respond(bytes),

@@ -1,182 +1,170 @@
-//! Routes a decoded request to its handler.
+//! How the API table's one declaration (`api_table.rs`) becomes what the broker serves:
+//! `declare_apis!` turns each entry (key, versions, the authorization it will need, its
+//! handler) into a row of `API_TABLE`, from which ApiVersions, admission and the README are
+//! derived, and into a route of `dispatch` (and of `dispatch_newer` for requests decoded into
+//! Shale's own types). A key therefore has a handler exactly when it is advertised.
+//!
+//! This module names no handler: the declaration does.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
+use shale_protocol::Response;
 
-use kafka_protocol::messages::{RequestKind, ResponseKind};
-use shale_protocol::{NewerRequest, RequestHeader, Response};
+use crate::authorization::Access;
 
-use crate::groups;
-use crate::handlers;
-use crate::txn;
-use crate::Broker;
-
-/// What a handler knows about the request besides its body.
-#[derive(Debug)]
-pub struct RequestContext {
-    pub header: RequestHeader,
-    pub peer: SocketAddr,
-    pub listener_name: Arc<str>,
+/// One served API.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiEntry {
+    pub key: ApiKey,
+    /// Lowest version advertised in ApiVersions.
+    pub advertised_min: i16,
+    /// Lowest version actually accepted; below it the request is answered UNSUPPORTED_VERSION.
+    pub accepted_min: i16,
+    pub max: i16,
+    /// What Kafka's authorizer checks for this API. Not enforced: Shale has no authorizer
+    /// yet (see `authorization.rs`).
+    pub access: &'static [Access],
 }
 
-impl RequestContext {
-    pub fn version(&self) -> i16 {
-        self.header.api_version
+/// A handler's answer in kafka-protocol's types.
+pub(crate) fn reply(response: impl Into<ResponseKind>) -> Option<Response> {
+    Some(Response::Kafka(response.into()))
+}
+
+/// A handler's answer that may be nothing at all (acks=0 Produce).
+pub(crate) fn reply_if(response: Option<impl Into<ResponseKind>>) -> Option<Response> {
+    response.map(|r| Response::Kafka(r.into()))
+}
+
+/// A handler's answer already made (a version answered in Shale's own types).
+pub(crate) fn answered(response: Response) -> Option<Response> {
+    Some(response)
+}
+
+/// The optional value of a declaration (`given`, none or one) or else `default`.
+pub(crate) const fn given_or(given: &[i16], default: i16) -> i16 {
+    match given {
+        [value] => *value,
+        _ => default,
     }
 }
 
-/// A request that cannot be answered and must close the connection.
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerError {
-    #[error("request type not served: {0}")]
-    NotServed(&'static str),
+/// The declaration's grammar, one entry per API:
+///
+/// ```text
+/// Key min..=max [, advertised from n]
+///     access [Operation on Resource, ...]
+///     handler <expression giving Option<Response>>
+///     [, newer <expression for the request decoded into Shale's own types>];
+/// ```
+///
+/// The first line names the handler's parameters (`(broker: &Arc<Broker>, ctx:
+/// &RequestContext, request)`); the handler expressions use those names, `request` being the
+/// decoded body of the entry's key.
+macro_rules! declare_apis {
+    (
+        ($broker:ident: $broker_ty:ty, $ctx:ident: $ctx_ty:ty, $request:ident);
+        $(
+            $key:ident $accepted_min:literal ..= $max:literal
+                $(, advertised from $advertised_min:literal)?
+            access [ $( $operation:ident on $resource:ident ),* $(,)? ]
+            handler $handler:expr
+            $(, newer $newer:expr)? ;
+        )*
+    ) => {
+        /// Every served API, in declaration order.
+        pub const API_TABLE: &[ApiEntry] = &[
+            $(
+                ApiEntry {
+                    key: ::kafka_protocol::messages::ApiKey::$key,
+                    advertised_min: $crate::dispatch::given_or(
+                        &[$( $advertised_min )?],
+                        $accepted_min,
+                    ),
+                    accepted_min: $accepted_min,
+                    max: $max,
+                    access: &[
+                        $(
+                            $crate::authorization::Access {
+                                operation: $crate::authorization::AclOperation::$operation,
+                                resource: $crate::authorization::ResourceType::$resource,
+                            },
+                        )*
+                    ],
+                },
+            )*
+        ];
+
+        /// Runs the handler for `request`. `Ok(None)` means no response is sent (acks=0).
+        pub(crate) async fn dispatch(
+            $broker: $broker_ty,
+            $ctx: $ctx_ty,
+            request: ::kafka_protocol::messages::RequestKind,
+        ) -> Result<Option<::shale_protocol::Response>, $crate::request::HandlerError> {
+            match request {
+                $( ::kafka_protocol::messages::RequestKind::$key($request) => Ok($handler), )*
+                _ => Err($crate::request::HandlerError::NotServed("not in the API table")),
+            }
+        }
+
+        /// Runs the handler for a request decoded into Shale's own types: a version whose
+        /// fields kafka-protocol's types lack. Every such request has a route here, or this
+        /// does not compile.
+        pub(crate) async fn dispatch_newer(
+            $broker: $broker_ty,
+            $ctx: $ctx_ty,
+            request: ::shale_protocol::NewerRequest,
+        ) -> Result<Option<::shale_protocol::Response>, $crate::request::HandlerError> {
+            match request {
+                $( $( ::shale_protocol::NewerRequest::$key($request) => Ok($newer), )? )*
+            }
+        }
+
+        /// The keys `dispatch` routes, in declaration order.
+        #[cfg(test)]
+        pub(crate) const DISPATCHED_KEYS: &[::kafka_protocol::messages::ApiKey] =
+            &[ $( ::kafka_protocol::messages::ApiKey::$key, )* ];
+
+        /// The keys `dispatch_newer` routes.
+        #[cfg(test)]
+        pub(crate) const NEWER_DISPATCHED_KEYS: &[::kafka_protocol::messages::ApiKey] = &[
+            $( $( {
+                let _route = stringify!($newer);
+                ::kafka_protocol::messages::ApiKey::$key
+            }, )? )*
+        ];
+
+        /// A request of `key` with every field at its default, in kafka-protocol's types.
+        #[cfg(test)]
+        pub(crate) fn default_request(
+            key: ::kafka_protocol::messages::ApiKey,
+        ) -> Option<::kafka_protocol::messages::RequestKind> {
+            match key {
+                $(
+                    ::kafka_protocol::messages::ApiKey::$key => Some(
+                        ::kafka_protocol::messages::RequestKind::$key(Default::default()),
+                    ),
+                )*
+                _ => None,
+            }
+        }
+
+        /// A request of `key` with every field at its default, in Shale's own types, for the
+        /// keys that have such a route.
+        #[cfg(test)]
+        pub(crate) fn default_newer_request(
+            key: ::kafka_protocol::messages::ApiKey,
+        ) -> Option<::shale_protocol::NewerRequest> {
+            match key {
+                $( $(
+                    ::kafka_protocol::messages::ApiKey::$key => {
+                        let _route = stringify!($newer);
+                        Some(::shale_protocol::NewerRequest::$key(Default::default()))
+                    }
+                )? )*
+                _ => None,
+            }
+        }
+    };
 }
 
-/// Runs the handler for `request`. `Ok(None)` means no response is sent (acks=0).
-pub async fn handle(
-    broker: &Arc<Broker>,
-    ctx: &RequestContext,
-    request: RequestKind,
-) -> Result<Option<Response>, HandlerError> {
-    use RequestKind as R;
-    let response = match request {
-        R::ApiVersions(r) => {
-            ResponseKind::ApiVersions(handlers::api_versions::handle(broker, ctx, r))
-        }
-        R::Metadata(r) => ResponseKind::Metadata(handlers::metadata::handle(broker, ctx, r).await),
-        R::Produce(r) => {
-            return Ok(handlers::produce::handle(broker, ctx, r)
-                .await
-                .map(|r| Response::Kafka(ResponseKind::Produce(r))))
-        }
-        R::Fetch(r) => ResponseKind::Fetch(handlers::fetch::handle(broker, ctx, r).await),
-        R::ListOffsets(r) => {
-            ResponseKind::ListOffsets(handlers::list_offsets::handle(broker, ctx, r))
-        }
-        R::OffsetForLeaderEpoch(r) => ResponseKind::OffsetForLeaderEpoch(
-            handlers::list_offsets::offset_for_leader_epoch(broker, ctx, r),
-        ),
-        R::CreateTopics(r) => {
-            ResponseKind::CreateTopics(handlers::topics::create_topics(broker, ctx, r).await)
-        }
-        R::DeleteTopics(r) => {
-            ResponseKind::DeleteTopics(handlers::topics::delete_topics(broker, ctx, r).await)
-        }
-        R::CreatePartitions(r) => ResponseKind::CreatePartitions(
-            handlers::topics::create_partitions(broker, ctx, r).await,
-        ),
-        R::DeleteRecords(r) => {
-            ResponseKind::DeleteRecords(handlers::delete_records::handle(broker, ctx, r))
-        }
-        R::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(handlers::configs::describe(broker, ctx, r))
-        }
-        R::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(handlers::configs::alter(broker, ctx, r).await)
-        }
-        R::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
-            handlers::configs::incremental_alter(broker, ctx, r).await,
-        ),
-        R::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
-            handlers::describe_topic_partitions::handle(broker, ctx, r),
-        ),
-        R::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(handlers::cluster::describe_cluster(broker, ctx, r))
-        }
-        R::DescribeQuorum(r) => {
-            ResponseKind::DescribeQuorum(handlers::describe_quorum::handle(broker, ctx, r).await)
-        }
-        // Version 5 answers in Shale's own types (a field kafka-protocol's lack).
-        R::DescribeLogDirs(r) => {
-            return Ok(Some(handlers::cluster::describe_log_dirs(broker, ctx, r)));
-        }
-        R::InitProducerId(r) => ResponseKind::InitProducerId(
-            handlers::producer_ids::init_producer_id(broker, ctx, r).await,
-        ),
-        R::ElectLeaders(r) => ResponseKind::ElectLeaders(
-            crate::replication::admin::elect_leaders(broker, ctx.version(), r).await,
-        ),
-        R::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
-            crate::replication::admin::alter_partition_reassignments(broker, ctx.version(), r)
-                .await,
-        ),
-        R::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
-            crate::replication::admin::list_partition_reassignments(broker, r),
-        ),
-        R::DescribeProducers(r) => ResponseKind::DescribeProducers(
-            handlers::producer_ids::describe_producers(broker, ctx, r),
-        ),
-        R::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(groups::find_coordinator::handle(broker, ctx, r).await)
-        }
-        R::JoinGroup(r) => {
-            ResponseKind::JoinGroup(groups::membership::join_group(broker, ctx, r).await)
-        }
-        R::SyncGroup(r) => {
-            ResponseKind::SyncGroup(groups::membership::sync_group(broker, ctx, r).await)
-        }
-        R::Heartbeat(r) => {
-            ResponseKind::Heartbeat(groups::membership::heartbeat(broker, ctx, r).await)
-        }
-        R::LeaveGroup(r) => {
-            ResponseKind::LeaveGroup(groups::membership::leave_group(broker, ctx, r).await)
-        }
-        R::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(groups::offsets::offset_commit(broker, ctx, r).await)
-        }
-        R::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(groups::offsets::offset_fetch(broker, ctx, r).await)
-        }
-        R::OffsetDelete(r) => {
-            ResponseKind::OffsetDelete(groups::offsets::offset_delete(broker, ctx, r).await)
-        }
-        R::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(groups::admin::describe_groups(broker, ctx, r).await)
-        }
-        R::ListGroups(r) => {
-            ResponseKind::ListGroups(groups::admin::list_groups(broker, ctx, r).await)
-        }
-        // Version 3 answers in Shale's own types (a field kafka-protocol's lack).
-        R::DeleteGroups(r) => return Ok(Some(groups::admin::delete_groups(broker, ctx, r).await)),
-        R::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
-            txn::handlers::add_partitions_to_txn(broker, ctx, r).await,
-        ),
-        R::AddOffsetsToTxn(r) => {
-            ResponseKind::AddOffsetsToTxn(txn::handlers::add_offsets_to_txn(broker, ctx, r).await)
-        }
-        R::EndTxn(r) => ResponseKind::EndTxn(txn::handlers::end_txn(broker, ctx, r).await),
-        R::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(txn::handlers::txn_offset_commit(broker, ctx, r).await)
-        }
-        R::WriteTxnMarkers(r) => {
-            ResponseKind::WriteTxnMarkers(txn::admin::write_txn_markers(broker, ctx, r).await)
-        }
-        R::DescribeTransactions(r) => {
-            ResponseKind::DescribeTransactions(txn::admin::describe_transactions(broker, ctx, r))
-        }
-        R::ListTransactions(r) => {
-            ResponseKind::ListTransactions(txn::admin::list_transactions(broker, ctx, r))
-        }
-        _ => return Err(HandlerError::NotServed("not in the API table")),
-    };
-    Ok(Some(Response::Kafka(response)))
-}
-
-/// Runs the handler for a request decoded into Shale's own types: a version whose fields
-/// kafka-protocol's types lack.
-pub async fn handle_newer(
-    broker: &Arc<Broker>,
-    ctx: &RequestContext,
-    request: NewerRequest,
-) -> Result<Option<Response>, HandlerError> {
-    let response = match request {
-        NewerRequest::ApiVersions(r) => Response::Kafka(ResponseKind::ApiVersions(
-            handlers::api_versions::handle_v5(broker, ctx, r),
-        )),
-        NewerRequest::WriteTxnMarkers(r) => Response::Kafka(ResponseKind::WriteTxnMarkers(
-            txn::admin::write_txn_markers_v2(broker, ctx, r).await,
-        )),
-        NewerRequest::TxnOffsetCommit(r) => txn::topic_ids::txn_offset_commit(broker, ctx, r).await,
-    };
-    Ok(Some(response))
-}
+pub(crate) use declare_apis;

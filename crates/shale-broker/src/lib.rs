@@ -5,8 +5,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod api_table;
+pub mod authorization;
 pub mod config;
 mod connection;
+mod controller_calls;
 mod coordinator_host;
 mod dispatch;
 pub mod errors;
@@ -14,8 +16,10 @@ mod groups;
 mod handlers;
 mod log_config;
 pub mod replication;
+mod request;
 mod server;
 mod time;
+mod topic_creation;
 mod txn;
 
 use std::sync::Arc;

@@ -17,8 +17,8 @@ use shale_protocol::newer::delete_groups_response as v3;
 use shale_protocol::{NewerResponse, Response};
 
 use super::{code, code_of};
-use crate::dispatch::RequestContext;
 use crate::errors::delete_group_error_message;
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// Group operations allowed without an authorizer: READ, DELETE, DESCRIBE.

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::OFFSETS_TOPIC;
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// Key type of a consumer group; 1 is a transactional id.

@@ -13,7 +13,7 @@ use shale_group::types as domain;
 use shale_group::GroupError;
 
 use super::{code, code_of};
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
 use crate::Broker;
 
 fn s(value: impl Into<String>) -> StrBytes {

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::coordinator_host::CoordinatorHost;
-use crate::handlers::topics::ensure_internal_topic;
+use crate::topic_creation::ensure_internal_topic;
 use crate::Broker;
 
 /// The internal topic holding group metadata and committed offsets.

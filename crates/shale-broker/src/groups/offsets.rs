@@ -23,7 +23,7 @@ use shale_group::GroupError;
 
 use super::topic_ids::{self, TOPIC_ID_MIN_VERSION};
 use super::{code, code_of};
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
 use crate::Broker;
 
 fn topic_name(name: &str) -> TopicName {

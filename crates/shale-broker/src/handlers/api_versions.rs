@@ -1,4 +1,5 @@
-//! ApiVersions: derived from the API table, plus the features clients negotiate behaviour on.
+//! ApiVersions: the API table (handed in by dispatch), plus the features clients negotiate
+//! behaviour on.
 
 use std::sync::Arc;
 
@@ -10,9 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_protocol::newer::api_versions_request::ApiVersionsRequest as ApiVersionsRequestV5;
 
-use crate::api_table;
-use crate::dispatch::RequestContext;
 use crate::errors::{cluster_check_error_code, ClusterCheck};
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// Kafka's rule for `client_software_name` / `client_software_version` (v3+).
@@ -97,14 +97,17 @@ fn with_features(
         .with_finalized_features_epoch(image.offset.max(0))
 }
 
+/// Answers with `advertised`, the API table's `(key, min, max)` triples: the table names this
+/// handler, so it is handed the table rather than naming it.
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ApiVersionsRequest,
+    advertised: &[(i16, i16, i16)],
 ) -> ApiVersionsResponse {
-    let api_keys: Vec<ApiVersion> = api_table::advertised()
-        .into_iter()
-        .map(|(key, min, max)| {
+    let api_keys: Vec<ApiVersion> = advertised
+        .iter()
+        .map(|&(key, min, max)| {
             ApiVersion::default()
                 .with_api_key(key)
                 .with_min_version(min)
@@ -133,6 +136,7 @@ pub fn handle_v5(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ApiVersionsRequestV5,
+    advertised: &[(i16, i16, i16)],
 ) -> ApiVersionsResponse {
     let check = cluster_check(
         request.cluster_id.as_ref().map(|c| c.as_str()),
@@ -143,7 +147,7 @@ pub fn handle_v5(
     let older = ApiVersionsRequest::default()
         .with_client_software_name(request.client_software_name)
         .with_client_software_version(request.client_software_version);
-    let mut response = handle(broker, ctx, older);
+    let mut response = handle(broker, ctx, older, advertised);
     match check {
         None => response,
         // Kafka checks the request (software names, this pairing) before the cluster.

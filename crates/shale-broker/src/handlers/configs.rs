@@ -20,9 +20,9 @@ use shale_metadata::{
 use super::broker_configs::{
     check_alter, describe_broker, describe_cluster_default, BrokerConfigEntry, BrokerConfigSources,
 };
-use super::topics::submit_and_apply;
-use crate::dispatch::RequestContext;
+use crate::controller_calls::submit_and_apply;
 use crate::errors::metadata_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 const RESOURCE_TOPIC: i8 = 2;

@@ -9,8 +9,8 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
 use super::leader_partition;
-use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 pub fn handle(

@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_metadata::MetadataError;
 
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// The one partition of the metadata log, named as Kafka names it.

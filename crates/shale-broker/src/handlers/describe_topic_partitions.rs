@@ -15,12 +15,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_metadata::image::is_internal_topic;
 use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::metadata::{offline_replicas, partition_error_code, TOPIC_ALL_OPERATIONS};
-use super::topics::is_internal_topic;
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// Kafka's `max.request.partition.size.limit` default.

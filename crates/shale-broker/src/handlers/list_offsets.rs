@@ -16,8 +16,8 @@ use kafka_protocol::ResponseError;
 use shale_log::{FoundRecord, LogError};
 
 use super::leader_partition;
-use crate::dispatch::RequestContext;
 use crate::errors::log_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 const LATEST: i64 = -1;

@@ -8,12 +8,13 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_metadata::image::is_internal_topic;
 use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::leader_hints::listener_endpoint;
-use super::topics::{auto_create, is_internal_topic};
-use crate::dispatch::RequestContext;
+use crate::request::RequestContext;
+use crate::topic_creation::auto_create;
 use crate::Broker;
 
 /// Authorized-operation bits of a topic with no authorizer (READ..ALTER_CONFIGS).

@@ -16,8 +16,8 @@ use shale_replica::delayed_produce::{self, PendingAck};
 
 use super::leader_hints::LeaderHints;
 
-use crate::dispatch::RequestContext;
 use crate::errors::{ack_error_code, append_refusal, replica_error_code};
+use crate::request::RequestContext;
 use crate::time::now_ms;
 use crate::Broker;
 

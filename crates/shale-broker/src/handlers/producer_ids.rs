@@ -17,8 +17,8 @@ use shale_txn::ProducerIdAllocator;
 use tokio::sync::Mutex;
 
 use super::leader_partition;
-use crate::dispatch::RequestContext;
 use crate::errors::metadata_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 /// The broker's current block of producer ids.

@@ -1,13 +1,11 @@
-//! CreateTopics, DeleteTopics, CreatePartitions and automatic topic creation.
+//! CreateTopics, DeleteTopics and CreatePartitions.
 //!
 //! Every change goes through the metadata controller; the handler answers only after the local
 //! partitions reflect the new image, so a client never sees LEADER_NOT_AVAILABLE for a topic it
 //! has just created.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::{
@@ -24,133 +22,15 @@ use shale_metadata::config_defs::resolve_topic_config_for_broker;
 use shale_metadata::{
     ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, MetadataError,
 };
-use tracing::{info, warn};
+use tracing::warn;
 
-use crate::dispatch::RequestContext;
+use crate::controller_calls::{submit_and_apply, within_timeout_ms};
 use crate::errors::metadata_error_code;
+use crate::request::RequestContext;
 use crate::Broker;
-
-pub use shale_metadata::image::is_internal_topic;
 
 fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
-}
-
-/// Submits a controller request and waits until local partitions reflect its outcome.
-pub async fn submit_and_apply(
-    broker: &Arc<Broker>,
-    request: ControllerRequest,
-) -> Result<ControllerResponse, MetadataError> {
-    let response = broker.metadata.submit(request).await?;
-    let offset = broker.metadata.image().offset;
-    broker.wait_reconciled(offset).await;
-    Ok(response)
-}
-
-/// Bounds a controller call by its request's `timeout_ms`, as Kafka bounds CreateTopics,
-/// DeleteTopics, CreatePartitions, ElectLeaders and AlterPartitionReassignments: past it the
-/// answer is REQUEST_TIMED_OUT (the change may still complete). A timeout of zero or less sets
-/// no bound.
-pub async fn within_timeout_ms<T>(
-    timeout_ms: i32,
-    call: impl Future<Output = Result<T, MetadataError>>,
-) -> Result<T, MetadataError> {
-    let Ok(timeout_ms @ 1..) = u64::try_from(timeout_ms) else {
-        return call.await;
-    };
-    tokio::time::timeout(Duration::from_millis(timeout_ms), call)
-        .await
-        .unwrap_or(Err(MetadataError::RequestTimedOut))
-}
-
-/// Creates topics with the cluster defaults (Metadata auto-creation). Failures are logged; the
-/// Metadata answer then reports the topic as unknown, as Kafka does.
-pub async fn auto_create(broker: &Arc<Broker>, names: Vec<String>) {
-    let topics = names
-        .into_iter()
-        .map(CreatableTopic::with_defaults)
-        .collect();
-    match submit_and_apply(
-        broker,
-        ControllerRequest::CreateTopics {
-            topics,
-            validate_only: false,
-        },
-    )
-    .await
-    {
-        Ok(ControllerResponse::CreateTopics(results)) => {
-            for (name, r) in results {
-                if let Err(e) = r {
-                    if !matches!(e, MetadataError::TopicAlreadyExists(_)) {
-                        warn!(topic = %name, "auto-creation failed: {e}");
-                    }
-                }
-            }
-        }
-        Ok(other) => warn!("unexpected controller answer to auto-creation: {other:?}"),
-        Err(e) => warn!("auto-creation failed: {e}"),
-    }
-}
-
-/// Creates a coordinator's internal topic if it is missing. The replication factor is lowered
-/// to the number of live brokers, with a warning, as Kafka does on small clusters; `configs`
-/// gets the replication factor chosen.
-pub async fn ensure_internal_topic(
-    broker: &Arc<Broker>,
-    name: &str,
-    num_partitions: i32,
-    replication_factor_key: &str,
-    configured_replication_factor: i16,
-    configs: impl FnOnce(i16) -> Vec<(String, Option<String>)>,
-) {
-    if broker.image().topic(name).is_some() {
-        return;
-    }
-    let live_brokers = broker
-        .image()
-        .brokers()
-        .filter(|b| b.is_active())
-        .count()
-        .max(1);
-    let live_brokers = i16::try_from(live_brokers).unwrap_or(i16::MAX);
-    let replication_factor = configured_replication_factor.min(live_brokers);
-    if replication_factor < configured_replication_factor {
-        warn!(
-            configured = configured_replication_factor,
-            live_brokers,
-            "creating {name} with replication factor {replication_factor}: \
-             fewer live brokers than {replication_factor_key}"
-        );
-    }
-    let topic = CreatableTopic {
-        name: name.to_owned(),
-        num_partitions,
-        replication_factor,
-        assignments: Vec::new(),
-        configs: configs(replication_factor),
-    };
-    let outcome = submit_and_apply(
-        broker,
-        ControllerRequest::CreateTopics {
-            topics: vec![topic],
-            validate_only: false,
-        },
-    )
-    .await;
-    match outcome {
-        Ok(ControllerResponse::CreateTopics(results)) => {
-            for (created, result) in results {
-                match result {
-                    Ok(_) => info!(topic = %created, "created internal topic"),
-                    Err(MetadataError::TopicAlreadyExists(_)) => {}
-                    Err(e) => warn!(topic = %created, "cannot create internal topic: {e}"),
-                }
-            }
-        }
-        Ok(other) => warn!("unexpected controller answer creating {name}: {other:?}"),
-        Err(e) => warn!("cannot create {name}: {e}"),
-    }
 }
 
 pub async fn create_topics(
@@ -471,41 +351,4 @@ pub async fn create_partitions(
         }
     };
     CreatePartitionsResponse::default().with_results(results)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A controller call that answers after `delay`.
-    async fn answers_after(delay: Duration) -> Result<(), MetadataError> {
-        tokio::time::sleep(delay).await;
-        Ok(())
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_call_past_its_timeout_is_answered_request_timed_out() {
-        let outcome = within_timeout_ms(500, answers_after(Duration::from_secs(60))).await;
-        assert_eq!(outcome, Err(MetadataError::RequestTimedOut));
-        let outcome = within_timeout_ms(500, answers_after(Duration::from_millis(499))).await;
-        assert_eq!(outcome, Ok(()));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_timeout_of_zero_or_less_sets_no_bound() {
-        for timeout_ms in [0, -1, i32::MIN] {
-            let outcome =
-                within_timeout_ms(timeout_ms, answers_after(Duration::from_secs(600))).await;
-            assert_eq!(outcome, Ok(()), "timeout_ms {timeout_ms}");
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_failed_call_keeps_its_own_error() {
-        let failed = async { Err::<(), _>(MetadataError::NotController) };
-        assert_eq!(
-            within_timeout_ms(500, failed).await,
-            Err(MetadataError::NotController)
-        );
-    }
 }

@@ -22,8 +22,8 @@ use shale_metadata::{
     ControllerRequest, ControllerResponse, ElectionType, MetadataError, ReassignablePartition,
 };
 
+use crate::controller_calls::within_timeout_ms;
 use crate::errors::metadata_error_code;
-use crate::handlers::topics::within_timeout_ms;
 use crate::Broker;
 
 /// Kafka's ElectionType: 0 preferred, 1 unclean.

@@ -25,8 +25,8 @@ use shale_txn::coordinator::{
 use shale_txn::TransactionVersion;
 
 use super::markers::{write_entry, TxnMarkerEntry};
-use crate::dispatch::RequestContext;
 use crate::errors::txn_coordinator_error_code;
+use crate::request::RequestContext;
 use crate::time::now_ms;
 use crate::Broker;
 use shale_log::control::ControlMarker;

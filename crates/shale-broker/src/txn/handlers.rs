@@ -24,12 +24,12 @@ use shale_log::records::BatchBuilder;
 use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
 use shale_txn::{ProducerIdAllocator, TransactionVersion};
 
-use crate::dispatch::RequestContext;
 use crate::errors::{
     append_error_code, group_error_code, log_error_code, metadata_error_code,
     txn_coordinator_error_code,
 };
 use crate::groups::OFFSETS_TOPIC;
+use crate::request::RequestContext;
 use crate::time::now_ms;
 use crate::Broker;
 

@@ -33,8 +33,8 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::coordinator_host::CoordinatorHost;
-use crate::handlers::topics::ensure_internal_topic;
 use crate::time::now_ms;
+use crate::topic_creation::ensure_internal_topic;
 use crate::Broker;
 use gate::TxnGate;
 use markers::{BrokerMarkerTransport, MarkerTransport};

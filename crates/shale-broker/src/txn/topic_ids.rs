@@ -18,8 +18,8 @@ use shale_protocol::{NewerResponse, Response};
 use uuid::Uuid;
 
 use super::handlers;
-use crate::dispatch::RequestContext;
 use crate::errors::unknown_topic_id_code;
+use crate::request::RequestContext;
 use crate::Broker;
 
 pub async fn txn_offset_commit(

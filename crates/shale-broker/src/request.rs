@@ -1,0 +1,29 @@
+//! What every handler is given besides the request body, and the one failure that closes the
+//! connection instead of answering. A bottom-floor module: it names no handler, no dispatch
+//! and no connection, so that all of them can name it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use shale_protocol::RequestHeader;
+
+/// What a handler knows about the request besides its body.
+#[derive(Debug)]
+pub struct RequestContext {
+    pub header: RequestHeader,
+    pub peer: SocketAddr,
+    pub listener_name: Arc<str>,
+}
+
+impl RequestContext {
+    pub fn version(&self) -> i16 {
+        self.header.api_version
+    }
+}
+
+/// A request that cannot be answered and must close the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("request type not served: {0}")]
+    NotServed(&'static str),
+}
