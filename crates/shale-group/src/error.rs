@@ -1,9 +1,8 @@
-//! The coordinator's errors: one variant per Kafka error code the classic protocol can return.
+//! The coordinator's errors: one variant per outcome the classic protocol can refuse with.
 
 use thiserror::Error;
 
-/// An error answered to a client. The broker maps each variant to its Kafka error code
-/// ([`GroupError::kafka_error_code`] gives the code Kafka uses).
+/// An error answered to a client. The broker chooses the Kafka error code of each variant.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum GroupError {
     #[error("the member id is not known to the group")]
@@ -47,69 +46,4 @@ pub enum GroupError {
     InvalidCommitOffsetSize,
     #[error("unexpected server error: {0}")]
     UnknownServerError(String),
-}
-
-impl GroupError {
-    /// The Kafka protocol error code of this error.
-    pub fn kafka_error_code(&self) -> i16 {
-        match self {
-            GroupError::UnknownServerError(_) => -1,
-            GroupError::UnknownTopicOrPartition => 3,
-            GroupError::OffsetMetadataTooLarge => 12,
-            GroupError::CoordinatorLoadInProgress => 14,
-            GroupError::CoordinatorNotAvailable => 15,
-            GroupError::NotCoordinator => 16,
-            GroupError::IllegalGeneration => 22,
-            GroupError::InconsistentGroupProtocol => 23,
-            GroupError::InvalidGroupId => 24,
-            GroupError::UnknownMemberId => 25,
-            GroupError::InvalidSessionTimeout => 26,
-            GroupError::RebalanceInProgress => 27,
-            GroupError::InvalidCommitOffsetSize => 28,
-            GroupError::NonEmptyGroup => 68,
-            GroupError::GroupIdNotFound => 69,
-            GroupError::MemberIdRequired { .. } => 79,
-            GroupError::GroupMaxSizeReached => 81,
-            GroupError::FencedInstanceId => 82,
-            GroupError::GroupSubscribedToTopic => 86,
-            GroupError::UnstableOffsetCommit => 88,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::GroupError;
-
-    #[test]
-    fn codes_match_kafka() {
-        let cases = [
-            (GroupError::UnknownMemberId, 25),
-            (GroupError::IllegalGeneration, 22),
-            (GroupError::RebalanceInProgress, 27),
-            (
-                GroupError::MemberIdRequired {
-                    member_id: "m".into(),
-                },
-                79,
-            ),
-            (GroupError::FencedInstanceId, 82),
-            (GroupError::InconsistentGroupProtocol, 23),
-            (GroupError::GroupMaxSizeReached, 81),
-            (GroupError::InvalidSessionTimeout, 26),
-            (GroupError::GroupIdNotFound, 69),
-            (GroupError::NonEmptyGroup, 68),
-            (GroupError::CoordinatorLoadInProgress, 14),
-            (GroupError::NotCoordinator, 16),
-            (GroupError::CoordinatorNotAvailable, 15),
-            (GroupError::UnknownTopicOrPartition, 3),
-            (GroupError::OffsetMetadataTooLarge, 12),
-            (GroupError::UnstableOffsetCommit, 88),
-            (GroupError::GroupSubscribedToTopic, 86),
-            (GroupError::InvalidGroupId, 24),
-        ];
-        for (error, code) in cases {
-            assert_eq!(error.kafka_error_code(), code, "{error:?}");
-        }
-    }
 }

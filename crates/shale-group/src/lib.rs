@@ -13,8 +13,8 @@
 //!   loader p's records in log order, then [`runtime::PartitionLoader::finish`]. Losing it:
 //!   [`runtime::GroupCoordinator::unload_partition`].
 //! - [`runtime::GroupLog::append`] writes to p and completes once the records are committed.
-//! - Errors: [`GroupError::kafka_error_code`]. Version details the broker applies when it
-//!   converts: JoinGroup v0 has no rebalance timeout (pass the session timeout),
+//! - Errors: [`GroupError`] says what went wrong; the broker chooses the Kafka error code
+//!   for each variant. Version details the broker applies when it converts: JoinGroup v0 has no rebalance timeout (pass the session timeout),
 //!   `require_known_member_id` is v4+, `supports_skip_assignment` v9+, protocol type and name are
 //!   answered from JoinGroup v7 and SyncGroup v5; LeaveGroup v0-v2 answers the single member's
 //!   error at the top level; DescribeGroups before v6 answers an unknown group as state "Dead"

@@ -3,8 +3,8 @@
 //! Kafka's format (`version`, `count`, then one entry per line).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io;
 use std::path::Path;
 
 use crate::error::LogError;
@@ -18,21 +18,7 @@ pub(crate) fn fsync_dir(dir: &Path) -> io::Result<()> {
 }
 
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        fsync_dir(dir)?;
-    }
-    Ok(())
+    Ok(shale_durable::replace_file(path, contents)?)
 }
 
 fn corrupt(path: &Path, reason: &str) -> LogError {

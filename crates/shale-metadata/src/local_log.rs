@@ -141,18 +141,13 @@ fn read_snapshot(path: &Path) -> Result<(i64, Bytes), MetadataError> {
 
 fn write_snapshot_file(dir: &Path, offset: i64, data: &[u8]) -> Result<(), MetadataError> {
     let path = snapshot_path(dir, offset);
-    let tmp = path.with_extension("snapshot.tmp");
     let mut body = Vec::with_capacity(8 + data.len());
     body.extend_from_slice(&offset.to_le_bytes());
     body.extend_from_slice(data);
     let mut out = SNAPSHOT_MAGIC.to_vec();
     out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
     out.extend_from_slice(&body);
-    let mut file = File::create(&tmp).map_err(io_err("create", &tmp))?;
-    file.write_all(&out).map_err(io_err("write", &tmp))?;
-    file.sync_all().map_err(io_err("fsync", &tmp))?;
-    fs::rename(&tmp, &path).map_err(io_err("rename", &tmp))?;
-    sync_dir(dir)
+    shale_durable::replace_file(&path, &out).map_err(|e| MetadataError::io("write", e.into()))
 }
 
 impl State {
@@ -277,12 +272,8 @@ impl State {
             encode_frame(*o, d, &mut buf);
         }
         let log_path = self.dir.join(LOG_FILE);
-        let tmp = self.dir.join(format!("{LOG_FILE}.tmp"));
-        let mut file = File::create(&tmp).map_err(io_err("create", &tmp))?;
-        file.write_all(&buf).map_err(io_err("write", &tmp))?;
-        file.sync_all().map_err(io_err("fsync", &tmp))?;
-        fs::rename(&tmp, &log_path).map_err(io_err("rename", &tmp))?;
-        sync_dir(&self.dir)?;
+        shale_durable::replace_file(&log_path, &buf)
+            .map_err(|e| MetadataError::io("write", e.into()))?;
         self.file = OpenOptions::new()
             .read(true)
             .append(true)

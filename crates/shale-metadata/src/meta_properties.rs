@@ -2,8 +2,7 @@
 //! directory belongs to. A directory of another cluster or node makes the node refuse to start.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
@@ -100,7 +99,6 @@ pub fn read(dir: &Path) -> Result<Option<MetaProperties>, MetadataError> {
 /// Writes `meta.properties` durably (temporary file, fsync, rename, directory fsync).
 pub fn write(dir: &Path, props: &MetaProperties) -> Result<(), MetadataError> {
     let path = dir.join(META_PROPERTIES);
-    let tmp = dir.join(format!("{META_PROPERTIES}.tmp"));
     let mut text = String::from("#\n#Written by Shale\n");
     text.push_str(&format!("cluster.id={}\n", props.cluster_id));
     if let Some(dir_id) = &props.directory_id {
@@ -108,17 +106,8 @@ pub fn write(dir: &Path, props: &MetaProperties) -> Result<(), MetadataError> {
     }
     text.push_str(&format!("node.id={}\n", props.node_id));
     text.push_str(&format!("version={}\n", props.version));
-    let io = |what: &str, p: &Path| {
-        let what = format!("{what} {}", p.display());
-        move |e| MetadataError::io(&what, e)
-    };
-    let mut file = File::create(&tmp).map_err(io("create", &tmp))?;
-    file.write_all(text.as_bytes()).map_err(io("write", &tmp))?;
-    file.sync_all().map_err(io("fsync", &tmp))?;
-    fs::rename(&tmp, &path).map_err(io("rename", &tmp))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("fsync", dir))
+    shale_durable::replace_file(&path, text.as_bytes())
+        .map_err(|e| MetadataError::io("write", e.into()))
 }
 
 /// Checks that `id` is a cluster id as Kafka writes them: a UUID in URL-safe base64 without

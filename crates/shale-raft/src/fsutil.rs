@@ -1,7 +1,7 @@
 //! Small durable-file helpers: checksummed whole-file records written atomically.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::{self, File};
+use std::io;
 use std::path::Path;
 
 /// Flushes a directory so that a rename or a new file inside it survives a crash.
@@ -9,33 +9,15 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Writes `payload` prefixed with its CRC-32C to `path` through a temporary file and a rename, so
-/// a reader sees either the old or the new content. With `durable`, the data and the rename are
-/// fsynced before returning.
-pub fn write_atomic(path: &Path, payload: &[u8], durable: bool) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = Path::new(&tmp_name);
-    {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(tmp)?;
-        file.write_all(&crc32c::crc32c(payload).to_le_bytes())?;
-        file.write_all(payload)?;
-        if durable {
-            file.sync_all()?;
-        }
-    }
-    fs::rename(tmp, path)?;
-    if durable {
-        fsync_dir(dir)?;
-    }
-    Ok(())
+/// Writes `payload` prefixed with its CRC-32C to `path` through a temporary file and a rename
+/// (`shale_durable::replace_file`), so a reader sees either the old or the new content. The
+/// data and the rename are always fsynced before returning; `_durable` is ignored (every
+/// caller outside a test passed true) and can go once its callers stop passing it.
+pub fn write_atomic(path: &Path, payload: &[u8], _durable: bool) -> io::Result<()> {
+    let mut framed = Vec::with_capacity(4 + payload.len());
+    framed.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    framed.extend_from_slice(payload);
+    Ok(shale_durable::replace_file(path, &framed)?)
 }
 
 /// Reads a file written by [`write_atomic`]. `Ok(None)` when it does not exist; an error of kind

@@ -6,7 +6,6 @@
 //! Layout (Kafka's): a version line `0`, a count line, then `topic partition offset` lines.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -42,18 +41,10 @@ pub fn render(entries: &[(TopicPartition, i64)]) -> String {
     text
 }
 
-/// Replaces the checkpoint of `log_dir` atomically (temporary file, fsync, rename).
+/// Replaces the checkpoint of `log_dir` durably (temporary file, fsync, rename, fsync of the
+/// directory).
 pub fn write(log_dir: &Path, entries: &[(TopicPartition, i64)]) -> std::io::Result<()> {
-    let tmp = log_dir.join(format!("{FILE_NAME}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(render(entries).as_bytes())?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, log_dir.join(FILE_NAME))?;
-    if let Ok(dir) = std::fs::File::open(log_dir) {
-        let _ = dir.sync_all();
-    }
+    shale_durable::replace_file(&log_dir.join(FILE_NAME), render(entries).as_bytes())?;
     // A broker restarted in the same process reads what was last written.
     loaded()
         .lock()

@@ -1,13 +1,14 @@
 //! Producer ids, producer state (idempotence and transactions) and the transaction
 //! coordinator. The aborted-transaction index lives with the segments in `shale-log`.
 //!
-//! Everything here is domain logic: no wire types, no dependency on other Shale crates.
+//! Everything here is domain logic: no wire types, no Kafka error codes, no dependency on
+//! other Shale crates but the `shale-durable` floor.
 //!
 //! How a partition uses it (under the partition's append lock):
 //! - Produce: build a [`ProducerBatch`] from the batch header; [`ProducerStateManager::check`];
 //!   on `Append` append to the log, then [`ProducerStateManager::record`] with the assigned
-//!   offsets; on `Duplicate` answer with the original offsets without appending. Map errors
-//!   with [`ProducerStateError::kafka_error_code`].
+//!   offsets; on `Duplicate` answer with the original offsets without appending. The broker
+//!   chooses the Kafka error code of each [`ProducerStateError`].
 //! - WriteTxnMarkers: [`ProducerStateManager::check_marker`], append the control batch, then
 //!   [`ProducerStateManager::complete_txn`]; for an aborted [`CompletedTxn`] append an
 //!   entry to the log with `shale_log::Log::append_aborted_txn`.

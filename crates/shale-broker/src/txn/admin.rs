@@ -25,7 +25,7 @@ use shale_txn::coordinator::{
 use shale_txn::TransactionVersion;
 
 use super::markers::{write_entry, TxnMarkerEntry};
-use crate::errors::txn_coordinator_error_code;
+use crate::errors::{invalid_pattern_error_code, txn_coordinator_error_code};
 use crate::request::RequestContext;
 use crate::time::now_ms;
 use crate::Broker;
@@ -101,7 +101,7 @@ pub fn list_transactions(
             .transpose()
         {
             Ok(pattern) => pattern.flatten(),
-            Err(e) => return response.with_error_code(e.kafka_error_code()),
+            Err(e) => return response.with_error_code(invalid_pattern_error_code(&e)),
         }
     } else {
         None

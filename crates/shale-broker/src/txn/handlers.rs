@@ -26,7 +26,7 @@ use shale_txn::{ProducerIdAllocator, TransactionVersion};
 
 use crate::errors::{
     append_error_code, group_error_code, log_error_code, metadata_error_code,
-    txn_coordinator_error_code,
+    txn_coordinator_error_code, verification_error_code,
 };
 use crate::groups::OFFSETS_TOPIC;
 use crate::request::RequestContext;
@@ -505,7 +505,7 @@ pub async fn txn_offset_commit(
     };
     if let Some(e) = refused {
         gate.abandon_verification(&offsets_tp, producer_id, token);
-        return all_failed(txn_coordinator_error_code(&e, true).0);
+        return all_failed(verification_error_code(&e));
     }
     let (response, records) = match coordinator
         .prepare_transactional_offsets(domain_request)

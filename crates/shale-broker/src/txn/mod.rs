@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::coordinator_host::CoordinatorHost;
+use crate::errors::{peer_verification_error, VerificationError};
 use crate::time::now_ms;
 use crate::topic_creation::ensure_internal_topic;
 use crate::Broker;
@@ -47,6 +48,9 @@ const CRASH_AFTER_PREPARE_COMMIT_ENV: &str = "SHALE_TEST_CRASH_AFTER_PREPARE_COM
 
 /// The internal topic holding transaction metadata.
 pub const TXN_STATE_TOPIC: &str = "__transaction_state";
+
+/// A partition's outcome of [`TxnService::verify_or_add`].
+pub type Verified = (TxnTopicPartition, Result<(), VerificationError>);
 
 /// The transaction coordinators of the `__transaction_state` partitions this broker leads.
 pub struct TxnService {
@@ -276,7 +280,7 @@ impl TxnService {
         producer_epoch: i16,
         partitions: &BTreeSet<TxnTopicPartition>,
         version: TransactionVersion,
-    ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
+    ) -> Result<Vec<Verified>, VerificationError> {
         let partition = self.partition_for(transactional_id);
         let leader = broker
             .image()
@@ -295,15 +299,20 @@ impl TxnService {
                 )
                 .await;
         }
-        self.verify_or_add_here(
-            broker,
-            transactional_id,
-            producer_id,
-            producer_epoch,
-            partitions,
-            version,
-        )
-        .await
+        let verified = self
+            .verify_or_add_here(
+                broker,
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+                version,
+            )
+            .await?;
+        Ok(verified
+            .into_iter()
+            .map(|(tp, result)| (tp, result.map_err(VerificationError::from)))
+            .collect())
     }
 
     /// [`Self::verify_or_add`] by the coordinator on this broker, never forwarded (the
@@ -348,7 +357,7 @@ impl TxnService {
         (producer_id, producer_epoch): (i64, i16),
         partitions: &BTreeSet<TxnTopicPartition>,
         version: TransactionVersion,
-    ) -> Result<Vec<PartitionVerification>, TxnCoordinatorError> {
+    ) -> Result<Vec<Verified>, VerificationError> {
         use kafka_protocol::messages::add_partitions_to_txn_request::{
             AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
         };
@@ -390,14 +399,14 @@ impl TxnService {
             .await;
         let response = match response {
             Ok(ResponseKind::AddPartitionsToTxn(r)) => r,
-            Ok(_) => return Err(TxnCoordinatorError::CoordinatorNotAvailable),
+            Ok(_) => return Err(TxnCoordinatorError::CoordinatorNotAvailable.into()),
             Err(e) => {
                 warn!(leader, "cannot reach the transaction coordinator: {e}");
-                return Err(TxnCoordinatorError::CoordinatorNotAvailable);
+                return Err(TxnCoordinatorError::CoordinatorNotAvailable.into());
             }
         };
         if response.error_code != 0 {
-            return Err(peers::coordinator_error(response.error_code));
+            return Err(peer_verification_error(response.error_code));
         }
         let results = response.results_by_transaction.first();
         Ok(partitions
@@ -418,7 +427,7 @@ impl TxnService {
                 let result = if code == 0 {
                     Ok(())
                 } else {
-                    Err(peers::coordinator_error(code))
+                    Err(peer_verification_error(code))
                 };
                 (tp.clone(), result)
             })

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 use shale_protocol::{Request, Response};
-use shale_txn::coordinator::TxnCoordinatorError;
 
 use crate::replication::client::{BrokerClient, ClientError};
 use crate::Broker;
@@ -133,51 +131,4 @@ async fn connect(broker: &Arc<Broker>, node_id: i32) -> Result<Peer, ClientError
         client,
         max_versions,
     })
-}
-
-/// A coordinator's answer to AddPartitionsToTxn, as the coordinator's own error.
-pub fn coordinator_error(code: i16) -> TxnCoordinatorError {
-    use ResponseError as E;
-    match code {
-        c if c == E::InvalidTxnState.code() => TxnCoordinatorError::InvalidTxnState {
-            state: shale_txn::coordinator::TxnState::Empty,
-            action: "write to a partition not added to",
-        },
-        c if c == E::ProducerFenced.code() || c == E::InvalidProducerEpoch.code() => {
-            TxnCoordinatorError::ProducerFenced {
-                producer_epoch: -1,
-                current_epoch: -1,
-            }
-        }
-        c if c == E::InvalidProducerIdMapping.code() => {
-            TxnCoordinatorError::InvalidProducerIdMapping { producer_id: -1 }
-        }
-        c if c == E::ConcurrentTransactions.code() => TxnCoordinatorError::ConcurrentTransactions,
-        c if c == E::NotCoordinator.code() => TxnCoordinatorError::NotCoordinator,
-        c if c == E::CoordinatorLoadInProgress.code() => {
-            TxnCoordinatorError::CoordinatorLoadInProgress
-        }
-        c if c == E::CoordinatorNotAvailable.code() => TxnCoordinatorError::CoordinatorNotAvailable,
-        c if c == E::InvalidTransactionTimeout.code() => {
-            TxnCoordinatorError::InvalidTransactionTimeout {
-                timeout_ms: -1,
-                max_ms: -1,
-            }
-        }
-        other => TxnCoordinatorError::LogAppendFailed { code: other },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn coordinator_codes_round_trip_to_the_same_code() {
-        for code in [48, 90, 49, 51, 16, 14, 15, 50, 7] {
-            let back = coordinator_error(code).kafka_error_code();
-            assert_eq!(back, code, "code {code}");
-        }
-        assert_eq!(coordinator_error(47).kafka_error_code(), 90);
-    }
 }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use kafka_protocol::ResponseError;
 use shale_log::ValidatedBatches;
 use shale_replica::{Appended, Partition};
-use shale_txn::coordinator::{TopicPartition as TxnTopicPartition, TxnCoordinatorError};
+use shale_txn::coordinator::TopicPartition as TxnTopicPartition;
 use shale_txn::TransactionVersion;
 
-use crate::errors::{append_refusal, Refusal};
+use crate::errors::{append_refusal, verification_refusal, Refusal};
 use crate::Broker;
 
 /// The first Produce version of transaction version 2 clients.
@@ -87,8 +87,8 @@ pub async fn append_client(
             .into_iter()
             .find(|(p, _)| *p == tp)
             .and_then(|(_, r)| r.err())
-            .map(|e| produce_refusal(&e)),
-        Err(e) => Some(produce_refusal(&e)),
+            .map(|e| verification_refusal(&e)),
+        Err(e) => Some(verification_refusal(&e)),
     };
     if let Some(refusal) = refusal {
         gate.abandon_verification(&partition.tp, producer_id, token);
@@ -101,48 +101,4 @@ pub async fn append_client(
                 "the transaction ended while the batch was being verified",
             ))
         })
-}
-
-/// How a verification failure reaches the producer (Kafka's AddPartitionsToTxnManager):
-/// coordinator trouble is retriable, a newer epoch fences, anything else means the partition
-/// is not part of an ongoing transaction.
-fn produce_refusal(error: &TxnCoordinatorError) -> Refusal {
-    let code = match error {
-        TxnCoordinatorError::ConcurrentTransactions
-        | TxnCoordinatorError::NotCoordinator
-        | TxnCoordinatorError::CoordinatorNotAvailable
-        | TxnCoordinatorError::CoordinatorLoadInProgress
-        | TxnCoordinatorError::LogAppendFailed { .. } => ResponseError::NotEnoughReplicas.code(),
-        TxnCoordinatorError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
-        TxnCoordinatorError::InvalidTransactionTimeout { .. }
-        | TxnCoordinatorError::InvalidRequest { .. }
-        | TxnCoordinatorError::InvalidProducerIdMapping { .. }
-        | TxnCoordinatorError::InvalidTxnState { .. }
-        | TxnCoordinatorError::TransactionalIdNotFound
-        | TxnCoordinatorError::IllegalState { .. } => ResponseError::InvalidTxnState.code(),
-    };
-    Refusal::new(code, format!("transaction verification failed: {error}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verification_errors_map_like_kafka() {
-        let fenced = TxnCoordinatorError::ProducerFenced {
-            producer_epoch: 1,
-            current_epoch: 2,
-        };
-        assert_eq!(produce_refusal(&fenced).code, 47);
-        assert_eq!(
-            produce_refusal(&TxnCoordinatorError::ConcurrentTransactions).code,
-            19
-        );
-        let not_added = TxnCoordinatorError::InvalidTxnState {
-            state: shale_txn::coordinator::TxnState::CompleteCommit,
-            action: "write",
-        };
-        assert_eq!(produce_refusal(&not_added).code, 48);
-    }
 }

@@ -1,4 +1,5 @@
-//! Errors the transaction coordinator answers with.
+//! Errors the transaction coordinator answers with. The broker chooses the Kafka error code of
+//! each variant.
 
 use super::state::TxnState;
 
@@ -36,28 +37,9 @@ pub enum TxnCoordinatorError {
     /// A bug: the coordinator reached a state it never should.
     #[error("illegal transaction state: {reason}")]
     IllegalState { reason: String },
-    /// Writing to the transaction log failed with a Kafka error code passed through.
-    #[error("transaction log append failed with error code {code}")]
-    LogAppendFailed { code: i16 },
-}
-
-impl TxnCoordinatorError {
-    pub fn kafka_error_code(&self) -> i16 {
-        match self {
-            Self::InvalidRequest { .. } => 42,
-            Self::InvalidTransactionTimeout { .. } => 50,
-            Self::ConcurrentTransactions => 51,
-            Self::ProducerFenced { .. } => 90,
-            Self::InvalidProducerIdMapping { .. } => 49,
-            Self::InvalidTxnState { .. } => 48,
-            Self::NotCoordinator => 16,
-            Self::CoordinatorNotAvailable => 15,
-            Self::CoordinatorLoadInProgress => 14,
-            Self::TransactionalIdNotFound => 105,
-            Self::IllegalState { .. } => -1,
-            Self::LogAppendFailed { code } => *code,
-        }
-    }
+    /// The transaction-log record is larger than the partition accepts.
+    #[error("the transaction log record is too large for its partition")]
+    TxnLogRecordTooLarge,
 }
 
 /// Why the broker could not write a transaction-log record.
@@ -70,8 +52,6 @@ pub enum TxnLogAppendError {
     NotLeader,
     /// The record exceeds the partition's size limits.
     TooLarge,
-    /// Any other Kafka error code.
-    Other(i16),
 }
 
 impl TxnLogAppendError {
@@ -80,8 +60,7 @@ impl TxnLogAppendError {
         match self {
             Self::Unavailable => TxnCoordinatorError::CoordinatorNotAvailable,
             Self::NotLeader => TxnCoordinatorError::NotCoordinator,
-            Self::TooLarge => TxnCoordinatorError::LogAppendFailed { code: -1 },
-            Self::Other(code) => TxnCoordinatorError::LogAppendFailed { code },
+            Self::TooLarge => TxnCoordinatorError::TxnLogRecordTooLarge,
         }
     }
 }
@@ -91,44 +70,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_match_kafka() {
-        let cases = [
-            (TxnCoordinatorError::InvalidRequest { reason: "x" }, 42),
-            (
-                TxnCoordinatorError::InvalidTransactionTimeout {
-                    timeout_ms: 0,
-                    max_ms: 1,
-                },
-                50,
-            ),
-            (TxnCoordinatorError::ConcurrentTransactions, 51),
-            (
-                TxnCoordinatorError::ProducerFenced {
-                    producer_epoch: 0,
-                    current_epoch: 1,
-                },
-                90,
-            ),
-            (
-                TxnCoordinatorError::InvalidProducerIdMapping { producer_id: 1 },
-                49,
-            ),
-            (
-                TxnCoordinatorError::InvalidTxnState {
-                    state: TxnState::Empty,
-                    action: "commit",
-                },
-                48,
-            ),
-            (TxnCoordinatorError::NotCoordinator, 16),
-            (TxnCoordinatorError::CoordinatorNotAvailable, 15),
-            (TxnCoordinatorError::CoordinatorLoadInProgress, 14),
-            (TxnCoordinatorError::TransactionalIdNotFound, 105),
-            (TxnCoordinatorError::IllegalState { reason: "x".into() }, -1),
-        ];
-        for (error, code) in cases {
-            assert_eq!(error.kafka_error_code(), code, "{error}");
-        }
+    fn log_append_errors_become_coordinator_errors_as_in_kafka() {
         assert_eq!(
             TxnLogAppendError::Unavailable.to_coordinator_error(),
             TxnCoordinatorError::CoordinatorNotAvailable
@@ -138,16 +80,8 @@ mod tests {
             TxnCoordinatorError::NotCoordinator
         );
         assert_eq!(
-            TxnLogAppendError::TooLarge
-                .to_coordinator_error()
-                .kafka_error_code(),
-            -1
-        );
-        assert_eq!(
-            TxnLogAppendError::Other(7)
-                .to_coordinator_error()
-                .kafka_error_code(),
-            7
+            TxnLogAppendError::TooLarge.to_coordinator_error(),
+            TxnCoordinatorError::TxnLogRecordTooLarge
         );
     }
 }

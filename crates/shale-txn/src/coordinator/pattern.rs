@@ -1,17 +1,11 @@
 //! ListTransactions v2's transactional-id pattern (KIP-1152): a regular expression that must
 //! match the whole id, as Java's `Pattern.matches` does.
 
-/// The pattern does not compile (Kafka's INVALID_REGULAR_EXPRESSION, code 128).
+/// The pattern does not compile.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid regular expression: {reason}")]
 pub struct InvalidPatternError {
     pub reason: String,
-}
-
-impl InvalidPatternError {
-    pub fn kafka_error_code(&self) -> i16 {
-        128
-    }
 }
 
 /// Longest pattern accepted; compiled patterns are also bounded in size by the regex crate.
@@ -57,6 +51,8 @@ mod tests {
         assert!(!pattern.matches("app-12x"));
         assert!(TransactionalIdPattern::compile("").unwrap().is_none());
         let error = TransactionalIdPattern::compile("app-(").unwrap_err();
-        assert_eq!(error.kafka_error_code(), 128);
+        assert!(!error.reason.is_empty());
+        let too_long = "a".repeat(PATTERN_BYTES_MAX + 1);
+        assert!(TransactionalIdPattern::compile(&too_long).is_err());
     }
 }

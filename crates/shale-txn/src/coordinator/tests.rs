@@ -152,11 +152,7 @@ fn init_validates_the_request() {
     ));
     for bad in [0, -5, 900_001] {
         match init(TID, bad) {
-            TxnDecision::Reply(Err(
-                error @ TxnCoordinatorError::InvalidTransactionTimeout { .. },
-            )) => {
-                assert_eq!(error.kafka_error_code(), 50)
-            }
+            TxnDecision::Reply(Err(TxnCoordinatorError::InvalidTransactionTimeout { .. })) => {}
             other => panic!("timeout {bad}: {other:?}"),
         }
     }
@@ -291,7 +287,10 @@ fn end_txn_on_an_empty_transaction_is_invalid() {
     let id = h.init_ok();
     for commit in [true, false] {
         let error = h.end(id, commit).0.unwrap_err();
-        assert_eq!(error.kafka_error_code(), 48);
+        assert!(
+            matches!(error, TxnCoordinatorError::InvalidTxnState { .. }),
+            "{error:?}"
+        );
     }
 }
 
@@ -365,7 +364,10 @@ fn a_new_producer_instance_fences_the_old_one_and_aborts_its_transaction() {
         h.end(old, false).0,
     ] {
         let error = result.unwrap_err();
-        assert_eq!(error.kafka_error_code(), 90, "{error:?}");
+        assert!(
+            matches!(error, TxnCoordinatorError::ProducerFenced { .. }),
+            "{error:?}"
+        );
     }
     // The new instance retries until the abort completes.
     assert_eq!(
@@ -701,7 +703,13 @@ fn describe_list_and_verify() {
         )
         .unwrap();
     assert_eq!(results[0], (TopicPartition::new("a", 0), Ok(())));
-    assert_eq!(results[1].1.as_ref().unwrap_err().kafka_error_code(), 48);
+    assert!(
+        matches!(
+            results[1].1,
+            Err(TxnCoordinatorError::InvalidTxnState { .. })
+        ),
+        "{results:?}"
+    );
     assert!(matches!(
         h.coordinator.verify_partitions(
             TID,

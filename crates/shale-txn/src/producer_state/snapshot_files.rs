@@ -3,8 +3,8 @@
 //! A snapshot named after offset N holds the state of the log below N (every batch with an
 //! offset < N applied).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::fs::{self, File};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::manager::ProducerStateManager;
@@ -12,6 +12,7 @@ use super::snapshot;
 use crate::error::ProducerStateError;
 
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// What [`shale_durable::replace_file`] names a snapshot while it is written.
 const TEMP_SUFFIX: &str = ".snapshot.tmp";
 
 pub fn snapshot_file_name(offset: i64) -> String {
@@ -127,19 +128,8 @@ impl ProducerStateManager {
     pub fn write_snapshot(&self, dir: &Path, offset: i64) -> Result<PathBuf, ProducerStateError> {
         let bytes = snapshot::encode(self, offset);
         let path = snapshot_path(dir, offset);
-        let temp = dir.join(format!("{offset:020}{TEMP_SUFFIX}"));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)
-            .map_err(|e| ProducerStateError::io(&temp, e))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| ProducerStateError::io(&temp, e))?;
-        drop(file);
-        fs::rename(&temp, &path).map_err(|e| ProducerStateError::io(&path, e))?;
-        sync_dir(dir)?;
+        shale_durable::replace_file(&path, &bytes)
+            .map_err(|e| ProducerStateError::io(e.path.clone(), e.source))?;
         Ok(path)
     }
 
