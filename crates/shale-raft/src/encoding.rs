@@ -87,6 +87,12 @@ pub fn put_len(out: &mut Vec<u8>, len: usize) {
     put_varint(out, len as u64);
 }
 
+/// Appends length-prefixed bytes in one copy: the encoding of `Vec<u8>` and `[u8]`.
+pub fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_len(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
 /// Starts a struct at `version`.
 pub fn begin_struct(out: &mut Vec<u8>, version: u64) {
     put_varint(out, version);
@@ -320,17 +326,9 @@ impl Decode for String {
     }
 }
 
-/// Raw bytes, length-prefixed (also the encoding of `Vec<u8>`).
-impl Encode for [u8] {
-    fn encode(&self, out: &mut Vec<u8>) {
-        put_len(out, self.len());
-        out.extend_from_slice(self);
-    }
-}
-
 impl Encode for Bytes {
     fn encode(&self, out: &mut Vec<u8>) {
-        self[..].encode(out);
+        put_bytes(out, self);
     }
 }
 
@@ -353,14 +351,20 @@ impl Decode for uuid::Uuid {
     }
 }
 
-/// Items of a sequence. `Vec<u8>` is a sequence of one-byte items, so it encodes exactly as
-/// `[u8]` does.
-impl<T: Encode> Encode for Vec<T> {
+/// Items of a sequence. A `Vec<u8>` is a sequence of one-byte items, so it encodes exactly as
+/// [`put_bytes`] writes it.
+impl<T: Encode> Encode for [T] {
     fn encode(&self, out: &mut Vec<u8>) {
         put_len(out, self.len());
         for item in self {
             item.encode(out);
         }
+    }
+}
+
+impl<T: Encode> Encode for Vec<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.as_slice().encode(out);
     }
 }
 
@@ -475,6 +479,17 @@ impl<A: Decode, B: Decode> Decode for (A, B) {
     fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let a = A::decode(reader)?;
         Ok((a, B::decode(reader)?))
+    }
+}
+
+/// Nothing: the ok side of a `Result<(), E>`.
+impl Encode for () {
+    fn encode(&self, _out: &mut Vec<u8>) {}
+}
+
+impl Decode for () {
+    fn decode(_reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(())
     }
 }
 

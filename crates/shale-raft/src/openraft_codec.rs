@@ -16,7 +16,8 @@ use openraft::{
 };
 
 use crate::encoding::{
-    decode_struct, encode_struct, encode_variant, get, Decode, DecodeError, Encode, Reader,
+    decode_struct, encode_struct, encode_variant, get, put_bytes, Decode, DecodeError, Encode,
+    Reader,
 };
 use crate::legacy::LegacyReader;
 use crate::types::{Batch, Entry, LogId, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
@@ -307,7 +308,7 @@ impl Encode for InstallSnapshotRequest<TypeConfig> {
             self.vote.encode(out);
             self.meta.encode(out);
             self.offset.encode(out);
-            self.data[..].encode(out);
+            put_bytes(out, &self.data);
             self.done.encode(out);
         });
     }

@@ -9,7 +9,9 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::encoding::{decode_struct, encode_struct, get, Decode, DecodeError, Encode, Reader};
+use crate::encoding::{
+    decode_struct, encode_struct, get, put_bytes, Decode, DecodeError, Encode, Reader,
+};
 use crate::error::RaftError;
 use crate::fsutil;
 use crate::legacy::LegacyReader;
@@ -52,7 +54,7 @@ impl Encode for StoredSnapshot {
     fn encode(&self, out: &mut Vec<u8>) {
         encode_struct(out, |out| {
             self.meta.encode(out);
-            self.data[..].encode(out);
+            put_bytes(out, &self.data);
         });
     }
 }

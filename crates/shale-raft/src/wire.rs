@@ -19,7 +19,7 @@ use openraft::raft::{
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::encoding::{
-    self, decode_struct, encode_variant, get, Decode, DecodeError, Encode, Reader,
+    self, decode_struct, encode_variant, get, put_bytes, Decode, DecodeError, Encode, Reader,
 };
 use crate::types::{NodeId, TypeConfig};
 
@@ -164,7 +164,7 @@ impl Encode for FetchBody {
             }),
             FetchBody::Snapshot { last_index, data } => encode_variant(out, 1, |out| {
                 last_index.encode(out);
-                data[..].encode(out);
+                put_bytes(out, data);
             }),
         }
     }
