@@ -626,6 +626,34 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn entries_with_any_records_round_trip(
+            term in proptest::prelude::any::<u64>(),
+            index in proptest::prelude::any::<u64>(),
+            records in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+                0..8,
+            ),
+        ) {
+            let entry = Entry {
+                log_id: log_id(term, index),
+                payload: EntryPayload::Normal(Batch(records.into_iter().map(Bytes::from).collect())),
+            };
+            proptest::prop_assert_eq!(from_slice::<Entry>(&to_vec(&entry)).unwrap(), entry);
+        }
+
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = from_slice::<Entry>(&bytes);
+            let _ = from_slice::<AppendEntriesRequest<TypeConfig>>(&bytes);
+            let _ = from_slice::<RaftError<NodeId, InstallSnapshotError>>(&bytes);
+            let _ = from_slice::<crate::wire::Request>(&bytes);
+            let _ = from_slice::<crate::wire::Response>(&bytes);
+            let _ = legacy::entry(&mut LegacyReader::new(&bytes));
+        }
+    }
+
     #[test]
     fn legacy_entries_decode() {
         // An entry as bincode wrote it: log id, variant 1 (Normal), one record "hi".
