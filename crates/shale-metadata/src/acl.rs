@@ -37,7 +37,7 @@ pub mod permission_type {
 pub const WILDCARD: &str = "*";
 
 /// A DeleteAcls/DescribeAcls filter; `None` fields match anything.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AclFilter {
     pub resource_type: i8,
     pub resource_name: Option<String>,

@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-#[derive(Debug, Clone, PartialEq, Eq, Error, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MetadataError {
     #[error("{0}")]
     TopicAlreadyExists(String),

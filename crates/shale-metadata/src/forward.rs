@@ -2,8 +2,11 @@
 //!
 //! A node that is not the active controller sends a request over TCP to the controller listener
 //! of the voter that leads the quorum, the port Raft uses: the connection preamble
-//! (`shale_raft::connect_service`) selects this service and names the cluster. Frames are `[body length u32 BE][bincode body]`, bounded to
-//! [`FRAME_BYTES_MAX`]; a connection carries any number of request/response pairs in turn. The
+//! (`shale_raft::connect_service`) selects this service and names the cluster. Frames are
+//! `[body length u32 BE][body]`, bounded to [`FRAME_BYTES_MAX`], where the body is the wire
+//! version ([`FORWARD_WIRE_VERSION`], one byte) and a [`Call`] or [`Answer`] in the versioned
+//! encoding (`codec.rs`); a body of another version is refused and closes the connection. A
+//! connection carries any number of request/response pairs in turn. The
 //! answer carries the offset of the leader's image when it answered, which includes the
 //! request's records: the caller waits for its own image to reach it, so a forwarded submit
 //! has the same read-your-writes guarantee as a local one.
@@ -22,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use shale_raft::encoding::{Decode, DecodeError, Encode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -37,13 +40,45 @@ use crate::runtime::Command;
 /// Largest forwarded request or response.
 pub const FRAME_BYTES_MAX: usize = 16 * 1024 * 1024;
 
-#[derive(Debug, Serialize, Deserialize)]
+/// The version of the forwarding frames this build sends and accepts. All nodes of a cluster
+/// run the same build; the byte leaves a later change room to negotiate.
+pub const FORWARD_WIRE_VERSION: u8 = 1;
+
+/// A frame body: the wire version, then the message.
+fn encode_body<T: Encode>(message: &T) -> Vec<u8> {
+    let mut body = vec![FORWARD_WIRE_VERSION];
+    message.encode(&mut body);
+    body
+}
+
+/// Why a frame body was refused.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(
+        "forwarding frame of wire version {0}, this node speaks version {FORWARD_WIRE_VERSION}"
+    )]
+    Version(u8),
+    #[error("empty forwarding frame")]
+    Empty,
+    #[error("undecodable forwarding frame: {0}")]
+    Decode(#[from] DecodeError),
+}
+
+fn decode_body<T: Decode>(body: &[u8]) -> Result<T, BodyError> {
+    let (&version, message) = body.split_first().ok_or(BodyError::Empty)?;
+    if version != FORWARD_WIRE_VERSION {
+        return Err(BodyError::Version(version));
+    }
+    Ok(shale_raft::encoding::from_slice(message)?)
+}
+
+#[derive(Debug)]
 pub(crate) struct ForwardRequest {
     pub cluster_id: String,
     pub request: ControllerRequest,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) struct ForwardResponse {
     pub result: Result<ControllerResponse, MetadataError>,
     /// The offset of the answering controller's image when it answered.
@@ -51,7 +86,7 @@ pub(crate) struct ForwardResponse {
 }
 
 /// One frame from the caller: a controller request, or a question about the quorum.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) enum Call {
     Controller(ForwardRequest),
     DescribeQuorum {
@@ -62,7 +97,7 @@ pub(crate) enum Call {
     Goodbye,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub(crate) enum Answer {
     Controller(ForwardResponse),
     /// `NotController` when the answering node does not lead the quorum.
@@ -269,7 +304,7 @@ async fn serve_calls(
                 };
             }
         };
-        let call: Call = match bincode::deserialize(&body) {
+        let call: Call = match decode_body(&body) {
             Ok(call) => call,
             Err(err) => {
                 tracing::debug!(%err, "undecodable controller RPC request");
@@ -285,9 +320,7 @@ async fn serve_calls(
                 } else {
                     context.log.describe().ok_or(MetadataError::NotController)
                 };
-                let Ok(body) = bincode::serialize(&Answer::DescribeQuorum(result)) else {
-                    return Ending::Refused;
-                };
+                let body = encode_body(&Answer::DescribeQuorum(result));
                 if write_frame(stream, &body).await.is_err() {
                     return Ending::Abrupt;
                 }
@@ -326,9 +359,7 @@ async fn serve_calls(
             result,
             offset: context.images.borrow().offset,
         };
-        let Ok(body) = bincode::serialize(&Answer::Controller(response)) else {
-            return Ending::Refused;
-        };
+        let body = encode_body(&Answer::Controller(response));
         if write_frame(stream, &body).await.is_err() {
             return Ending::Abrupt;
         }
@@ -378,7 +409,7 @@ async fn exchange(
     call: &Call,
     timeout: Duration,
 ) -> Result<Answer, CallError> {
-    let body = bincode::serialize(call).map_err(|_| CallError::NotSent)?;
+    let body = encode_body(call);
     if body.len() > FRAME_BYTES_MAX {
         return Err(CallError::NotSent);
     }
@@ -397,14 +428,12 @@ async fn exchange(
         _ => return Err(CallError::Lost),
     };
     say_goodbye(&mut stream).await;
-    bincode::deserialize(&answer).map_err(|_| CallError::Lost)
+    decode_body(&answer).map_err(|_| CallError::Lost)
 }
 
 /// Tells the other side that this connection closes on purpose (best effort).
 async fn say_goodbye(stream: &mut TcpStream) {
-    if let Ok(body) = bincode::serialize(&Call::Goodbye) {
-        let _ = write_frame(stream, &body).await;
-    }
+    let _ = write_frame(stream, &encode_body(&Call::Goodbye)).await;
 }
 
 /// One open session link: the connection and the controller at its other end.
@@ -436,8 +465,7 @@ impl SessionLink {
         timeout: Duration,
     ) -> Result<ForwardResponse, CallError> {
         let cluster_id = request.cluster_id.clone();
-        let body =
-            bincode::serialize(&Call::Controller(request)).map_err(|_| CallError::NotSent)?;
+        let body = encode_body(&Call::Controller(request));
         if body.len() > FRAME_BYTES_MAX {
             return Err(CallError::NotSent);
         }
@@ -476,7 +504,7 @@ impl SessionLink {
                 return Err(CallError::Lost);
             }
         };
-        match bincode::deserialize(&answer) {
+        match decode_body(&answer) {
             Ok(Answer::Controller(response)) => {
                 *open = Some(link);
                 Ok(response)
@@ -603,6 +631,19 @@ mod tests {
         })
         .await
         .unwrap();
+    }
+
+    #[test]
+    fn frames_carry_the_wire_version_and_other_versions_are_refused() {
+        let body = encode_body(&Call::Goodbye);
+        assert_eq!(body[0], FORWARD_WIRE_VERSION);
+        assert!(matches!(decode_body::<Call>(&body), Ok(Call::Goodbye)));
+        let mut newer = body.clone();
+        newer[0] = FORWARD_WIRE_VERSION + 1;
+        let err = decode_body::<Call>(&newer).unwrap_err();
+        assert!(matches!(err, BodyError::Version(2)), "{err}");
+        assert!(decode_body::<Call>(&[]).is_err());
+        assert!(decode_body::<Call>(&[FORWARD_WIRE_VERSION, 0xee]).is_err());
     }
 
     #[tokio::test]

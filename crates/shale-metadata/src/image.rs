@@ -7,9 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bincode::Options as _;
 use imbl::OrdMap;
-use serde::{Deserialize, Serialize};
+use shale_raft::legacy::LegacyReader;
 use uuid::Uuid;
 
 use crate::error::MetadataError;
@@ -47,7 +46,7 @@ impl BrokerRegistration {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionImage {
     pub partition: i32,
     pub replicas: Vec<i32>,
@@ -60,11 +59,9 @@ pub struct PartitionImage {
     pub removing_replicas: Vec<i32>,
     /// KIP-966: replicas that left the ISR while it was below `min.insync.replicas`; they
     /// hold every committed record, so they may be elected. Disjoint from the ISR.
-    #[serde(default)]
     pub eligible_leader_replicas: Vec<i32>,
     /// KIP-966 (Kafka's balanced recovery): the leader the partition had when its ISR became
     /// empty, electable once every replica was offline.
-    #[serde(default)]
     pub last_known_elr: Vec<i32>,
 }
 
@@ -120,7 +117,7 @@ pub fn is_internal_topic(name: &str) -> bool {
     name == "__consumer_offsets" || name == "__transaction_state"
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AclEntry {
     pub id: Uuid,
     pub resource_type: i8,
@@ -809,40 +806,49 @@ impl MetadataImage {
         out
     }
 
-    /// Snapshot bytes: `SNAPSHOT_MAGIC`, a bincode header (format version, cluster id, offset),
-    /// then one encoded entry holding `to_records()`.
+    /// Snapshot bytes: `SNAPSHOT_MAGIC`, the format version (u16 little-endian, as the first
+    /// format wrote it), the header (cluster id, offset) as a versioned struct, then one
+    /// encoded entry holding `to_records()`.
     pub fn encode_snapshot(&self) -> Vec<u8> {
         let header = SnapshotHeader {
-            format_version: SNAPSHOT_FORMAT_VERSION,
             cluster_id: self.cluster_id.clone(),
             offset: self.offset,
         };
         let mut out = SNAPSHOT_MAGIC.to_vec();
-        if let Err(err) = bincode::serialize_into(&mut out, &header) {
-            tracing::error!(%err, "metadata snapshot header encoding failed");
-        }
+        out.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
+        shale_raft::encoding::Encode::encode(&header, &mut out);
         out.extend_from_slice(&records::encode_entry(&self.to_records()));
         out
     }
 
+    /// Decodes a snapshot of either format (format 1: a bincode header and a format-1 entry).
     pub fn decode_snapshot(bytes: &[u8]) -> Result<MetadataImage, MetadataError> {
         let body = bytes
             .strip_prefix(SNAPSHOT_MAGIC)
             .ok_or_else(|| MetadataError::Corrupt("not a metadata snapshot".into()))?;
-        let mut cursor = std::io::Cursor::new(body);
-        let header: SnapshotHeader = bincode::DefaultOptions::new()
-            .with_fixint_encoding()
-            .allow_trailing_bytes()
-            .with_limit(body.len() as u64)
-            .deserialize_from(&mut cursor)
-            .map_err(|e| MetadataError::Corrupt(format!("bad snapshot header: {e}")))?;
-        if header.format_version != SNAPSHOT_FORMAT_VERSION {
-            return Err(MetadataError::Corrupt(format!(
-                "unknown snapshot format version {}",
-                header.format_version
-            )));
-        }
-        let rest = &body[cursor.position() as usize..];
+        let bad_header = |e: shale_raft::encoding::DecodeError| {
+            MetadataError::Corrupt(format!("bad snapshot header: {e}"))
+        };
+        let (header, rest) = match body.get(..2).map(|v| u16::from_le_bytes([v[0], v[1]])) {
+            Some(SNAPSHOT_FORMAT_VERSION) => {
+                let mut reader = shale_raft::encoding::Reader::new(&body[2..]);
+                let header: SnapshotHeader =
+                    shale_raft::encoding::Decode::decode(&mut reader).map_err(bad_header)?;
+                (header, reader.rest())
+            }
+            Some(LEGACY_SNAPSHOT_FORMAT_VERSION) => {
+                let mut reader = LegacyReader::new(&body[2..]);
+                let cluster_id = reader.string().map_err(bad_header)?;
+                let offset = reader.i64().map_err(bad_header)?;
+                (SnapshotHeader { cluster_id, offset }, reader.rest())
+            }
+            Some(other) => {
+                return Err(MetadataError::Corrupt(format!(
+                    "unknown snapshot format version {other}"
+                )))
+            }
+            None => return Err(MetadataError::Corrupt("truncated snapshot header".into())),
+        };
         let records = records::decode_entry(rest)?;
         let mut image = MetadataImage::empty(header.cluster_id);
         for record in &records {
@@ -851,17 +857,25 @@ impl MetadataImage {
         image.offset = header.offset;
         Ok(image)
     }
+
+    /// Whether snapshot bytes are in the first format (bincode), which a new snapshot replaces.
+    pub fn is_legacy_snapshot(bytes: &[u8]) -> bool {
+        bytes
+            .strip_prefix(SNAPSHOT_MAGIC)
+            .is_some_and(|body| body.starts_with(&LEGACY_SNAPSHOT_FORMAT_VERSION.to_le_bytes()))
+    }
 }
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"SHMS";
-const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+const SNAPSHOT_FORMAT_VERSION: u16 = 2;
+const LEGACY_SNAPSHOT_FORMAT_VERSION: u16 = 1;
 
-#[derive(Serialize, Deserialize)]
 struct SnapshotHeader {
-    format_version: u16,
     cluster_id: String,
     offset: i64,
 }
+
+shale_raft::versioned_struct!(SnapshotHeader { cluster_id, offset });
 
 /// Equality of replayed state (the runtime-only controller id is ignored).
 impl PartialEq for MetadataImage {

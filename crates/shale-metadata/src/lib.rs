@@ -1,7 +1,10 @@
 //! shale-metadata: the KRaft-style metadata layer.
 //!
 //! - [`records`]: versioned metadata records, the only way metadata changes. A log entry is a
-//!   batch of records committed atomically (one controller request).
+//!   batch of records committed atomically (one controller request). Records, snapshots and
+//!   forwarded controller requests use the versioned encoding of `shale_raft::encoding` (each
+//!   struct with a version and tagged fields; codecs in `codec.rs`); what the first releases
+//!   wrote with bincode is still read (`legacy.rs`) and replaced by the first snapshot.
 //! - [`image`]: the immutable [`MetadataImage`] built by replaying records, shared as an `Arc`;
 //!   persistent maps make a clone cheap and a change O(log n).
 //! - [`controller`]: the pure controller state machine
@@ -22,11 +25,13 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod acl;
+mod codec;
 pub mod config_defs;
 pub mod controller;
 pub mod error;
 mod forward;
 pub mod image;
+mod legacy;
 mod liveness;
 pub mod local_log;
 pub mod meta_properties;

@@ -27,7 +27,7 @@ pub struct QuorumLeader {
 
 /// One replica of the metadata log as the leader sees it (Kafka's DescribeQuorum
 /// `ReplicaState`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicaState {
     pub replica_id: i32,
     /// The offset after the last entry the replica holds.
@@ -38,7 +38,7 @@ pub struct ReplicaState {
 }
 
 /// The quorum as its leader describes it (Kafka's DescribeQuorum).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuorumDescription {
     pub leader_id: i32,
     pub leader_epoch: i32,

@@ -1,24 +1,27 @@
 //! Metadata records: the only way cluster metadata changes.
 //!
 //! On-disk format of one log entry (a batch of records committed atomically):
-//! `[ENTRY_FORMAT_VERSION: u8][bincode(Vec<VersionedRecord>)]`. bincode 1.x with its default
-//! options is a fixed, documented layout (little-endian fixed-width integers, u32 enum tags,
-//! u64 lengths). Stability rule: variants are only ever appended to `MetadataRecord`, and a
-//! variant's fields never change; a new shape gets a new variant or a new `version` that the
-//! decoder dispatches on.
+//! `[ENTRY_FORMAT_VERSION: u8][count varint][record]*` in the versioned encoding
+//! (`shale_raft::encoding`, the codecs in `codec.rs`): each record is its kind number, then
+//! the variant as a struct `[version varint][fields][tagged fields]`, so every record kind
+//! carries its own version and has room for new fields (Kafka's metadata records with tagged
+//! fields are the model). Stability rule: kind numbers are never reused; a new optional field
+//! is a tagged field (older readers skip it), a change to the fixed fields takes a new version
+//! of that kind (older readers refuse it). Entries of format 1 (bincode 1.3, the first
+//! releases) are still read, by `legacy.rs`; nothing writes them.
 
-use bincode::Options as _;
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::MetadataError;
 
 /// Version of the entry framing (the leading byte of every encoded entry).
-pub const ENTRY_FORMAT_VERSION: u8 = 1;
+pub const ENTRY_FORMAT_VERSION: u8 = 2;
+/// The framing of the first releases: a bincode body.
+pub const LEGACY_ENTRY_FORMAT_VERSION: u8 = 1;
 /// Version written for every record kind today.
 pub const RECORD_VERSION: u8 = 0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SecurityProtocol {
     Plaintext,
     Ssl,
@@ -58,7 +61,7 @@ impl SecurityProtocol {
 }
 
 /// A listener a broker advertises.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub name: String,
     pub host: String,
@@ -67,7 +70,7 @@ pub struct Endpoint {
 }
 
 /// A resource that carries configs. Topic configs are keyed by topic name, as in Kafka.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConfigResource {
     Topic(String),
     Broker(i32),
@@ -77,14 +80,14 @@ pub enum ConfigResource {
 }
 
 /// A supported feature range a broker announces at registration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeatureRange {
     pub name: String,
     pub min_version: i16,
     pub max_version: i16,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MetadataRecord {
     RegisterBroker {
         broker_id: i32,
@@ -246,65 +249,33 @@ impl MetadataRecord {
     }
 }
 
-#[derive(Serialize, Deserialize)]
-struct VersionedRecord {
-    version: u8,
-    record: MetadataRecord,
-}
-
-#[derive(Serialize)]
-struct VersionedRecordRef<'a> {
-    version: u8,
-    record: &'a MetadataRecord,
-}
-
 /// Encodes a batch of records as one log entry.
 pub fn encode_entry(records: &[MetadataRecord]) -> Vec<u8> {
-    let versioned: Vec<VersionedRecordRef<'_>> = records
-        .iter()
-        .map(|record| VersionedRecordRef {
-            version: RECORD_VERSION,
-            record,
-        })
-        .collect();
     let mut out = vec![ENTRY_FORMAT_VERSION];
-    // Serializing plain data into a Vec cannot fail: bincode fails only on I/O errors or
-    // types that serde cannot represent, and none are used here.
-    if let Err(err) = bincode::serialize_into(&mut out, &versioned) {
-        tracing::error!(%err, "metadata record encoding failed");
-    }
+    shale_raft::encoding::Encode::encode(records, &mut out);
     out
 }
 
-/// Decodes one log entry back into its records.
+/// Decodes one log entry (of either format) back into its records.
 pub fn decode_entry(bytes: &[u8]) -> Result<Vec<MetadataRecord>, MetadataError> {
     let (&format, body) = bytes
         .split_first()
         .ok_or_else(|| MetadataError::Corrupt("empty metadata log entry".into()))?;
-    if format != ENTRY_FORMAT_VERSION {
-        return Err(MetadataError::Corrupt(format!(
-            "unknown metadata entry format version {format}"
-        )));
-    }
-    let versioned: Vec<VersionedRecord> = bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .allow_trailing_bytes()
-        .with_limit(body.len() as u64)
-        .deserialize(body)
-        .map_err(|err| MetadataError::Corrupt(format!("undecodable metadata entry: {err}")))?;
-    versioned
-        .into_iter()
-        .map(|v| {
-            if v.version == RECORD_VERSION {
-                Ok(v.record)
-            } else {
-                Err(MetadataError::Corrupt(format!(
-                    "unknown metadata record version {}",
-                    v.version
-                )))
-            }
-        })
-        .collect()
+    let decoded = match format {
+        ENTRY_FORMAT_VERSION => shale_raft::encoding::from_slice(body),
+        LEGACY_ENTRY_FORMAT_VERSION => crate::legacy::decode_records(body),
+        _ => {
+            return Err(MetadataError::Corrupt(format!(
+                "unknown metadata entry format version {format}"
+            )))
+        }
+    };
+    decoded.map_err(|err| MetadataError::Corrupt(format!("undecodable metadata entry: {err}")))
+}
+
+/// Whether an entry is in the first format (bincode), which a snapshot replaces.
+pub fn is_legacy_entry(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&LEGACY_ENTRY_FORMAT_VERSION)
 }
 
 #[cfg(test)]
@@ -355,11 +326,23 @@ mod tests {
     #[test]
     fn encoding_is_stable() {
         // Guards the on-disk layout: a change here breaks existing metadata logs.
-        let bytes = encode_entry(&[MetadataRecord::FeatureLevel {
+        let record = MetadataRecord::FeatureLevel {
             name: "a".into(),
             level: 2,
-        }]);
+        };
+        let bytes = encode_entry(std::slice::from_ref(&record));
         let expected: Vec<u8> = vec![
+            2,  // entry format
+            1,  // one record
+            16, // kind of FeatureLevel
+            0,  // record version
+            1, b'a', // name
+            0, 2, // level
+            0, // no tagged fields
+        ];
+        assert_eq!(bytes, expected);
+        // The same entry as the first format (bincode) wrote it still decodes.
+        let legacy: Vec<u8> = vec![
             1, // entry format
             1, 0, 0, 0, 0, 0, 0, 0, // one record
             0, // record version
@@ -367,7 +350,24 @@ mod tests {
             1, 0, 0, 0, 0, 0, 0, 0, b'a', // name
             2, 0, // level
         ];
-        assert_eq!(bytes, expected);
+        assert_eq!(decode_entry(&legacy).unwrap(), vec![record]);
+        assert!(is_legacy_entry(&legacy) && !is_legacy_entry(&bytes));
+    }
+
+    #[test]
+    fn a_newer_record_version_is_refused_and_unknown_tags_are_skipped() {
+        let record = MetadataRecord::RemoveTopic {
+            topic_id: Uuid::from_u128(9),
+        };
+        let mut bytes = encode_entry(std::slice::from_ref(&record));
+        // A field a newer writer added as a tag: skipped.
+        bytes.pop();
+        bytes.extend_from_slice(&[1, 5, 2, 0xab, 0xcd]);
+        assert_eq!(decode_entry(&bytes).unwrap(), vec![record.clone()]);
+        let mut newer = encode_entry(&[record]);
+        newer[3] = 1;
+        let err = decode_entry(&newer).unwrap_err();
+        assert!(err.to_string().contains("version 1"), "{err}");
     }
 
     #[test]
@@ -425,7 +425,7 @@ mod tests {
                 last_known_elr: Some(vec![1]),
             },
         ]);
-        assert_eq!(with_elr[10..14], 18u32.to_le_bytes());
+        assert_eq!(with_elr[2], 18, "the kind number is the old variant index");
         let decoded = decode_entry(&with_elr).unwrap();
         assert!(matches!(
             decoded[1],

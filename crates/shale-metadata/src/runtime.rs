@@ -246,14 +246,21 @@ impl std::fmt::Debug for MetadataNode {
     }
 }
 
+/// What [`load_image`] found.
+struct Loaded {
+    image: MetadataImage,
+    /// Records replayed after the snapshot.
+    replayed: u64,
+    /// Whether the snapshot or an entry was in the first format (bincode).
+    legacy: bool,
+}
+
 /// Loads the newest snapshot and replays the committed entries after it.
-/// Also returns how many records were replayed after the snapshot.
-async fn load_image(
-    log: &dyn QuorumLog,
-    cluster_id: &str,
-) -> Result<(MetadataImage, u64), MetadataError> {
+async fn load_image(log: &dyn QuorumLog, cluster_id: &str) -> Result<Loaded, MetadataError> {
+    let mut legacy = false;
     let mut image = match log.latest_snapshot().await? {
         Some((offset, bytes)) => {
+            legacy |= MetadataImage::is_legacy_snapshot(&bytes);
             let mut image = MetadataImage::decode_snapshot(&bytes)?;
             if !image.cluster_id.is_empty() && image.cluster_id != cluster_id {
                 return Err(MetadataError::InconsistentStorage(format!(
@@ -271,9 +278,16 @@ async fn load_image(
     let mut replayed: u64 = 0;
     loop {
         match log.read_committed(image.offset, READ_BATCH_MAX).await? {
-            CommittedRead::Entries(entries) if entries.is_empty() => return Ok((image, replayed)),
+            CommittedRead::Entries(entries) if entries.is_empty() => {
+                return Ok(Loaded {
+                    image,
+                    replayed,
+                    legacy,
+                })
+            }
             CommittedRead::Entries(entries) => {
                 for (offset, bytes) in entries {
+                    legacy |= records::is_legacy_entry(&bytes);
                     let batch = records::decode_entry(&bytes)?;
                     replayed += batch.len() as u64;
                     image = image.apply_entry(&batch, offset);
@@ -798,7 +812,18 @@ impl MetadataNode {
         forwarding: Option<Forwarding>,
         controller_connections: Option<forward::Connections>,
     ) -> Result<MetadataNode, MetadataError> {
-        let (image, replayed) = load_image(log.as_ref(), &cluster_id).await?;
+        let Loaded {
+            image,
+            mut replayed,
+            legacy,
+        } = load_image(log.as_ref(), &cluster_id).await?;
+        if legacy {
+            // Metadata of the first format (bincode) is carried over by the applier's next
+            // snapshot, taken as soon as the next entry (this node's registration at the
+            // latest) is applied; the log then drops the entries the older snapshot covers.
+            tracing::info!("metadata of the first (bincode) format found; it is snapshotted anew");
+            replayed = replayed.max(config.snapshot_every_records);
+        }
         let leader_id = log.leader().borrow().leader_id;
         let fresh = image.offset < 0;
         let image = image.with_active_controller(leader_id);

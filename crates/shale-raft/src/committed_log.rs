@@ -11,11 +11,16 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::codec;
+use crate::encoding::{self, DecodeError};
+use crate::legacy::LegacyReader;
 use crate::state_machine::{ReplicatedStateMachine, StateMachineError};
+
+/// First bytes of a [`CommittedLog`] snapshot in the versioned encoding, then its format
+/// version. A bincode-era snapshot starts with an `Option` tag (0 or 1) instead.
+const STATE_MAGIC: &[u8; 4] = b"SHCL";
+const STATE_FORMAT_VERSION: u8 = 1;
 
 /// What [`CommittedLog::read_committed`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +32,7 @@ pub enum CommittedRead {
     SnapshotRequired,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default)]
 struct State {
     /// The application's own snapshot and the last index it covers.
     base: Option<(u64, Bytes)>,
@@ -35,7 +40,47 @@ struct State {
     tail: BTreeMap<u64, Vec<Bytes>>,
 }
 
+crate::versioned_struct!(State { base, tail });
+
 impl State {
+    fn encode_snapshot(&self) -> Vec<u8> {
+        let mut out = STATE_MAGIC.to_vec();
+        out.push(STATE_FORMAT_VERSION);
+        encoding::Encode::encode(self, &mut out);
+        out
+    }
+
+    fn decode_snapshot(bytes: &[u8]) -> Result<State, DecodeError> {
+        let Some(rest) = bytes.strip_prefix(STATE_MAGIC) else {
+            return Self::decode_legacy(bytes);
+        };
+        match rest.split_first() {
+            Some((&STATE_FORMAT_VERSION, encoded)) => encoding::from_slice(encoded),
+            Some((&version, _)) => Err(DecodeError::UnknownVersion {
+                type_name: "committed log snapshot",
+                version: u64::from(version),
+                max: u64::from(STATE_FORMAT_VERSION),
+            }),
+            None => Err(DecodeError::Invalid(
+                "committed log snapshot without a version",
+            )),
+        }
+    }
+
+    /// The state as bincode wrote it: `base` as an option of (u64, bytes), `tail` as a map.
+    fn decode_legacy(bytes: &[u8]) -> Result<State, DecodeError> {
+        let mut r = LegacyReader::new(bytes);
+        let base = r.option(|r| Ok((r.u64()?, Bytes::copy_from_slice(r.bytes()?))))?;
+        let tail = r
+            .seq(|r| {
+                let index = r.u64()?;
+                Ok((index, r.seq(|r| Ok(Bytes::copy_from_slice(r.bytes()?)))?))
+            })?
+            .into_iter()
+            .collect();
+        Ok(State { base, tail })
+    }
+
     fn last_index(&self) -> Option<u64> {
         self.tail
             .keys()
@@ -112,13 +157,12 @@ impl ReplicatedStateMachine for CommittedLog {
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        // Encoding plain byte vectors and integers cannot fail.
-        codec::encode(&*self.lock()).unwrap_or_default()
+        self.lock().encode_snapshot()
     }
 
     fn restore(&self, snapshot: &[u8], _last_index: u64) -> Result<(), StateMachineError> {
-        let restored: State =
-            codec::decode(snapshot).map_err(|e| StateMachineError(e.to_string()))?;
+        let restored =
+            State::decode_snapshot(snapshot).map_err(|e| StateMachineError(e.to_string()))?;
         let last = restored.last_index();
         *self.lock() = restored;
         self.committed_tx.send_replace(last);
@@ -180,5 +224,31 @@ mod tests {
             log.read_committed(Some(3), 10)
         );
         assert!(copy.restore(&[0xff; 3], 0).is_err());
+        assert!(copy.restore(b"SHCL\x09", 0).is_err());
+    }
+
+    #[test]
+    fn a_bincode_era_snapshot_restores() {
+        // base: Some((3, "img")), tail: {4: ["d"]}, as bincode wrote it.
+        let mut old = vec![1];
+        old.extend_from_slice(&3u64.to_le_bytes());
+        old.extend_from_slice(&3u64.to_le_bytes());
+        old.extend_from_slice(b"img");
+        old.extend_from_slice(&1u64.to_le_bytes());
+        old.extend_from_slice(&4u64.to_le_bytes());
+        old.extend_from_slice(&1u64.to_le_bytes());
+        old.extend_from_slice(&1u64.to_le_bytes());
+        old.extend_from_slice(b"d");
+        let log = CommittedLog::new();
+        log.restore(&old, 4).unwrap();
+        assert_eq!(log.latest_snapshot(), Some((3, b("img"))));
+        assert_eq!(
+            log.read_committed(Some(3), 10),
+            CommittedRead::Entries(vec![(4, vec![b("d")])])
+        );
+        assert!(log.snapshot().starts_with(STATE_MAGIC));
+        for cut in 0..old.len() {
+            assert!(CommittedLog::new().restore(&old[..cut], 4).is_err());
+        }
     }
 }

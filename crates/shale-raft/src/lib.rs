@@ -22,6 +22,14 @@
 //!
 //! # Design
 //!
+//! - Encoding ([`encoding`]): everything stored or sent (entries, vote, snapshots, the Raft
+//!   wire) uses a versioned binary encoding modelled on Kafka's metadata records: every struct
+//!   carries a version and a tagged-field section that older readers skip, enums carry a kind
+//!   number, and decoding checks every length against the bytes that remain. Its
+//!   `Encode`/`Decode` traits and macros are shared with shale-metadata; the openraft types'
+//!   codecs are in `openraft_codec`. Data directories of the first releases (bincode 1.3) still
+//!   open: [`legacy`] reads that layout, the vote, purge marker and snapshot files are
+//!   rewritten at open, and old segments are read but never appended to.
 //! - Storage (`log_store`): segment files with length + CRC-32C frames, fsynced before openraft
 //!   is told an append is durable. A flusher thread syncs once for every append queued while the
 //!   previous sync ran (group commit), using openraft's asynchronous flush callback. A torn tail
@@ -31,7 +39,8 @@
 //! - Network (`network`, `wire`): one TCP connection per peer stream on the controller listener,
 //!   opened by a preamble naming the service and the cluster id (one port carries Raft, observer
 //!   fetches and, handed to the metadata layer, forwarded controller requests; a peer of another
-//!   cluster is refused), then length-prefixed bincode frames bounded to 64 MiB, connect and request timeouts, reconnect on
+//!   cluster is refused), then length-prefixed frames (a wire version byte, then the message;
+//!   another version is refused) bounded to 64 MiB, connect and request timeouts, reconnect on
 //!   the next RPC; malformed input closes the connection and never panics. [`LinkFaults`] cuts
 //!   links for partition tests.
 //! - Observers fetch committed entries from the leader (or any voter) rather than joining as
@@ -65,12 +74,15 @@
 mod codec;
 mod committed_log;
 mod config;
+pub mod encoding;
 mod error;
 mod fsutil;
+pub mod legacy;
 mod log_store;
 mod network;
 mod node;
 mod observer;
+mod openraft_codec;
 mod progress;
 mod state_machine;
 mod types;
@@ -92,4 +104,4 @@ pub use node::{LeaderInfo, NodeStatus, RaftNode, MAX_PROPOSAL_BYTES};
 pub use observer::{ObserverConfig, RaftObserver};
 pub use progress::{QuorumProgress, ReplicaProgress};
 pub use state_machine::{ReplicatedStateMachine, StateMachineError};
-pub use wire::{MAX_FRAME_BYTES, SERVICE_CONTROLLER, SERVICE_RAFT};
+pub use wire::{MAX_FRAME_BYTES, SERVICE_CONTROLLER, SERVICE_RAFT, WIRE_VERSION};

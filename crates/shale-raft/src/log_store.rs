@@ -1,7 +1,14 @@
 //! The Raft log in append-only segment files, plus the vote and the committed marker.
 //!
 //! Layout under `<data_dir>/log/`:
-//! - `<first index, 20 digits>.log`: frames of `len u32 | crc32c u32 | bincode(Entry)`;
+//! - `<first index, 20 digits>.log`: the header [`SEGMENT_MAGIC`] + format version (u16 BE),
+//!   then frames of `len u32 | crc32c u32 | entry` with the entry in the versioned encoding
+//!   (`encoding`). A segment without the header was written by bincode (the first format): it
+//!   is read as such, never appended to (appends start a new segment), and goes away with
+//!   purging;
+//! - `vote`, `purged`, `committed`: `[crc32c][`VALUE_MAGIC` + format version u8][value]`; a file
+//!   without the magic holds the value as bincode wrote it, and `vote` and `purged` are
+//!   rewritten in the new format when the log opens;
 //! - `vote`: the current vote, written atomically and fsynced (a lost vote could let this node
 //!   vote twice in one term);
 //! - `purged`: the id of the last purged entry, written atomically and fsynced before any segment
@@ -28,8 +35,11 @@ use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{OptionalSend, RaftLogId, RaftLogReader, StorageIOError};
 
 use crate::codec::{self, FrameRead};
+use crate::encoding::{self, Decode, DecodeError, Encode};
 use crate::error::RaftError;
 use crate::fsutil;
+use crate::legacy::LegacyReader;
+use crate::openraft_codec::legacy;
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 /// A new segment is started once the active one reaches this size.
@@ -37,10 +47,49 @@ pub const SEGMENT_BYTES_MAX: u64 = 8 * 1024 * 1024;
 
 const SEGMENT_SUFFIX: &str = ".log";
 
+/// First bytes of a segment in the versioned format. Read as a bincode-era frame length it
+/// would exceed any frame's limit, so no segment of the first format starts with it.
+pub const SEGMENT_MAGIC: &[u8; 6] = b"SHRLOG";
+const SEGMENT_FORMAT_VERSION: u16 = 1;
+const SEGMENT_HEADER_BYTES: usize = SEGMENT_MAGIC.len() + 2;
+
+/// First bytes of the vote, purged and committed files in the versioned format, followed by
+/// [`VALUE_FORMAT_VERSION`]. A bincode-era file starts with a term, which never reaches these
+/// bytes' value (about 1.4 billion) in practice.
+const VALUE_MAGIC: &[u8; 4] = b"SHRS";
+const VALUE_FORMAT_VERSION: u8 = 1;
+
+/// How a segment's entries are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SegmentFormat {
+    /// Written by bincode before the versioned encoding: read only.
+    Legacy,
+    Versioned,
+}
+
+impl SegmentFormat {
+    /// An empty file counts as versioned: its header is written with its first entry.
+    fn of(data: &[u8]) -> Self {
+        let probe = &SEGMENT_MAGIC[..4];
+        if data.is_empty() || data.starts_with(probe) || probe.starts_with(data) {
+            SegmentFormat::Versioned
+        } else {
+            SegmentFormat::Legacy
+        }
+    }
+}
+
+fn segment_header() -> Vec<u8> {
+    let mut header = SEGMENT_MAGIC.to_vec();
+    header.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_be_bytes());
+    header
+}
+
 #[derive(Debug)]
 struct Segment {
     path: PathBuf,
     len_bytes: u64,
+    format: SegmentFormat,
 }
 
 #[derive(Debug)]
@@ -126,10 +175,27 @@ impl LogStore {
 
     fn open_with_segment_bytes(dir: &Path, segment_bytes_max: u64) -> Result<Self, RaftError> {
         fs::create_dir_all(dir)?;
-        let last_purged: Option<LogId> = read_value(&dir.join("purged"))?;
-        let vote: Option<Vote> = read_value(&dir.join("vote"))?;
-        let committed: Option<LogId> = match read_value(&dir.join("committed")) {
-            Ok(committed) => committed,
+        let last_purged = read_value(&dir.join("purged"), legacy::log_id)?;
+        let vote = read_value(&dir.join("vote"), legacy::vote)?;
+        // Carry the first format's files over, so only the segments still need the old reader.
+        if let Some(Stored {
+            value,
+            legacy: true,
+        }) = &last_purged
+        {
+            write_value(&dir.join("purged"), value, true)?;
+        }
+        if let Some(Stored {
+            value,
+            legacy: true,
+        }) = &vote
+        {
+            write_value(&dir.join("vote"), value, true)?;
+        }
+        let last_purged = last_purged.map(|stored| stored.value);
+        let vote = vote.map(|stored| stored.value);
+        let committed = match read_value(&dir.join("committed"), legacy::log_id) {
+            Ok(committed) => committed.map(|stored| stored.value),
             // Only a hint: an unreadable marker is dropped rather than blocking start-up.
             Err(e) => {
                 tracing::warn!(error = %e, "ignoring unreadable committed marker");
@@ -167,8 +233,10 @@ impl LogStore {
             inner.load_segment(first, is_newest, purged_index)?;
         }
         if let Some((&first, segment)) = inner.segments.iter().next_back() {
-            let file = OpenOptions::new().append(true).open(&segment.path)?;
-            inner.active = Some((first, Arc::new(file)));
+            if segment.format == SegmentFormat::Versioned {
+                let file = OpenOptions::new().append(true).open(&segment.path)?;
+                inner.active = Some((first, Arc::new(file)));
+            }
         }
         let (flusher, requests) = std::sync::mpsc::channel();
         std::thread::Builder::new()
@@ -210,24 +278,64 @@ impl LogStore {
     }
 }
 
-fn read_value<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, RaftError> {
+/// A value read from one of the log's small files, and whether it was in the first format.
+pub(crate) struct Stored<T> {
+    pub value: T,
+    pub legacy: bool,
+}
+
+/// The payload of a small file: [`VALUE_MAGIC`], the format version, the value.
+pub(crate) fn encode_value<T: Encode>(value: &T) -> Vec<u8> {
+    let mut out = VALUE_MAGIC.to_vec();
+    out.push(VALUE_FORMAT_VERSION);
+    value.encode(&mut out);
+    out
+}
+
+pub(crate) fn decode_value<T: Decode>(
+    bytes: &[u8],
+    legacy: fn(&mut LegacyReader<'_>) -> Result<T, DecodeError>,
+) -> Result<Stored<T>, String> {
+    let Some(rest) = bytes.strip_prefix(VALUE_MAGIC) else {
+        let mut reader = LegacyReader::new(bytes);
+        let value = legacy(&mut reader).map_err(|e| format!("bincode-era value: {e}"))?;
+        return Ok(Stored {
+            value,
+            legacy: true,
+        });
+    };
+    match rest.split_first() {
+        Some((&VALUE_FORMAT_VERSION, encoded)) => encoding::from_slice(encoded)
+            .map(|value| Stored {
+                value,
+                legacy: false,
+            })
+            .map_err(|e| e.to_string()),
+        Some((version, _)) => Err(format!(
+            "format version {version} is newer than this build reads ({VALUE_FORMAT_VERSION})"
+        )),
+        None => Err("no format version".into()),
+    }
+}
+
+fn read_value<T: Decode>(
+    path: &Path,
+    legacy: fn(&mut LegacyReader<'_>) -> Result<T, DecodeError>,
+) -> Result<Option<Stored<T>>, RaftError> {
     let corrupt = |reason: String| RaftError::Corrupt {
         path: path.display().to_string(),
         reason,
     };
     match fsutil::read_checked(path) {
         Ok(None) => Ok(None),
-        Ok(Some(bytes)) => codec::decode::<T>(&bytes)
-            .map(Some)
-            .map_err(|e| corrupt(e.to_string())),
+        Ok(Some(bytes)) => decode_value(&bytes, legacy).map(Some).map_err(corrupt),
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(corrupt(e.to_string())),
         Err(e) => Err(e.into()),
     }
 }
 
-fn write_value<T: serde::Serialize>(path: &Path, value: &T, durable: bool) -> io::Result<()> {
-    let bytes = codec::encode(value).map_err(io_err)?;
-    fsutil::write_atomic(path, &bytes, durable)
+fn write_value<T: Encode>(path: &Path, value: &T, durable: bool) -> io::Result<()> {
+    fsutil::write_atomic(path, &encode_value(value), durable)
 }
 
 impl LogInner {
@@ -239,15 +347,32 @@ impl LogInner {
     ) -> Result<(), RaftError> {
         let path = segment_path(&self.dir, first);
         let data = fs::read(&path)?;
+        let format = SegmentFormat::of(&data);
         let mut offset = 0usize;
         let mut expected_index = first;
         let damage = loop {
+            if format == SegmentFormat::Versioned && offset == 0 && !data.is_empty() {
+                let Some(header) = data.get(..SEGMENT_HEADER_BYTES) else {
+                    break Some("truncated segment header".to_string());
+                };
+                if header != segment_header() {
+                    return Err(RaftError::Corrupt {
+                        path: path.display().to_string(),
+                        reason: "unknown segment format version (newer than this build?)".into(),
+                    });
+                }
+                offset = SEGMENT_HEADER_BYTES;
+            }
             let (payload, next) = match codec::read_frame(&data, offset) {
                 FrameRead::End => break None,
                 FrameRead::Damaged(reason) => break Some(reason.to_string()),
                 FrameRead::Frame { payload, next } => (payload, next),
             };
-            let entry: Entry = match codec::decode(payload) {
+            let decoded = match format {
+                SegmentFormat::Versioned => encoding::from_slice::<Entry>(payload),
+                SegmentFormat::Legacy => legacy::entry(&mut LegacyReader::new(payload)),
+            };
+            let entry = match decoded {
                 Ok(entry) => entry,
                 Err(e) => break Some(format!("undecodable entry: {e}")),
             };
@@ -299,6 +424,7 @@ impl LogInner {
             Segment {
                 path,
                 len_bytes: offset as u64,
+                format,
             },
         );
         Ok(())
@@ -308,7 +434,7 @@ impl LogInner {
     /// encoding has a fixed size, so a new value always covers the old one completely.
     fn write_committed_marker(&mut self, committed: &LogId) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        let payload = codec::encode(committed).map_err(io_err)?;
+        let payload = encode_value(committed);
         let mut record = crc32c::crc32c(&payload).to_le_bytes().to_vec();
         record.extend_from_slice(&payload);
         if self.committed_file.is_none() {
@@ -358,8 +484,14 @@ impl LogInner {
             let file = OpenOptions::new().create(true).append(true).open(&path)?;
             file.set_len(0)?;
             fsutil::fsync_dir(&self.dir)?;
-            self.segments
-                .insert(first_new, Segment { path, len_bytes: 0 });
+            self.segments.insert(
+                first_new,
+                Segment {
+                    path,
+                    len_bytes: 0,
+                    format: SegmentFormat::Versioned,
+                },
+            );
             self.active = Some((first_new, Arc::new(file)));
         }
         let Some((segment_first, file)) = self.active.as_ref() else {
@@ -369,11 +501,13 @@ impl LogInner {
         let start = self.segments.get(&segment_first).map_or(0, |s| s.len_bytes);
 
         let mut buf = Vec::new();
+        if start == 0 {
+            buf = segment_header();
+        }
         let mut offsets = Vec::with_capacity(entries.len());
         for entry in &entries {
             offsets.push(start + buf.len() as u64);
-            let payload = codec::encode(entry).map_err(io_err)?;
-            codec::put_frame(&mut buf, &payload);
+            codec::put_frame(&mut buf, &encoding::to_vec(entry));
         }
         (&*file).write_all(&buf)?;
 
@@ -423,8 +557,11 @@ impl LogInner {
             file.set_len(cut_offset)?;
             file.sync_all()?;
             segment.len_bytes = cut_offset;
-            let append = OpenOptions::new().append(true).open(&segment.path)?;
-            self.active = Some((cut_segment, Arc::new(append)));
+            // A bincode-era segment is never appended to: the next append starts a new one.
+            if segment.format == SegmentFormat::Versioned {
+                let append = OpenOptions::new().append(true).open(&segment.path)?;
+                self.active = Some((cut_segment, Arc::new(append)));
+            }
         }
         fsutil::fsync_dir(&self.dir)?;
         self.entries.split_off(&index);
@@ -729,6 +866,108 @@ mod tests {
         fs::write(&first, raw).unwrap();
         assert!(matches!(
             LogStore::open_with_segment_bytes(dir.path(), 500),
+            Err(RaftError::Corrupt { .. })
+        ));
+    }
+
+    /// An entry with one record as bincode 1.3 wrote it.
+    fn legacy_entry(term: u64, index: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for value in [term, 1, index] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&1u32.to_le_bytes()); // EntryPayload::Normal
+        out.extend_from_slice(&1u64.to_le_bytes());
+        out.extend_from_slice(&100u64.to_le_bytes());
+        out.extend_from_slice(&[index as u8; 100]);
+        out
+    }
+
+    #[test]
+    fn a_bincode_era_log_opens_is_appended_to_in_the_new_format_and_opens_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut segment = Vec::new();
+        for index in 0..3 {
+            codec::put_frame(&mut segment, &legacy_entry(1, index));
+        }
+        let legacy_path = segment_path(dir.path(), 0);
+        fs::write(&legacy_path, &segment).unwrap();
+        let mut vote = Vec::new();
+        for value in [2u64, 1] {
+            vote.extend_from_slice(&value.to_le_bytes());
+        }
+        vote.push(1);
+        fsutil::write_atomic(&dir.path().join("vote"), &vote, true).unwrap();
+        let mut committed = crc32c::crc32c(&legacy_entry(1, 2)[..24])
+            .to_le_bytes()
+            .to_vec();
+        committed.extend_from_slice(&legacy_entry(1, 2)[..24]);
+        fs::write(dir.path().join("committed"), committed).unwrap();
+
+        let store = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        assert_eq!(indexes(&store), vec![(1, 0), (1, 1), (1, 2)]);
+        assert_eq!(store.lock().vote, Some(Vote::new_committed(2, 1)));
+        assert_eq!(store.lock().committed.map(|id| id.index), Some(2));
+        let raw_vote = fsutil::read_checked(&dir.path().join("vote"))
+            .unwrap()
+            .unwrap();
+        assert!(raw_vote.starts_with(VALUE_MAGIC), "the vote was rewritten");
+        store
+            .lock()
+            .append_synced(vec![entry(2, 3), entry(2, 4)])
+            .unwrap();
+        assert_eq!(
+            fs::read(&legacy_path).unwrap(),
+            segment,
+            "old segments stay as written"
+        );
+        let new_segment = fs::read(segment_path(dir.path(), 3)).unwrap();
+        assert!(new_segment.starts_with(SEGMENT_MAGIC));
+        drop(store);
+
+        let reopened = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        let all: Vec<(u64, u64)> = vec![(1, 0), (1, 1), (1, 2), (2, 3), (2, 4)];
+        assert_eq!(indexes(&reopened), all);
+        assert_eq!(reopened.lock().vote, Some(Vote::new_committed(2, 1)));
+        // Truncating into the old segment: the next append starts a new one.
+        reopened.lock().truncate(2).unwrap();
+        reopened.lock().append_synced(vec![entry(3, 2)]).unwrap();
+        assert!(fs::read(segment_path(dir.path(), 2))
+            .unwrap()
+            .starts_with(SEGMENT_MAGIC));
+        drop(reopened);
+        let again = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        assert_eq!(indexes(&again), vec![(1, 0), (1, 1), (3, 2)]);
+        again
+            .lock()
+            .purge(LogId::new(CommittedLeaderId::new(1, 1), 1))
+            .unwrap();
+        assert!(!legacy_path.exists(), "purging removes the old segment");
+        drop(again);
+        let purged = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        assert_eq!(indexes(&purged), vec![(3, 2)]);
+    }
+
+    #[test]
+    fn a_segment_or_vote_of_a_newer_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open_with_segment_bytes(dir.path(), 1 << 20).unwrap();
+        store.lock().append_synced(vec![entry(1, 0)]).unwrap();
+        drop(store);
+        let path = segment_path(dir.path(), 0);
+        let mut raw = fs::read(&path).unwrap();
+        raw[SEGMENT_MAGIC.len() + 1] = 9;
+        fs::write(&path, raw).unwrap();
+        assert!(matches!(
+            LogStore::open_with_segment_bytes(dir.path(), 1 << 20),
+            Err(RaftError::Corrupt { .. })
+        ));
+        fs::remove_file(&path).unwrap();
+        let mut vote = encode_value(&Vote::new(1, 1));
+        vote[VALUE_MAGIC.len()] = 9;
+        fsutil::write_atomic(&dir.path().join("vote"), &vote, false).unwrap();
+        assert!(matches!(
+            LogStore::open_with_segment_bytes(dir.path(), 1 << 20),
             Err(RaftError::Corrupt { .. })
         ));
     }

@@ -9,15 +9,18 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::encoding::{
+    decode_struct, encode_struct, get, put_bytes, Decode, DecodeError, Encode, Reader,
+};
+use crate::error::RaftError;
+use crate::fsutil;
+use crate::legacy::LegacyReader;
+use crate::log_store::{decode_value, encode_value, Stored};
+use crate::openraft_codec::legacy;
+use crate::types::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use bytes::Bytes;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, OptionalSend, RaftLogId, RaftSnapshotBuilder, StorageIOError};
-use serde::{Deserialize, Serialize};
-
-use crate::codec;
-use crate::error::RaftError;
-use crate::fsutil;
-use crate::types::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 
 /// The application's replicated state. Implementations use interior mutability; calls arrive from
 /// one task at a time, in log order.
@@ -39,11 +42,39 @@ pub trait ReplicatedStateMachine: Send + Sync + 'static {
 #[error("state machine error: {0}")]
 pub struct StateMachineError(pub String);
 
-/// A snapshot as stored in `<data_dir>/snapshot` and served to observers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A snapshot as stored in `<data_dir>/snapshot` (in the same framing as the log's small
+/// files; a bincode-era file is rewritten when it is opened) and served to observers.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSnapshot {
     pub meta: SnapshotMeta,
     pub data: Vec<u8>,
+}
+
+impl Encode for StoredSnapshot {
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode_struct(out, |out| {
+            self.meta.encode(out);
+            put_bytes(out, &self.data);
+        });
+    }
+}
+
+impl Decode for StoredSnapshot {
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        decode_struct(reader, "StoredSnapshot", |r| {
+            Ok(StoredSnapshot {
+                meta: get(r)?,
+                data: r.byte_vec()?,
+            })
+        })
+    }
+}
+
+fn legacy_snapshot(r: &mut LegacyReader<'_>) -> Result<StoredSnapshot, DecodeError> {
+    Ok(StoredSnapshot {
+        meta: legacy::snapshot_meta(r)?,
+        data: r.bytes()?.to_vec(),
+    })
 }
 
 impl StoredSnapshot {
@@ -65,12 +96,15 @@ impl SnapshotSlot {
         let current = match fsutil::read_checked(&path) {
             Ok(None) => None,
             Ok(Some(bytes)) => {
-                let stored: StoredSnapshot =
-                    codec::decode(&bytes).map_err(|e| RaftError::Corrupt {
+                let Stored { value, legacy } =
+                    decode_value(&bytes, legacy_snapshot).map_err(|reason| RaftError::Corrupt {
                         path: path.display().to_string(),
-                        reason: e.to_string(),
+                        reason,
                     })?;
-                Some(Arc::new(stored))
+                if legacy {
+                    fsutil::write_atomic(&path, &encode_value(&value), true)?;
+                }
+                Some(Arc::new(value))
             }
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Err(RaftError::Corrupt {
@@ -102,8 +136,7 @@ impl SnapshotSlot {
                 return Ok(existing.clone());
             }
         }
-        let bytes = codec::encode(&snapshot).map_err(std::io::Error::other)?;
-        fsutil::write_atomic(&self.path, &bytes, true)?;
+        fsutil::write_atomic(&self.path, &encode_value(&snapshot), true)?;
         let snapshot = Arc::new(snapshot);
         *current = Some(snapshot.clone());
         Ok(snapshot)

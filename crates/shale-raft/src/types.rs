@@ -3,10 +3,9 @@
 use std::io::Cursor;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
 /// One Raft log entry's application payload: records proposed together and applied atomically.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch(pub Vec<Bytes>);
 
 impl Batch {

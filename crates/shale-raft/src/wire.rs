@@ -1,8 +1,12 @@
 //! Messages exchanged on the controller listener and their TCP framing.
 //!
-//! A frame is a big-endian u32 length followed by that many bytes of bincode. Lengths above
-//! [`MAX_FRAME_BYTES`] are refused before anything is allocated, and the payload is read
-//! incrementally, so a peer cannot make us allocate more than it actually sends.
+//! A frame is a big-endian u32 length followed by that many bytes: the wire version
+//! ([`WIRE_VERSION`], one byte) and then the message in the versioned encoding (`encoding`).
+//! Lengths above [`MAX_FRAME_BYTES`] are refused before anything is allocated, and the payload
+//! is read incrementally, so a peer cannot make us allocate more than it actually sends. Every
+//! node of a cluster runs the same build, so there is one wire version today; a frame of
+//! another version is refused (a `Decode` error naming both versions, which the server also
+//! answers with before closing), which leaves a later change room to negotiate.
 
 use std::time::Duration;
 
@@ -12,11 +16,15 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::codec;
+use crate::encoding::{
+    self, decode_struct, encode_variant, get, put_bytes, Decode, DecodeError, Encode, Reader,
+};
 use crate::types::{NodeId, TypeConfig};
+
+/// The version of the frames this build sends and accepts.
+pub const WIRE_VERSION: u8 = 1;
 
 /// Largest frame accepted or sent.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -71,7 +79,7 @@ pub async fn read_preamble<R: AsyncRead + Unpin>(
     Ok((service, id))
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub enum Request {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
@@ -80,7 +88,7 @@ pub enum Request {
     Fetch(FetchRequest),
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub enum Response {
     AppendEntries(Result<AppendEntriesResponse<NodeId>, OpenRaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, OpenRaftError<NodeId>>),
@@ -92,7 +100,7 @@ pub enum Response {
     Error(String),
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     /// The observer's node id, so the leader can report it (DescribeQuorum).
     pub observer_id: u64,
@@ -101,14 +109,14 @@ pub struct FetchRequest {
     pub max_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchResponse {
     /// The responding voter's view of the leader, so the observer can move to it.
     pub leader_id: Option<NodeId>,
     pub body: FetchBody,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchBody {
     /// Committed batches in order; `next_index` is where the next fetch starts (it can move past
     /// entries that carry no application data).
@@ -118,6 +126,71 @@ pub enum FetchBody {
     },
     /// `from_index` was purged: restore this snapshot and continue after `last_index`.
     Snapshot { last_index: u64, data: Vec<u8> },
+}
+
+crate::versioned_enum!(Request {
+    0 => AppendEntries(request),
+    1 => Vote(request),
+    2 => InstallSnapshot(request),
+    3 => Fetch(request),
+});
+
+crate::versioned_enum!(Response {
+    0 => AppendEntries(result),
+    1 => Vote(result),
+    2 => InstallSnapshot(result),
+    3 => Fetch(response),
+    4 => Error(message),
+});
+
+crate::versioned_struct!(FetchRequest {
+    observer_id,
+    from_index,
+    max_wait_ms,
+    max_bytes
+});
+
+crate::versioned_struct!(FetchResponse { leader_id, body });
+
+impl Encode for FetchBody {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            FetchBody::Entries {
+                batches,
+                next_index,
+            } => encode_variant(out, 0, |out| {
+                batches.encode(out);
+                next_index.encode(out);
+            }),
+            FetchBody::Snapshot { last_index, data } => encode_variant(out, 1, |out| {
+                last_index.encode(out);
+                put_bytes(out, data);
+            }),
+        }
+    }
+}
+
+impl Decode for FetchBody {
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        match reader.varint()? {
+            0 => decode_struct(reader, "FetchBody::Entries", |r| {
+                Ok(FetchBody::Entries {
+                    batches: get(r)?,
+                    next_index: get(r)?,
+                })
+            }),
+            1 => decode_struct(reader, "FetchBody::Snapshot", |r| {
+                Ok(FetchBody::Snapshot {
+                    last_index: get(r)?,
+                    data: r.byte_vec()?,
+                })
+            }),
+            kind => Err(DecodeError::UnknownKind {
+                type_name: "FetchBody",
+                kind,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,9 +208,10 @@ pub enum FrameError {
 pub async fn write_frame<W, T>(writer: &mut W, value: &T) -> Result<(), FrameError>
 where
     W: AsyncWrite + Unpin,
-    T: Serialize,
+    T: Encode,
 {
-    let payload = codec::encode(value).map_err(|e| FrameError::Decode(e.to_string()))?;
+    let mut payload = vec![WIRE_VERSION];
+    value.encode(&mut payload);
     if payload.len() > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge(payload.len()));
     }
@@ -152,7 +226,7 @@ where
 pub async fn read_frame<R, T>(reader: &mut R) -> Result<T, FrameError>
 where
     R: AsyncRead + Unpin,
-    T: serde::de::DeserializeOwned,
+    T: Decode,
 {
     let len = reader.read_u32().await? as usize;
     if len > MAX_FRAME_BYTES {
@@ -163,7 +237,20 @@ where
     if read != len {
         return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
-    codec::decode(&payload).map_err(|e| FrameError::Decode(e.to_string()))
+    decode_payload(&payload)
+}
+
+/// Decodes a frame's payload: its version byte, then one message filling the rest.
+pub fn decode_payload<T: Decode>(payload: &[u8]) -> Result<T, FrameError> {
+    let (&version, message) = payload
+        .split_first()
+        .ok_or_else(|| FrameError::Decode("empty frame".into()))?;
+    if version != WIRE_VERSION {
+        return Err(FrameError::Decode(format!(
+            "frame of wire version {version}, this node speaks version {WIRE_VERSION}"
+        )));
+    }
+    encoding::from_slice(message).map_err(|e| FrameError::Decode(e.to_string()))
 }
 
 pub async fn with_timeout<T>(
@@ -211,6 +298,45 @@ mod tests {
             Err(FrameError::Decode(_))
         ));
         assert!(encode_preamble(SERVICE_RAFT, &"x".repeat(300)).is_err());
+    }
+
+    #[tokio::test]
+    async fn frames_carry_their_version_and_other_versions_are_refused() {
+        let fetch = FetchResponse {
+            leader_id: Some(3),
+            body: FetchBody::Entries {
+                batches: vec![(4, vec![Bytes::from_static(b"r")])],
+                next_index: 5,
+            },
+        };
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &Response::Fetch(fetch.clone()))
+            .await
+            .unwrap();
+        let mut raw = vec![0u8; 5];
+        b.read_exact(&mut raw).await.unwrap();
+        assert_eq!(raw[4], WIRE_VERSION);
+
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &Response::Fetch(fetch.clone()))
+            .await
+            .unwrap();
+        let Response::Fetch(decoded) = read_frame::<_, Response>(&mut b).await.unwrap() else {
+            panic!("not a fetch response")
+        };
+        assert_eq!(decoded, fetch);
+
+        let mut payload = vec![WIRE_VERSION + 1];
+        Response::Error("x".into()).encode(&mut payload);
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&(payload.len() as u32).to_be_bytes())
+            .await
+            .unwrap();
+        a.write_all(&payload).await.unwrap();
+        let Err(FrameError::Decode(reason)) = read_frame::<_, Response>(&mut b).await else {
+            panic!("a frame of another version was accepted")
+        };
+        assert!(reason.contains("wire version 2"), "{reason}");
     }
 
     #[tokio::test]

@@ -78,7 +78,7 @@ impl Default for ControllerConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreatableTopic {
     pub name: String,
     /// -1: `num.partitions`
@@ -103,7 +103,7 @@ impl CreatableTopic {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreatePartitionsTopic {
     pub name: String,
     /// The new total partition count.
@@ -112,7 +112,7 @@ pub struct CreatePartitionsTopic {
     pub assignments: Option<Vec<Vec<i32>>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlterConfigOpType {
     Set,
     Delete,
@@ -120,20 +120,20 @@ pub enum AlterConfigOpType {
     Subtract,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlterConfigOp {
     pub name: String,
     pub op: AlterConfigOpType,
     pub value: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElectionType {
     Preferred,
     Unclean,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReassignablePartition {
     pub topic: String,
     pub partition: i32,
@@ -141,7 +141,7 @@ pub struct ReassignablePartition {
     pub replicas: Option<Vec<i32>>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ControllerRequest {
     CreateTopics {
         topics: Vec<CreatableTopic>,
@@ -236,21 +236,21 @@ pub enum ControllerRequest {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreatedTopic {
     pub topic_id: Uuid,
     pub num_partitions: i32,
     pub replication_factor: i16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeartbeatReply {
     pub is_caught_up: bool,
     pub is_fenced: bool,
     pub should_shut_down: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerIdBlock {
     pub first_producer_id: i64,
     pub len: i64,
@@ -263,7 +263,7 @@ pub type DeleteByIdResults = Vec<(Uuid, Result<String, MetadataError>)>;
 
 pub type TopicPartitionResults = Vec<((String, i32), Result<(), MetadataError>)>;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ControllerResponse {
     CreateTopics(Vec<(String, Result<CreatedTopic, MetadataError>)>),
     DeleteTopics {

@@ -16,7 +16,7 @@ const SCRAM_ITERATIONS_MAX: i32 = 16384;
 
 /// An upsertion with the keys already derived by the broker from the salted password
 /// (stored key = H(HMAC(salted, "Client Key")), server key = HMAC(salted, "Server Key")).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScramUpsertion {
     pub name: String,
     pub mechanism: i8,
@@ -26,14 +26,14 @@ pub struct ScramUpsertion {
     pub server_key: Vec<u8>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScramDeletion {
     pub name: String,
     pub mechanism: i8,
 }
 
 /// One AlterClientQuotas entry: the entity and (key, value; `None` removes the key).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QuotaAlteration {
     pub entity: QuotaEntity,
     pub ops: Vec<(String, Option<f64>)>,
