@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
+use crate::broker::Broker;
 use crate::dispatch::{answered, declare_apis, reply, reply_if};
 use crate::groups;
 use crate::handlers;
 use crate::replication;
 use crate::request::RequestContext;
 use crate::txn;
-use crate::Broker;
 
 pub use crate::dispatch::ApiEntry;
 

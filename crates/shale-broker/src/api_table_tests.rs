@@ -135,7 +135,7 @@ async fn every_advertised_key_is_answered_by_its_handler() {
     ];
     let props = StaticProperties::load(None, std::iter::empty(), &overrides).unwrap();
     let config = BrokerConfig::from_properties(props).unwrap();
-    let handle = crate::Broker::start(config).await.unwrap();
+    let handle = crate::broker::Broker::start(config).await.unwrap();
     let broker = handle.broker.clone();
     for entry in API_TABLE {
         let header = header(entry, entry.max);

@@ -25,10 +25,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use crate::api_table;
+use crate::broker::Broker;
 use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
 use crate::request::{HandlerError, RequestContext};
-use crate::Broker;
 
 /// Least room offered to one socket read; larger frames grow as their bytes arrive.
 const READ_CHUNK_BYTES: usize = 64 * 1024;

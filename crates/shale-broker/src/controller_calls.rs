@@ -2,16 +2,15 @@
 //! partitions reflect the outcome, and bounded by the request's timeout as Kafka bounds them.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use shale_metadata::{ControllerRequest, ControllerResponse, MetadataError};
 
-use crate::Broker;
+use crate::core::BrokerCore;
 
 /// Submits a controller request and waits until local partitions reflect its outcome.
 pub async fn submit_and_apply(
-    broker: &Arc<Broker>,
+    broker: &BrokerCore,
     request: ControllerRequest,
 ) -> Result<ControllerResponse, MetadataError> {
     let response = broker.metadata.submit(request).await?;

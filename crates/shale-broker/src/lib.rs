@@ -6,15 +6,19 @@
 
 pub mod api_table;
 pub mod authorization;
+mod broker;
 pub mod config;
 mod connection;
 mod controller_calls;
 mod coordinator_host;
+mod core;
 mod dispatch;
 pub mod errors;
 mod groups;
 mod handlers;
+mod internal_topics;
 mod log_config;
+mod producer_id_source;
 pub mod replication;
 mod request;
 mod server;
@@ -24,7 +28,8 @@ mod txn;
 
 use std::sync::Arc;
 
-pub use server::{Broker, BrokerHandle, StartError};
+pub use broker::Broker;
+pub use server::{BrokerHandle, StartError};
 
 /// The fixed line printed when the broker is ready for clients.
 pub const READY_LINE: &str = "Shale server started";

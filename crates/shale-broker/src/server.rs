@@ -5,24 +5,24 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shale_log::{LogManager, TopicPartition};
+use shale_log::LogManager;
 use shale_metadata::{
-    Endpoint, MetadataImage, MetadataNode, MetadataNodeConfig, QuorumMode, QuorumVoter,
-    SecurityProtocol,
+    Endpoint, MetadataNode, MetadataNodeConfig, QuorumMode, QuorumVoter, SecurityProtocol,
 };
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
+use crate::broker::Broker;
 use crate::config::{BrokerConfig, Listener, QuorumRole};
 use crate::connection;
-use crate::log_config::log_config_from;
+use crate::core::BrokerCore;
+use crate::groups::GroupService;
+use crate::producer_id_source::ProducerIdSource;
 use crate::time::now_ms;
-use shale_replica::{
-    Assignment, Followers, PartitionAssignment, ReplicaContext, ReplicaManager,
-    ReplicationSettings, RoleUpdate,
-};
+use crate::txn::TxnService;
+use shale_replica::{Followers, ReplicaContext, ReplicaManager};
 
 /// How long shutdown waits for the hosted partitions to take the roles the controlled shutdown
 /// gave them before it closes the listeners anyway.
@@ -50,35 +50,6 @@ pub enum StartError {
     Voters(String),
 }
 
-/// The running broker's shared state.
-pub struct Broker {
-    pub config: BrokerConfig,
-    pub metadata: MetadataNode,
-    pub replicas: ReplicaManager,
-    pub producer_ids: crate::handlers::producer_ids::ProducerIdSource,
-    /// The group coordinator over `__consumer_offsets`.
-    pub(crate) groups: crate::groups::GroupService,
-    /// The transaction coordinator over `__transaction_state`.
-    pub(crate) txn: crate::txn::TxnService,
-    /// Followers' fetchers.
-    pub replication: Followers,
-    /// Kafka's `replica.*` settings, read once at start-up.
-    pub replication_settings: ReplicationSettings,
-    shutdown: watch::Sender<bool>,
-    /// The metadata offset up to which hosted partitions match the image.
-    reconciled: watch::Sender<i64>,
-    /// `config.properties` as a map, built once: config lookups on the produce path use it.
-    static_props: std::collections::HashMap<String, String>,
-}
-
-impl std::fmt::Debug for Broker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Broker")
-            .field("node_id", &self.config.node_id)
-            .finish()
-    }
-}
-
 /// What `start` returns: the bound addresses and a way to stop.
 pub struct BrokerHandle {
     pub broker: Arc<Broker>,
@@ -88,24 +59,6 @@ pub struct BrokerHandle {
 }
 
 impl Broker {
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
-    }
-
-    pub fn node_id(&self) -> i32 {
-        self.config.node_id
-    }
-
-    pub fn image(&self) -> Arc<MetadataImage> {
-        self.metadata.image()
-    }
-
-    /// Waits until the hosted partitions reflect metadata at least as new as `offset`.
-    pub async fn wait_reconciled(&self, offset: i64) {
-        let mut rx = self.reconciled.subscribe();
-        let _ = rx.wait_for(|applied| *applied >= offset).await;
-    }
-
     /// Starts everything and returns once clients can connect.
     pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, StartError> {
         for dir in config
@@ -177,35 +130,23 @@ impl Broker {
         let mut node_config = metadata_node_config(&config).await?;
         node_config.unclean_shutdown = unclean_shutdown;
         let metadata = MetadataNode::start(node_config).await?;
-        let producer_ids = crate::handlers::producer_ids::ProducerIdSource::default();
-        let broker = Arc::new_cyclic(|weak| {
-            let groups = crate::groups::GroupService::new(&config, &metadata.image(), weak.clone());
-            let txn = crate::txn::TxnService::new(&config, &metadata.image(), weak.clone());
-            Broker {
-                replicas: ReplicaManager::new(
-                    config.node_id,
-                    logs,
-                    config.producer_id_expiration_ms,
-                ),
-                replication_settings: ReplicationSettings::from_properties(
-                    config.replica_lag_time_max_ms,
-                    config.producer_id_expiration_ms,
-                    |name| config.properties.get(name).map(|v| v.to_string()),
-                ),
-                static_props: config
-                    .properties
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                config,
-                metadata,
-                producer_ids,
-                groups,
-                txn,
-                replication: Followers::new(weak.clone() as std::sync::Weak<dyn ReplicaContext>),
-                shutdown: watch::channel(false).0,
-                reconciled: watch::channel(-1).0,
-            }
+        let image = metadata.image();
+        let replicas = ReplicaManager::new(config.node_id, logs, config.producer_id_expiration_ms);
+        let core = Arc::new(BrokerCore::new(config, metadata, replicas));
+        let groups = GroupService::new(&core, &image);
+        let txn = Arc::new(TxnService::new(
+            core.clone(),
+            &image,
+            groups.coordinator.clone(),
+        ));
+        let broker = Arc::new(Broker {
+            producer_ids: ProducerIdSource::default(),
+            groups,
+            txn,
+            replication: Followers::new(
+                Arc::downgrade(&core) as std::sync::Weak<dyn ReplicaContext>
+            ),
+            core,
         });
 
         // Host what the image says before accepting clients.
@@ -216,7 +157,7 @@ impl Broker {
             applied_at_start,
         )));
         tasks.push(tokio::spawn(housekeeping_loop(broker.clone())));
-        tasks.push(tokio::spawn(crate::txn::timeout_loop(broker.clone())));
+        tasks.push(tokio::spawn(crate::txn::timeout_loop(broker.txn.clone())));
 
         let connections = Arc::new(Semaphore::new(broker.config.max_connections.min(1 << 20)));
         let mut bound = Vec::new();
@@ -231,118 +172,13 @@ impl Broker {
             )));
         }
         tasks.push(tokio::spawn(shale_replica::isr::expiration_loop(
-            broker.clone() as Arc<dyn ReplicaContext>,
+            broker.core.clone() as Arc<dyn ReplicaContext>,
         )));
         Ok(BrokerHandle {
             broker,
             bound,
             tasks,
         })
-    }
-
-    /// Brings hosted partitions in line with `image`. Returns whether all of it was applied.
-    /// Waiters on [`Broker::wait_reconciled`] go on either way: a partition that failed (its
-    /// directory cannot be created, say) is not hosted and answers as such until a later pass
-    /// hosts it, as a Kafka broker keeps serving its other partitions when one log fails; one
-    /// bad partition must not hold every admin call until its timeout.
-    pub fn reconcile(&self, image: &MetadataImage) -> bool {
-        let node_id = self.config.node_id;
-        let static_props = self.static_props();
-        let mut wanted = Vec::new();
-        for topic in image.topics() {
-            let resolved: std::collections::HashMap<String, String> =
-                // This broker's own dynamic configs count, as on a Kafka broker.
-                shale_metadata::config_defs::resolve_topic_config_for_broker(
-                    image,
-                    &topic.name,
-                    Some(node_id),
-                    &static_props,
-                )
-                .into_iter()
-                .filter_map(|c| c.value.map(|v| (c.name, v)))
-                .collect();
-            let config = log_config_from(|name| resolved.get(name).cloned());
-            let min_insync_replicas = if image.elr_enabled() {
-                resolved
-                    .get("min.insync.replicas")
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(self.config.min_insync_replicas)
-            } else {
-                1
-            };
-            for (&partition, p) in &topic.partitions {
-                if p.replicas.contains(&node_id) {
-                    wanted.push(PartitionAssignment {
-                        tp: TopicPartition {
-                            topic: topic.name.clone(),
-                            partition,
-                        },
-                        topic_id: topic.topic_id,
-                        leader_id: p.leader,
-                        leader_epoch: p.leader_epoch,
-                        config: config.clone(),
-                        role: RoleUpdate {
-                            local_id: node_id,
-                            leader_id: p.leader,
-                            assignment: Assignment {
-                                leader_epoch: p.leader_epoch,
-                                partition_epoch: p.partition_epoch,
-                                replicas: p.replicas.clone(),
-                                isr: p.isr.clone(),
-                            },
-                            lag_time_max_ms: self.config.replica_lag_time_max_ms,
-                            min_insync_replicas,
-                        },
-                    });
-                }
-            }
-        }
-        let hosted = self.replicas.reconcile(wanted);
-        // Coordinators and fetchers follow what is hosted, also when some partitions failed.
-        self.groups.reconcile(self, image);
-        self.txn.reconcile(self, image);
-        self.replication.reconcile(image);
-        self.reconciled.send_replace(image.offset);
-        match hosted {
-            Ok(()) => true,
-            Err(failed) => {
-                for (tp, e) in &failed {
-                    warn!(tp = %tp, "cannot apply metadata to this partition (will try again): {e}");
-                }
-                false
-            }
-        }
-    }
-
-    /// The effective value of a topic-level config name for `topic`.
-    pub fn topic_config_value(
-        &self,
-        image: &MetadataImage,
-        topic: &str,
-        name: &str,
-    ) -> Option<String> {
-        // One name resolved, not the whole topic config: acks=all produces ask per partition.
-        shale_metadata::config_defs::effective_topic_config(
-            image,
-            topic,
-            name,
-            Some(self.config.node_id),
-            &self.static_props,
-        )
-    }
-
-    /// The static broker properties as a plain map (explicit values only).
-    pub fn static_props(&self) -> std::collections::HashMap<String, String> {
-        self.static_props.clone()
-    }
-
-    /// The advertised endpoint of this broker for a listener name.
-    pub fn advertised(&self, listener_name: &str) -> Option<&Listener> {
-        self.config
-            .advertised_listeners
-            .iter()
-            .find(|l| l.name == listener_name)
-            .or_else(|| self.config.advertised_listeners.first())
     }
 }
 
@@ -613,7 +449,7 @@ impl BrokerHandle {
         {
             warn!("partitions did not take the controlled shutdown's roles in time");
         }
-        broker.shutdown.send_replace(true);
+        broker.signal_shutdown();
         for t in self.tasks {
             let _ = t.await;
         }

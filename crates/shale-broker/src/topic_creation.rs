@@ -1,17 +1,15 @@
 //! Topics the broker creates by itself: Metadata's automatic creation and the coordinators'
 //! internal topics, both with the cluster defaults and through the controller.
 
-use std::sync::Arc;
-
 use shale_metadata::{ControllerRequest, ControllerResponse, CreatableTopic, MetadataError};
 use tracing::{info, warn};
 
 use crate::controller_calls::submit_and_apply;
-use crate::Broker;
+use crate::core::BrokerCore;
 
 /// Creates topics with the cluster defaults (Metadata auto-creation). Failures are logged; the
 /// Metadata answer then reports the topic as unknown, as Kafka does.
-pub async fn auto_create(broker: &Arc<Broker>, names: Vec<String>) {
+pub async fn auto_create(broker: &BrokerCore, names: Vec<String>) {
     let topics = names
         .into_iter()
         .map(CreatableTopic::with_defaults)
@@ -43,7 +41,7 @@ pub async fn auto_create(broker: &Arc<Broker>, names: Vec<String>) {
 /// to the number of live brokers, with a warning, as Kafka does on small clusters; `configs`
 /// gets the replication factor chosen.
 pub async fn ensure_internal_topic(
-    broker: &Arc<Broker>,
+    broker: &BrokerCore,
     name: &str,
     num_partitions: i32,
     replication_factor_key: &str,

@@ -5,8 +5,9 @@
 //! would believe the port is protected. So such a listener, and every key that only means
 //! something for TLS or SASL, stops start-up with an error naming it.
 
-use super::typed::Listener;
-use super::{ConfigError, StaticProperties};
+use super::error::ConfigError;
+use super::listener::Listener;
+use super::static_props::StaticProperties;
 
 /// Kafka's security protocols (`org.apache.kafka.common.security.auth.SecurityProtocol`).
 const KAFKA_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
@@ -77,7 +78,7 @@ pub(crate) fn check_keys(props: &StaticProperties) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ValueOrigin;
+    use crate::config::static_props::ValueOrigin;
 
     fn listener(protocol: &str) -> Listener {
         Listener {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::BrokerConfig;
+use super::typed::BrokerConfig;
 
 /// Every directory that holds `meta.properties`: the log directories and the metadata log
 /// directory.

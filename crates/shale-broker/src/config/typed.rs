@@ -3,21 +3,15 @@
 use std::path::PathBuf;
 
 use super::defs::{self, ConfigKind};
-use super::{security, ConfigError, StaticProperties};
+use super::error::ConfigError;
+pub use super::listener::Listener;
+use super::security;
+use super::static_props::StaticProperties;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
     Broker,
     Controller,
-}
-
-/// `NAME://host:port` from `listeners` / `advertised.listeners`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listener {
-    pub name: String,
-    pub host: String,
-    pub port: u16,
-    pub security_protocol: String,
 }
 
 /// One entry of `controller.quorum.voters` (`id@host:port`).
@@ -632,7 +626,7 @@ fn parse_voter(entry: &str) -> Result<QuorumVoter, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ValueOrigin;
+    use super::super::static_props::ValueOrigin;
     use super::*;
 
     fn props(pairs: &[(&str, &str)]) -> StaticProperties {

@@ -17,9 +17,9 @@ use shale_protocol::newer::delete_groups_response as v3;
 use shale_protocol::{NewerResponse, Response};
 
 use super::{code, code_of};
+use crate::broker::Broker;
 use crate::errors::delete_group_error_message;
 use crate::request::RequestContext;
-use crate::Broker;
 
 /// Group operations allowed without an authorizer: READ, DELETE, DESCRIBE.
 const GROUP_ALL_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);

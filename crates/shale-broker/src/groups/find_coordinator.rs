@@ -9,8 +9,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::OFFSETS_TOPIC;
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 /// Key type of a consumer group; 1 is a transactional id.
 const KEY_TYPE_GROUP: i8 = 0;

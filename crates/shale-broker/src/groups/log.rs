@@ -1,27 +1,27 @@
 //! The coordinator's log: records go to `__consumer_offsets` through the coordinator host,
 //! one RecordBatch v2 per write, answered once the in-sync replicas have it.
 
-use std::sync::Weak;
+use std::sync::Arc;
 
 use shale_group::runtime::{AppendFuture, EncodedRecord, GroupLog, GroupLogError};
 use shale_log::{LogError, TopicPartition};
 use shale_replica::{AckError, AppendError};
 
-use super::OFFSETS_TOPIC;
 use crate::coordinator_host::{append_records, CoordinatorAppend, CoordinatorAppendError};
-use crate::Broker;
+use crate::core::BrokerCore;
+use crate::internal_topics::OFFSETS_TOPIC;
 
 /// Kafka's `offsets.commit.timeout.ms` default.
 const OFFSETS_COMMIT_TIMEOUT_MS: i32 = 5_000;
 
 /// Appends coordinator records to the local `__consumer_offsets` partitions.
 pub struct OffsetsLog {
-    broker: Weak<Broker>,
+    core: Arc<BrokerCore>,
 }
 
 impl OffsetsLog {
-    pub fn new(broker: Weak<Broker>) -> Self {
-        OffsetsLog { broker }
+    pub fn new(core: Arc<BrokerCore>) -> Self {
+        OffsetsLog { core }
     }
 
     /// Appends locally; returns what the write must wait for to be replicated, with its
@@ -31,7 +31,7 @@ impl OffsetsLog {
         partition: i32,
         records: Vec<EncodedRecord>,
     ) -> Result<Option<(CoordinatorAppend, i32)>, GroupLogError> {
-        let broker = self.broker.upgrade().ok_or(GroupLogError::NotLeader)?;
+        let broker = &self.core;
         let tp = TopicPartition {
             topic: OFFSETS_TOPIC.to_owned(),
             partition,

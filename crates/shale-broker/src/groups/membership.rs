@@ -13,8 +13,8 @@ use shale_group::types as domain;
 use shale_group::GroupError;
 
 use super::{code, code_of};
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 fn s(value: impl Into<String>) -> StrBytes {
     StrBytes::from_string(value.into())

@@ -13,7 +13,7 @@ pub mod offsets;
 mod topic_ids;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use shale_group::runtime::GroupCoordinator;
@@ -24,11 +24,10 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::coordinator_host::CoordinatorHost;
+use crate::core::BrokerCore;
 use crate::topic_creation::ensure_internal_topic;
-use crate::Broker;
 
-/// The internal topic holding group metadata and committed offsets.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::internal_topics::OFFSETS_TOPIC;
 
 /// `offsets.load.buffer.size` default.
 const LOAD_BUFFER_BYTES_DEFAULT: usize = 5 * 1024 * 1024;
@@ -72,13 +71,14 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
 impl GroupService {
     /// The partition count is the existing topic's, else `offsets.topic.num.partitions`: group
     /// placement must never change under a running cluster.
-    pub fn new(config: &BrokerConfig, image: &MetadataImage, broker: Weak<Broker>) -> Self {
+    pub fn new(core: &Arc<BrokerCore>, image: &MetadataImage) -> Self {
+        let config = &core.config;
         let num_partitions = image
             .topic(OFFSETS_TOPIC)
             .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
             .filter(|n| *n > 0)
             .unwrap_or(config.offsets_topic_num_partitions);
-        let log = Arc::new(log::OffsetsLog::new(broker));
+        let log = Arc::new(log::OffsetsLog::new(core.clone()));
         GroupService {
             coordinator: GroupCoordinator::new(group_config(config), num_partitions, log),
             num_partitions,
@@ -90,7 +90,7 @@ impl GroupService {
     /// Follows leadership of `__consumer_offsets`: loads partitions this broker now leads,
     /// unloads those it lost (or that were deleted). Called after the hosted partitions match
     /// `image`.
-    pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
+    pub fn reconcile(&self, broker: &BrokerCore, image: &MetadataImage) {
         self.forget_deleted_topics(image);
         let buffer_bytes = broker
             .config
@@ -140,7 +140,7 @@ impl GroupService {
     }
 
     /// Creates `__consumer_offsets` if it does not exist yet (first use of a group).
-    pub async fn ensure_offsets_topic(&self, broker: &Arc<Broker>) {
+    pub async fn ensure_offsets_topic(&self, broker: &BrokerCore) {
         let config = &broker.config;
         let create = || {
             ensure_internal_topic(

@@ -23,8 +23,8 @@ use shale_group::GroupError;
 
 use super::topic_ids::{self, TOPIC_ID_MIN_VERSION};
 use super::{code, code_of};
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))

@@ -11,9 +11,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_protocol::newer::api_versions_request::ApiVersionsRequest as ApiVersionsRequestV5;
 
+use crate::broker::Broker;
 use crate::errors::{cluster_check_error_code, ClusterCheck};
 use crate::request::RequestContext;
-use crate::Broker;
 
 /// Kafka's rule for `client_software_name` / `client_software_version` (v3+).
 fn valid_software_field(s: &str) -> bool {

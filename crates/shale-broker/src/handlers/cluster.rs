@@ -19,8 +19,8 @@ use shale_protocol::newer::describe_log_dirs_response as v5;
 use shale_protocol::{NewerResponse, Response};
 
 use super::metadata::CLUSTER_ALL_OPERATIONS;
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
 

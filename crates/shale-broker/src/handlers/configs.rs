@@ -20,10 +20,10 @@ use shale_metadata::{
 use super::broker_configs::{
     check_alter, describe_broker, describe_cluster_default, BrokerConfigEntry, BrokerConfigSources,
 };
+use crate::broker::Broker;
 use crate::controller_calls::submit_and_apply;
 use crate::errors::metadata_error_code;
 use crate::request::RequestContext;
-use crate::Broker;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;

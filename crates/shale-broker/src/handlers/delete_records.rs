@@ -9,9 +9,9 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
 use super::leader_partition;
+use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
-use crate::Broker;
 
 pub fn handle(
     broker: &Arc<Broker>,

@@ -14,8 +14,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_metadata::MetadataError;
 
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 /// The one partition of the metadata log, named as Kafka names it.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

@@ -20,8 +20,8 @@ use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::metadata::{offline_replicas, partition_error_code, TOPIC_ALL_OPERATIONS};
+use crate::broker::Broker;
 use crate::request::RequestContext;
-use crate::Broker;
 
 /// Kafka's `max.request.partition.size.limit` default.
 const PARTITION_LIMIT_DEFAULT: i32 = 2000;

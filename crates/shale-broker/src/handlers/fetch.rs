@@ -26,9 +26,9 @@ use shale_replica::ReadRequest;
 use self::encode::{FetchAnswer, FileRecords};
 use super::leader_hints::LeaderHints;
 
+use crate::broker::Broker;
 use crate::errors::{log_error_code, replica_error_code};
 use crate::request::RequestContext;
-use crate::Broker;
 
 const READ_COMMITTED: i8 = 1;
 

@@ -16,9 +16,9 @@ use kafka_protocol::ResponseError;
 use shale_log::{FoundRecord, LogError};
 
 use super::leader_partition;
+use crate::broker::Broker;
 use crate::errors::log_error_code;
 use crate::request::RequestContext;
-use crate::Broker;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;

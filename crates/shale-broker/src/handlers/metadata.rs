@@ -13,9 +13,9 @@ use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::leader_hints::listener_endpoint;
+use crate::broker::Broker;
 use crate::request::RequestContext;
 use crate::topic_creation::auto_create;
-use crate::Broker;
 
 /// Authorized-operation bits of a topic with no authorizer (READ..ALTER_CONFIGS).
 pub const TOPIC_ALL_OPERATIONS: i32 =

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use shale_replica::Partition;
 
+use crate::broker::Broker;
 use crate::errors::replica_error_code;
-use crate::Broker;
 
 /// The led partition at the client's epoch, or the Kafka code of why not (the check itself
 /// is the replica layer's, the same for every leader-only API).

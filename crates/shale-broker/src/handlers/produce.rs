@@ -16,10 +16,10 @@ use shale_replica::delayed_produce::{self, PendingAck};
 
 use super::leader_hints::LeaderHints;
 
+use crate::broker::Broker;
 use crate::errors::{ack_error_code, append_refusal, replica_error_code};
 use crate::request::RequestContext;
 use crate::time::now_ms;
-use crate::Broker;
 
 /// The first Produce version whose answers carry leader hints (KIP-951).
 const LEADER_HINTS_MIN_VERSION: i16 = 10;

@@ -24,10 +24,10 @@ use shale_metadata::{
 };
 use tracing::warn;
 
+use crate::broker::Broker;
 use crate::controller_calls::{submit_and_apply, within_timeout_ms};
 use crate::errors::metadata_error_code;
 use crate::request::RequestContext;
-use crate::Broker;
 
 fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())

@@ -22,9 +22,9 @@ use shale_metadata::{
     ControllerRequest, ControllerResponse, ElectionType, MetadataError, ReassignablePartition,
 };
 
+use crate::broker::Broker;
 use crate::controller_calls::within_timeout_ms;
 use crate::errors::metadata_error_code;
-use crate::Broker;
 
 /// Kafka's ElectionType: 0 preferred, 1 unclean.
 const ELECTION_UNCLEAN: i8 = 1;

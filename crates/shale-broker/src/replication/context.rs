@@ -1,4 +1,4 @@
-//! The broker as the replica layer's context: its metadata view, the controller, its
+//! The broker's core as the replica layer's context: its metadata view, the controller, its
 //! inter-broker connections and its replica settings.
 
 use std::sync::Arc;
@@ -12,9 +12,9 @@ use tokio::sync::watch;
 
 use super::client::BrokerClient;
 use super::link::WireLeaderLink;
-use crate::Broker;
+use crate::core::BrokerCore;
 
-impl ReplicaContext for Broker {
+impl ReplicaContext for BrokerCore {
     fn replicas(&self) -> &ReplicaManager {
         &self.replicas
     }
@@ -32,7 +32,7 @@ impl ReplicaContext for Broker {
     }
 
     fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        Broker::shutdown_signal(self)
+        BrokerCore::shutdown_signal(self)
     }
 
     fn submit(

@@ -25,10 +25,10 @@ use shale_txn::coordinator::{
 use shale_txn::TransactionVersion;
 
 use super::markers::{write_entry, TxnMarkerEntry};
+use crate::broker::Broker;
 use crate::errors::{invalid_pattern_error_code, txn_coordinator_error_code};
 use crate::request::RequestContext;
 use crate::time::now_ms;
-use crate::Broker;
 use shale_log::control::ControlMarker;
 
 /// DescribeTransactions: the state of each transactional id this broker coordinates.
@@ -227,7 +227,7 @@ async fn write_entries(
 ) -> WriteTxnMarkersResponse {
     let mut results = Vec::with_capacity(entries.len());
     for entry in entries {
-        let written = write_entry(broker, &entry).await;
+        let written = write_entry(broker.txn.marker_context(), &entry).await;
         let mut topics: Vec<WritableTxnMarkerTopicResult> = Vec::new();
         for (tp, code) in written {
             let partition = WritableTxnMarkerPartitionResult::default()

@@ -24,6 +24,7 @@ use shale_log::records::BatchBuilder;
 use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
 use shale_txn::{ProducerIdAllocator, TransactionVersion};
 
+use crate::broker::Broker;
 use crate::errors::{
     append_error_code, group_error_code, log_error_code, metadata_error_code,
     txn_coordinator_error_code, verification_error_code,
@@ -31,7 +32,6 @@ use crate::errors::{
 use crate::groups::OFFSETS_TOPIC;
 use crate::request::RequestContext;
 use crate::time::now_ms;
-use crate::Broker;
 
 /// InitProducerId for a transactional producer: bumps the epoch (fencing older instances),
 /// aborting a transaction left open first.

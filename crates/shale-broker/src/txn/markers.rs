@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -22,10 +21,14 @@ use shale_txn::coordinator::{MarkerRequest, TopicPartition as TxnTopicPartition}
 use shale_txn::TransactionVersion;
 use tracing::warn;
 
+use crate::core::BrokerCore;
 use crate::errors::append_error_code;
 use crate::groups::OFFSETS_TOPIC;
 use crate::time::now_ms;
-use crate::Broker;
+use shale_group::runtime::GroupCoordinator;
+
+use super::gate::TxnGate;
+use super::peers::PeerClients;
 use shale_log::control::ControlMarker;
 use shale_replica::delayed_produce::{self, PendingAck};
 
@@ -45,11 +48,22 @@ pub type MarkerResults = Vec<(TxnTopicPartition, i16)>;
 
 type MarkerFuture<'a> = Pin<Box<dyn Future<Output = Vec<MarkerResults>> + Send + 'a>>;
 
+/// What writing and delivering markers uses: the broker's core, its connections to the other
+/// brokers, the group coordinator (a marker on a group's offsets partition completes the
+/// group's transactional offsets) and the transaction gate of the partitions.
+#[derive(Clone, Copy)]
+pub struct MarkerContext<'a> {
+    pub core: &'a BrokerCore,
+    pub peers: &'a PeerClients,
+    pub groups: &'a GroupCoordinator,
+    pub gate: &'a TxnGate,
+}
+
 /// Carries markers from the coordinator to a partition leader; one result list per entry.
 pub trait MarkerTransport: Send + Sync + std::fmt::Debug {
     fn send<'a>(
         &'a self,
-        broker: &'a Arc<Broker>,
+        ctx: MarkerContext<'a>,
         leader_id: i32,
         entries: Vec<TxnMarkerEntry>,
     ) -> MarkerFuture<'a>;
@@ -64,34 +78,33 @@ pub struct BrokerMarkerTransport;
 impl MarkerTransport for BrokerMarkerTransport {
     fn send<'a>(
         &'a self,
-        broker: &'a Arc<Broker>,
+        ctx: MarkerContext<'a>,
         leader_id: i32,
         entries: Vec<TxnMarkerEntry>,
     ) -> MarkerFuture<'a> {
         Box::pin(async move {
-            if leader_id == broker.node_id() {
+            if leader_id == ctx.core.node_id() {
                 let mut results = Vec::with_capacity(entries.len());
                 for entry in &entries {
-                    results.push(write_entry(broker, entry).await);
+                    results.push(write_entry(ctx, entry).await);
                 }
                 return results;
             }
-            send_remote(broker, leader_id, entries).await
+            send_remote(ctx, leader_id, entries).await
         })
     }
 }
 
 async fn send_remote(
-    broker: &Arc<Broker>,
+    ctx: MarkerContext<'_>,
     leader_id: i32,
     entries: Vec<TxnMarkerEntry>,
 ) -> Vec<MarkerResults> {
     // Version 2 tells the leader each marker's transaction version (KIP-1228), so that it
     // checks the epoch with that version's rule; a leader that does not serve it gets v1.
-    let answered = broker
-        .txn
+    let answered = ctx
         .peers
-        .call_negotiated(broker, leader_id, ApiKey::WriteTxnMarkers, |max| {
+        .call_negotiated(ctx.core, leader_id, ApiKey::WriteTxnMarkers, |max| {
             if max.is_some_and(|max| max >= WRITE_TXN_MARKERS_WITH_VERSION) {
                 (
                     WRITE_TXN_MARKERS_WITH_VERSION,
@@ -210,23 +223,23 @@ fn transaction_version_level(version: TransactionVersion) -> i8 {
 }
 
 /// Writes one entry's marker to each of its partitions on this broker (WriteTxnMarkers).
-pub async fn write_entry(broker: &Arc<Broker>, entry: &TxnMarkerEntry) -> MarkerResults {
+pub async fn write_entry(ctx: MarkerContext<'_>, entry: &TxnMarkerEntry) -> MarkerResults {
     let mut results = Vec::with_capacity(entry.partitions.len());
     for tp in &entry.partitions {
-        let code = match write_marker(broker, tp, &entry.marker, entry.transaction_version).await {
+        let code = match write_marker(ctx, tp, &entry.marker, entry.transaction_version).await {
             Ok(()) => 0,
             Err(code) => code,
         };
         results.push((tp.clone(), code));
     }
-    broker.replicas.notify_appended();
+    ctx.core.replicas.notify_appended();
     results
 }
 
 /// Writes one marker to a partition this broker leads; a group's offsets partition also
 /// tells the group coordinator, which makes the transaction's offsets visible or drops them.
 async fn write_marker(
-    broker: &Arc<Broker>,
+    ctx: MarkerContext<'_>,
     tp: &TxnTopicPartition,
     marker: &ControlMarker,
     transaction_version: TransactionVersion,
@@ -235,8 +248,9 @@ async fn write_marker(
         topic: tp.topic.clone(),
         partition: tp.partition,
     };
-    let Some(hosted) = broker.replicas.get(&log_tp) else {
-        let known = broker
+    let Some(hosted) = ctx.core.replicas.get(&log_tp) else {
+        let known = ctx
+            .core
             .image()
             .topic(&tp.topic)
             .is_some_and(|t| t.partitions.contains_key(&tp.partition));
@@ -246,13 +260,12 @@ async fn write_marker(
             ResponseError::UnknownTopicOrPartition.code()
         });
     };
-    if hosted.leader_id() != broker.node_id() {
+    if hosted.leader_id() != ctx.core.node_id() {
         return Err(ResponseError::NotLeaderOrFollower.code());
     }
     // Under the partition's transaction gate: a produce that verified its transaction with
     // the coordinator must not append after this marker (KIP-890 part 1).
-    let required_offset = broker
-        .txn
+    let required_offset = ctx
         .gate
         .write_marker(&log_tp, marker.producer_id, || {
             hosted
@@ -261,13 +274,14 @@ async fn write_marker(
         })
         .map_err(|e| append_error_code(&e).0)?;
     // Followers waiting in a fetch take the marker at once.
-    broker.replicas.notify_appended();
+    ctx.core.replicas.notify_appended();
     // Like Kafka's marker appends (acks=all): written only once the in-sync replicas have
     // it, or a new leader could miss it and keep the transaction open there.
-    let min_insync_replicas = broker
-        .topic_config_value(&broker.image(), &tp.topic, "min.insync.replicas")
+    let min_insync_replicas = ctx
+        .core
+        .topic_config_value(&ctx.core.image(), &tp.topic, "min.insync.replicas")
         .and_then(|v| v.parse::<i32>().ok())
-        .unwrap_or(broker.config.min_insync_replicas);
+        .unwrap_or(ctx.core.config.min_insync_replicas);
     let pending = PendingAck {
         partition: hosted.clone(),
         required_offset,
@@ -283,9 +297,8 @@ async fn write_marker(
         return Err(code);
     }
     if tp.topic == OFFSETS_TOPIC {
-        if let Err(e) = broker
+        if let Err(e) = ctx
             .groups
-            .coordinator
             .complete_transaction(tp.partition, marker.producer_id, marker.commit)
             .await
         {
@@ -319,7 +332,7 @@ const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// a marker a partition refuses for good (a newer producer epoch or coordinator epoch wrote
 /// there already) is logged and dropped, as Kafka does. Returns whether it finished.
 pub async fn deliver(
-    broker: &Arc<Broker>,
+    ctx: MarkerContext<'_>,
     transport: &dyn MarkerTransport,
     markers: &MarkerRequest,
     still_coordinator: impl Fn() -> bool,
@@ -332,9 +345,9 @@ pub async fn deliver(
     };
     let mut pending = markers.partitions.clone();
     let mut backoff = RETRY_BACKOFF_MIN;
-    let mut shutdown = broker.shutdown_signal();
+    let mut shutdown = ctx.core.shutdown_signal();
     loop {
-        let image = broker.image();
+        let image = ctx.core.image();
         let mut by_leader: BTreeMap<i32, Vec<TxnTopicPartition>> = BTreeMap::new();
         for tp in pending.drain(..) {
             match image
@@ -352,7 +365,7 @@ pub async fn deliver(
                 transaction_version: markers.transaction_version,
                 partitions,
             };
-            let results = transport.send(broker, leader_id, vec![entry]).await;
+            let results = transport.send(ctx, leader_id, vec![entry]).await;
             for (tp, code) in results.into_iter().flatten() {
                 if code == 0 {
                     continue;

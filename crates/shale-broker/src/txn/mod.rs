@@ -17,7 +17,7 @@ mod state_log;
 pub mod topic_ids;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -31,30 +31,31 @@ use shale_txn::TransactionVersion;
 use tracing::{error, info, warn};
 use uuid::Uuid;
 
-use crate::config::BrokerConfig;
 use crate::coordinator_host::CoordinatorHost;
+use crate::core::BrokerCore;
 use crate::errors::{peer_verification_error, VerificationError};
 use crate::time::now_ms;
 use crate::topic_creation::ensure_internal_topic;
-use crate::Broker;
 use gate::TxnGate;
 use markers::{BrokerMarkerTransport, MarkerTransport};
 use peers::PeerClients;
+use shale_group::runtime::GroupCoordinator;
 
 /// Fault injection for the crash test: when this environment variable names a transactional
 /// id, the process aborts right after that id's PrepareCommit is logged and before any marker
 /// is written, as a coordinator killed at that point would.
 const CRASH_AFTER_PREPARE_COMMIT_ENV: &str = "SHALE_TEST_CRASH_AFTER_PREPARE_COMMIT";
 
-/// The internal topic holding transaction metadata.
-pub const TXN_STATE_TOPIC: &str = "__transaction_state";
+pub use crate::internal_topics::TXN_STATE_TOPIC;
 
 /// A partition's outcome of [`TxnService::verify_or_add`].
 pub type Verified = (TxnTopicPartition, Result<(), VerificationError>);
 
 /// The transaction coordinators of the `__transaction_state` partitions this broker leads.
 pub struct TxnService {
-    broker: Weak<Broker>,
+    core: Arc<BrokerCore>,
+    /// Markers on a group's offsets partition complete its transactional offsets there.
+    groups: GroupCoordinator,
     config: TxnCoordinatorConfig,
     /// Fixed at start: placement must never change under a running cluster.
     num_partitions: i32,
@@ -79,14 +80,14 @@ impl std::fmt::Debug for TxnService {
 }
 
 impl TxnService {
-    pub fn new(config: &BrokerConfig, image: &MetadataImage, broker: Weak<Broker>) -> Self {
+    pub fn new(core: Arc<BrokerCore>, image: &MetadataImage, groups: GroupCoordinator) -> Self {
+        let config = &core.config;
         let num_partitions = image
             .topic(TXN_STATE_TOPIC)
             .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
             .filter(|n| *n > 0)
             .unwrap_or(config.transaction_state_log_num_partitions.max(1));
         TxnService {
-            broker,
             config: TxnCoordinatorConfig {
                 transaction_max_timeout_ms: i32::try_from(config.transaction_max_timeout_ms)
                     .unwrap_or(i32::MAX),
@@ -101,6 +102,18 @@ impl TxnService {
             crash_after_prepare_commit: std::env::var(CRASH_AFTER_PREPARE_COMMIT_ENV)
                 .ok()
                 .filter(|id| !id.is_empty()),
+            groups,
+            core,
+        }
+    }
+
+    /// What marker writing and delivery use of the broker.
+    pub fn marker_context(&self) -> markers::MarkerContext<'_> {
+        markers::MarkerContext {
+            core: &self.core,
+            peers: &self.peers,
+            groups: &self.groups,
+            gate: &self.gate,
         }
     }
 
@@ -112,7 +125,7 @@ impl TxnService {
     /// Follows leadership of `__transaction_state`: loads partitions this broker now leads
     /// (replaying their records and resending the markers of transactions caught between
     /// prepare and complete), drops those it lost.
-    pub fn reconcile(&self, broker: &Broker, image: &MetadataImage) {
+    pub fn reconcile(self: &Arc<Self>, broker: &BrokerCore, image: &MetadataImage) {
         let mut resend = Vec::new();
         self.host.follow_leadership(
             &broker.replicas,
@@ -141,23 +154,19 @@ impl TxnService {
         if resend.is_empty() {
             return;
         }
-        let (Some(broker), Ok(runtime)) =
-            (self.broker.upgrade(), tokio::runtime::Handle::try_current())
-        else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let txn = self.clone();
         runtime.spawn(async move {
             for (partition, markers) in resend {
-                broker
-                    .txn
-                    .complete_markers(&broker, partition, markers)
-                    .await;
+                txn.complete_markers(&txn.core, partition, markers).await;
             }
         });
     }
 
     /// Creates `__transaction_state` if it does not exist yet (first transactional producer).
-    pub async fn ensure_state_topic(&self, broker: &Arc<Broker>) {
+    pub async fn ensure_state_topic(&self, broker: &BrokerCore) {
         let config = &broker.config;
         let create = || {
             ensure_internal_topic(
@@ -191,7 +200,7 @@ impl TxnService {
     }
 
     /// The broker leading the coordinator partition of `transactional_id` (-1 when none).
-    pub async fn coordinator_leader(&self, broker: &Arc<Broker>, transactional_id: &str) -> i32 {
+    pub async fn coordinator_leader(&self, broker: &BrokerCore, transactional_id: &str) -> i32 {
         self.ensure_state_topic(broker).await;
         let partition = self.partition_for(transactional_id);
         broker
@@ -206,7 +215,7 @@ impl TxnService {
     /// then the markers the written record calls for, and returns the answer.
     pub async fn execute(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         transactional_id: &str,
         decide: impl FnOnce(&mut TxnCoordinator, i64) -> TxnDecision,
     ) -> TxnResult {
@@ -274,7 +283,7 @@ impl TxnService {
     /// (`verify_only` for version 1) when it is another.
     pub async fn verify_or_add(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
@@ -319,7 +328,7 @@ impl TxnService {
     /// AddPartitionsToTxn v4+ API: NOT_COORDINATOR when this broker is not it).
     pub async fn verify_or_add_here(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
@@ -351,7 +360,7 @@ impl TxnService {
     /// AddPartitionsToTxn v5 to the coordinator on broker `leader`.
     async fn verify_remotely(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         leader: i32,
         transactional_id: &str,
         (producer_id, producer_epoch): (i64, i16),
@@ -447,7 +456,7 @@ impl TxnService {
     /// DescribeTransactions for one id: its metadata, or why it cannot be described here.
     pub fn describe(
         &self,
-        broker: &Broker,
+        broker: &BrokerCore,
         transactional_id: &str,
     ) -> Result<shale_txn::coordinator::TxnMetadata, TxnCoordinatorError> {
         let partition = self.partition_for(transactional_id);
@@ -476,7 +485,7 @@ impl TxnService {
             .collect()
     }
 
-    fn not_served_error(&self, broker: &Broker, partition: i32) -> TxnCoordinatorError {
+    fn not_served_error(&self, broker: &BrokerCore, partition: i32) -> TxnCoordinatorError {
         let leader = broker
             .image()
             .topic(TXN_STATE_TOPIC)
@@ -493,14 +502,21 @@ impl TxnService {
 
     /// Writes the markers of a finished transaction to every partition, then logs the
     /// transaction complete.
-    async fn complete_markers(&self, broker: &Arc<Broker>, partition: i32, markers: MarkerRequest) {
+    async fn complete_markers(&self, broker: &BrokerCore, partition: i32, markers: MarkerRequest) {
         let still_coordinator = || {
             self.coordinators
                 .lock()
                 .get(&partition)
                 .is_some_and(|c| c.coordinator_epoch() == markers.coordinator_epoch)
         };
-        if !markers::deliver(broker, self.transport.as_ref(), &markers, still_coordinator).await {
+        let delivered = markers::deliver(
+            self.marker_context(),
+            self.transport.as_ref(),
+            &markers,
+            still_coordinator,
+        )
+        .await;
+        if !delivered {
             // Another coordinator (or this one after a restart) resends them from its log.
             warn!(
                 transactional_id = %markers.transactional_id,
@@ -545,7 +561,8 @@ impl TxnService {
 
     /// One pass of a timer: aborts transactions older than their timeout, or expires idle
     /// transactional ids.
-    async fn sweep(&self, broker: &Arc<Broker>, sweep: Sweep) {
+    async fn sweep(self: &Arc<Self>, sweep: Sweep) {
+        let broker = &self.core;
         let now = now_ms();
         let mut written = Vec::new();
         {
@@ -575,9 +592,9 @@ impl TxnService {
         // Each delivery on its own task: a partition leader that cannot be reached must not
         // hold up the next sweep of the other transactions.
         for (partition, m) in markers {
-            let broker = broker.clone();
+            let txn = self.clone();
             tokio::spawn(async move {
-                broker.txn.complete_markers(&broker, partition, m).await;
+                txn.complete_markers(&txn.core, partition, m).await;
             });
         }
     }
@@ -607,7 +624,8 @@ enum Sweep {
 /// Aborts timed-out transactions every
 /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` and removes expired
 /// transactional ids every `transaction.remove.expired.transaction.cleanup.interval.ms`.
-pub async fn timeout_loop(broker: Arc<Broker>) {
+pub async fn timeout_loop(txn: Arc<TxnService>) {
+    let broker = &txn.core;
     let interval = |ms: i64| tokio::time::interval(Duration::from_millis(ms.max(10) as u64));
     let mut abort_ticks = interval(
         broker
@@ -622,8 +640,8 @@ pub async fn timeout_loop(broker: Arc<Broker>) {
     let mut shutdown = broker.shutdown_signal();
     loop {
         tokio::select! {
-            _ = abort_ticks.tick() => broker.txn.sweep(&broker, Sweep::AbortTimedOut).await,
-            _ = expire_ticks.tick() => broker.txn.sweep(&broker, Sweep::ExpireIds).await,
+            _ = abort_ticks.tick() => txn.sweep(Sweep::AbortTimedOut).await,
+            _ = expire_ticks.tick() => txn.sweep(Sweep::ExpireIds).await,
             _ = shutdown.changed() => return,
         }
     }

@@ -12,8 +12,8 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestKind, Response
 use kafka_protocol::protocol::StrBytes;
 use shale_protocol::{Request, Response};
 
+use crate::core::BrokerCore;
 use crate::replication::client::{BrokerClient, ClientError};
-use crate::Broker;
 
 /// Kafka's inter-broker `request.timeout.ms` default.
 const PEER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,7 +47,7 @@ impl PeerClients {
     /// Sends one request to broker `node_id` over its inter-broker listener.
     pub async fn call(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         node_id: i32,
         key: ApiKey,
         version: i16,
@@ -68,7 +68,7 @@ impl PeerClients {
     /// (`None`: it does not list the API).
     pub async fn call_negotiated(
         &self,
-        broker: &Arc<Broker>,
+        broker: &BrokerCore,
         node_id: i32,
         key: ApiKey,
         build: impl FnOnce(Option<i16>) -> (i16, Request),
@@ -93,7 +93,7 @@ impl PeerClients {
     }
 }
 
-async fn connect(broker: &Arc<Broker>, node_id: i32) -> Result<Peer, ClientError> {
+async fn connect(broker: &BrokerCore, node_id: i32) -> Result<Peer, ClientError> {
     let image = broker.image();
     let registration = image
         .broker(node_id)

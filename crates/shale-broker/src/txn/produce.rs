@@ -12,8 +12,8 @@ use shale_replica::{Appended, Partition};
 use shale_txn::coordinator::TopicPartition as TxnTopicPartition;
 use shale_txn::TransactionVersion;
 
+use crate::broker::Broker;
 use crate::errors::{append_refusal, verification_refusal, Refusal};
-use crate::Broker;
 
 /// The first Produce version of transaction version 2 clients.
 const PRODUCE_TV2_MIN_VERSION: i16 = 12;

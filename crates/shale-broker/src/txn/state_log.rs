@@ -8,11 +8,11 @@ use shale_txn::coordinator::{
 };
 use tracing::warn;
 
-use super::TXN_STATE_TOPIC;
 use crate::coordinator_host::{
     append_records, replay_partition, CoordinatorAppend, CoordinatorAppendError,
 };
-use crate::Broker;
+use crate::core::BrokerCore;
+use crate::internal_topics::TXN_STATE_TOPIC;
 use shale_replica::{AckError, AppendError, Partition};
 
 /// Bytes read per step while loading.
@@ -28,7 +28,7 @@ const REPLICATION_TIMEOUT_MS: i32 = 30_000;
 /// Writes one record to the local leader of `partition`; [`await_replication`] then says
 /// whether it is committed.
 pub fn append(
-    broker: &Broker,
+    broker: &BrokerCore,
     partition: i32,
     record: &TxnLogRecord,
 ) -> Result<LogAppended, TxnLogAppendError> {

@@ -18,9 +18,9 @@ use shale_protocol::{NewerResponse, Response};
 use uuid::Uuid;
 
 use super::handlers;
+use crate::broker::Broker;
 use crate::errors::unknown_topic_id_code;
 use crate::request::RequestContext;
-use crate::Broker;
 
 pub async fn txn_offset_commit(
     broker: &Arc<Broker>,

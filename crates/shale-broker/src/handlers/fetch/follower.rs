@@ -13,8 +13,8 @@ use kafka_protocol::protocol::StrBytes;
 use shale_replica::{FollowerRead, FollowerReadPartition, ReplicaContext, ReplicaError};
 use uuid::Uuid;
 
+use crate::broker::Broker;
 use crate::errors::{log_error_code, replica_error_code};
-use crate::Broker;
 
 /// The follower's broker id when `request` comes from a replica (Fetch v15+ carries it in
 /// `ReplicaState`, older versions in `ReplicaId`).
@@ -72,7 +72,7 @@ pub async fn handle(
             });
         }
     }
-    let ctx: Arc<dyn ReplicaContext> = broker.clone();
+    let ctx: Arc<dyn ReplicaContext> = broker.core.clone();
     let served = shale_replica::serve_follower_fetch(
         &ctx,
         FollowerRead {
