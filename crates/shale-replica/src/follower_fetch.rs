@@ -5,12 +5,12 @@
 //! [`FollowerRead`] and the [`ServedPartition`]s back.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use shale_log::{now_ms, LogError};
 
 use crate::context::ReplicaContext;
+use crate::delayed_fetch::{wait_for_data, FetchPass};
 use crate::error::ReplicaError;
 use crate::isr;
 use crate::partition::Partition;
@@ -124,28 +124,14 @@ pub async fn serve(ctx: &Arc<dyn ReplicaContext>, request: FollowerRead) -> Vec<
     }
 
     let response_max_bytes = request.max_bytes.max(0) as usize;
-    let min_bytes = request.min_bytes.max(0) as usize;
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
-    let mut appends = replicas.subscribe_appends();
-    let mut shutdown = ctx.shutdown_signal();
-    loop {
-        appends.borrow_and_update();
-        let (results, total, any_error) = read_all(&wanted, response_max_bytes);
-        let done = total >= min_bytes.max(1)
-            || any_error
-            || request.max_wait_ms <= 0
-            || tokio::time::Instant::now() >= deadline
-            || *shutdown.borrow();
-        if done {
-            return results;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = appends.changed() => {}
-            _ = shutdown.changed() => {}
-        }
-    }
+    wait_for_data(
+        replicas,
+        ctx.shutdown_signal(),
+        request.max_wait_ms,
+        request.min_bytes.max(0) as usize,
+        || read_all(&wanted, response_max_bytes),
+    )
+    .await
 }
 
 /// KIP-320: where the follower's last fetched epoch ends here, when that is before its
@@ -166,7 +152,7 @@ fn diverging_epoch(
     }
 }
 
-fn read_all(wanted: &[Wanted], response_max_bytes: usize) -> (Vec<ServedPartition>, usize, bool) {
+fn read_all(wanted: &[Wanted], response_max_bytes: usize) -> FetchPass<Vec<ServedPartition>> {
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -213,5 +199,9 @@ fn read_all(wanted: &[Wanted], response_max_bytes: usize) -> (Vec<ServedPartitio
             result: Ok(data),
         });
     }
-    (out, total, any_error)
+    FetchPass {
+        answer: out,
+        bytes: total,
+        any_error,
+    }
 }

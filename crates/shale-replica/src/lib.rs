@@ -17,6 +17,7 @@
 mod access;
 pub mod checkpoint;
 mod context;
+pub mod delayed_fetch;
 pub mod delayed_produce;
 mod error;
 mod fetcher;

@@ -9,7 +9,6 @@ pub mod encode;
 mod follower;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
@@ -21,6 +20,7 @@ use shale_log::TopicPartition;
 use shale_protocol::{FetchFrame, ProtocolError, RecordSet};
 use uuid::Uuid;
 
+use shale_replica::delayed_fetch::{wait_for_data, FetchPass};
 use shale_replica::ReadRequest;
 
 use self::encode::{FetchAnswer, FileRecords};
@@ -150,33 +150,15 @@ async fn fetch(
     } else {
         usize::MAX
     };
-    let min_bytes = request.min_bytes.max(0) as usize;
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
-    let mut appends = broker.replicas.subscribe_appends();
-    let mut shutdown = broker.shutdown_signal();
-    loop {
-        appends.borrow_and_update();
-        let (results, total, any_error) =
-            read_all(broker, &wanted, &topics, read_committed, response_max_bytes);
-        let done = total >= min_bytes.max(1)
-            || any_error
-            || tokio::time::Instant::now() >= deadline
-            || request.max_wait_ms <= 0;
-        if done {
-            return assemble(broker, listener, &topics, results, version);
-        }
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = appends.changed() => {}
-            _ = shutdown.changed() => {}
-        }
-        if *shutdown.borrow() {
-            let (results, _, _) =
-                read_all(broker, &wanted, &topics, read_committed, response_max_bytes);
-            return assemble(broker, listener, &topics, results, version);
-        }
-    }
+    let results = wait_for_data(
+        &broker.replicas,
+        broker.shutdown_signal(),
+        request.max_wait_ms,
+        request.min_bytes.max(0) as usize,
+        || read_all(broker, &wanted, &topics, read_committed, response_max_bytes),
+    )
+    .await;
+    assemble(broker, listener, &topics, results, version)
 }
 
 /// One partition's answer: its topic's index, the partition fields, its record set.
@@ -188,7 +170,7 @@ fn read_all(
     topics: &[WantedTopic],
     read_committed: bool,
     response_max_bytes: usize,
-) -> (Vec<PartitionAnswer>, usize, bool) {
+) -> FetchPass<Vec<PartitionAnswer>> {
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -270,7 +252,11 @@ fn read_all(
             }
         }
     }
-    (out, total, any_error)
+    FetchPass {
+        answer: out,
+        bytes: total,
+        any_error,
+    }
 }
 
 /// The first Fetch version whose answers carry leader hints (KIP-951).
