@@ -1,5 +1,7 @@
-//! Log engine benchmarks: 16 KiB append throughput, read throughput, append latency
-//! percentiles, and the time and memory to open 10,000 partitions of 3 segments.
+//! Log engine benchmarks: 16 KiB append throughput, the produce path's CRC passes (one, as the
+//! replica layer appends `ValidatedBatches`, against the two it made before), read
+//! throughput, append latency percentiles, and the time and memory to open 10,000 partitions
+//! of 3 segments.
 //! `benches/dd_ratio.sh` compares append throughput with `dd bs=16k`.
 #![allow(clippy::unwrap_used)]
 
@@ -8,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use shale_log::records::BatchBuilder;
-use shale_log::{AppendOrigin, Log, LogConfig, LogManager, TopicPartition};
+use shale_log::{
+    parse_batches, AppendOrigin, Log, LogConfig, LogManager, TopicPartition, ValidatedBatches,
+};
 
 const BATCH_BYTES: usize = 16 * 1024;
 
@@ -107,6 +111,52 @@ fn append_throughput(c: &mut Criterion) {
             total
         })
     });
+    g.finish();
+}
+
+/// The produce path at the log: `crc_check_16k` is one framing and CRC pass alone;
+/// `produce_one_pass_16k` parses once and appends the validated batches (the replica layer's
+/// path); `produce_two_passes_16k` parses, then appends raw bytes that the log parses again
+/// (the path before `ValidatedBatches`), so the difference is one pass per batch.
+fn produce_crc_passes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let mut batch = batch_of(BATCH_BYTES);
+    let mut g = c.benchmark_group("produce");
+    g.throughput(Throughput::Bytes(BATCH_BYTES as u64));
+    g.bench_function("crc_check_16k", |b| {
+        b.iter(|| ValidatedBatches::parse(&mut batch).unwrap().headers().len())
+    });
+    let mut append_with = |name: &str, two_passes: bool| {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut done = 0;
+                while done < iters {
+                    let n = (iters - done).min(4096);
+                    let now = now_ms();
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        if two_passes {
+                            parse_batches(&batch).unwrap();
+                            log.append(&mut batch, 0, now, AppendOrigin::Client)
+                                .unwrap();
+                        } else {
+                            let validated = ValidatedBatches::parse(&mut batch).unwrap();
+                            log.append_validated(validated, 0, now, AppendOrigin::Client)
+                                .unwrap();
+                        }
+                    }
+                    total += start.elapsed();
+                    done += n;
+                    drop_old_data(&log);
+                }
+                total
+            })
+        });
+    };
+    append_with("produce_one_pass_16k", false);
+    append_with("produce_two_passes_16k", true);
     g.finish();
 }
 
@@ -291,6 +341,7 @@ fn open_partitions(c: &mut Criterion) {
 criterion_group!(
     benches,
     append_throughput,
+    produce_crc_passes,
     read_throughput,
     append_latency,
     append_throughput_raw,
