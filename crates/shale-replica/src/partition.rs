@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use parking_lot::Mutex;
 use shale_log::batch::BatchHeader;
 use shale_log::control::{encode_control_batch, ControlMarker};
-use shale_log::{AbortedTxn, AppendOrigin, Log, LogError, TopicPartition, ValidatedBatches};
+use shale_log::{
+    AbortedTxn, AppendInfo, AppendOrigin, Log, LogError, TopicPartition, ValidatedBatches,
+};
 use shale_txn::{ProducerBatch, ProducerStateManager, SequenceCheck, TxnMarker};
 use std::sync::Arc;
 use tracing::warn;
@@ -42,6 +44,13 @@ pub struct Partition {
 impl std::fmt::Debug for Partition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Partition").field("tp", &self.tp).finish()
+    }
+}
+
+/// Records the appended batches of idempotent and transactional producers.
+fn record_appended(producers: &mut ProducerStateManager, info: &AppendInfo, now_ms: i64) {
+    for h in info.batches.iter().filter(|h| h.producer_id >= 0) {
+        producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
     }
 }
 
@@ -111,9 +120,7 @@ impl Partition {
             now_ms,
             AppendOrigin::Client,
         )?;
-        for h in info.batches.iter().filter(|h| h.producer_id >= 0) {
-            producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
-        }
+        record_appended(&mut producers, &info, now_ms);
         drop(producers);
         // The ISR decides when the append is committed (at once when the leader is alone).
         self.maybe_advance_high_watermark();
@@ -178,9 +185,7 @@ impl Partition {
             now_ms,
             AppendOrigin::Coordinator,
         )?;
-        for h in info.batches.iter().filter(|h| h.producer_id >= 0) {
-            producers.record(&producer_batch(h), now_ms, info.log_append_time_ms);
-        }
+        record_appended(&mut producers, &info, now_ms);
         drop(producers);
         self.maybe_advance_high_watermark();
         Ok(())

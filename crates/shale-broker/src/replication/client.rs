@@ -13,6 +13,8 @@ use shale_protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::core::BrokerCore;
+
 /// Largest response frame accepted from a leader; Fetch answers are bounded by the
 /// follower's own `replica.fetch.response.max.bytes` well below it.
 const RESPONSE_FRAME_MAX_BYTES: usize = 256 << 20;
@@ -27,6 +29,27 @@ pub enum ClientError {
     Timeout,
     #[error("response carries correlation id {got}, expected {expected}")]
     Correlation { got: i32, expected: i32 },
+}
+
+/// Connects to broker `node_id` on its `inter.broker.listener.name` endpoint (its first
+/// listener when it has none of that name), as the followers and the transaction
+/// coordinator's peers do.
+pub async fn connect_inter_broker(
+    core: &BrokerCore,
+    node_id: i32,
+    client_id: String,
+    timeout: Duration,
+) -> Result<BrokerClient, ClientError> {
+    let image = core.image();
+    let registration = image
+        .broker(node_id)
+        .ok_or_else(|| ClientError::Io(std::io::Error::other("broker not registered")))?;
+    let endpoint = registration
+        .listener(&core.config.inter_broker_listener_name)
+        .or_else(|| registration.listeners.first())
+        .ok_or_else(|| ClientError::Io(std::io::Error::other("broker has no listener")))?;
+    let addr = format!("{}:{}", endpoint.host, endpoint.port);
+    BrokerClient::connect(&addr, client_id, timeout).await
 }
 
 /// A connection to one broker.

@@ -10,7 +10,7 @@ use shale_replica::{
 };
 use tokio::sync::watch;
 
-use super::client::BrokerClient;
+use super::client::connect_inter_broker;
 use super::link::WireLeaderLink;
 use crate::core::BrokerCore;
 
@@ -47,17 +47,9 @@ impl ReplicaContext for BrokerCore {
         leader_id: i32,
     ) -> BoxFuture<'_, Result<Box<dyn LeaderLink>, LinkError>> {
         Box::pin(async move {
-            let image = self.metadata.image();
-            let registration = image
-                .broker(leader_id)
-                .ok_or_else(|| LinkError::Io(std::io::Error::other("leader not registered")))?;
-            let endpoint = registration
-                .listener(&self.config.inter_broker_listener_name)
-                .or_else(|| registration.listeners.first())
-                .ok_or_else(|| LinkError::Io(std::io::Error::other("leader has no listener")))?;
-            let addr = format!("{}:{}", endpoint.host, endpoint.port);
-            let client = BrokerClient::connect(
-                &addr,
+            let client = connect_inter_broker(
+                self,
+                leader_id,
                 format!("broker-{}-fetcher-{leader_id}", self.node_id()),
                 Duration::from_millis(self.replication_settings.socket_timeout_ms as u64),
             )

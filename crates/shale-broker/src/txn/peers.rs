@@ -13,7 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use shale_protocol::{Request, Response};
 
 use crate::core::BrokerCore;
-use crate::replication::client::{BrokerClient, ClientError};
+use crate::replication::client::{connect_inter_broker, BrokerClient, ClientError};
 
 /// Kafka's inter-broker `request.timeout.ms` default.
 const PEER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -94,16 +94,9 @@ impl PeerClients {
 }
 
 async fn connect(broker: &BrokerCore, node_id: i32) -> Result<Peer, ClientError> {
-    let image = broker.image();
-    let registration = image
-        .broker(node_id)
-        .ok_or_else(|| ClientError::Io(std::io::Error::other("broker not registered")))?;
-    let endpoint = registration
-        .listener(&broker.config.inter_broker_listener_name)
-        .or_else(|| registration.listeners.first())
-        .ok_or_else(|| ClientError::Io(std::io::Error::other("broker has no listener")))?;
-    let mut client = BrokerClient::connect(
-        &format!("{}:{}", endpoint.host, endpoint.port),
+    let mut client = connect_inter_broker(
+        broker,
+        node_id,
         format!("broker-{}-txn", broker.node_id()),
         PEER_REQUEST_TIMEOUT,
     )
