@@ -15,7 +15,6 @@ use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite, SupportedProtoco
 use super::error::ConfigError;
 use super::listener::Listener;
 use super::static_props::StaticProperties;
-use super::typed::split_list;
 
 /// The `ssl.*` keys this module reads; any other `ssl.*` key is refused.
 pub(crate) const SERVED_SSL_KEYS: &[&str] = &[
@@ -281,6 +280,15 @@ fn read_settings(lookup: &Lookup<'_>) -> Result<SslSettings, ConfigError> {
         versions,
         cipher_suites,
     })
+}
+
+/// A comma-separated list value, entries trimmed, empty ones dropped.
+fn split_list(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn protocol_version(name: &str) -> Option<&'static SupportedProtocolVersion> {
