@@ -145,6 +145,7 @@ async fn every_advertised_key_is_answered_by_its_handler() {
             header,
             peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
             listener_name: Arc::from("PLAINTEXT"),
+            principal: Arc::from(crate::request::ANONYMOUS_PRINCIPAL),
         };
         let answer = async {
             match request {

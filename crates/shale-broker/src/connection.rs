@@ -6,32 +6,106 @@
 //! record order for everyone). Concurrency comes from connections, not from within one.
 //!
 //! Consumer Fetch answers skip the generic encoder: their record sets go from the segment
-//! files to the socket with `sendfile` (see `frame_writer`).
+//! files to the socket with `sendfile` (see `frame_writer`), or through the TLS stream in
+//! bounded chunks on an SSL listener.
+//!
+//! A connection is served the same over any stream (`ClientStream`): plain TCP, or TLS after
+//! the handshake `serve_tls` runs.
 
 mod frame_writer;
+mod principal;
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use futures::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind};
 use shale_protocol::{FetchFrame, Request, RequestHeader, Response, FRAME_LEN_PREFIX_BYTES};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadHalf};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::api_table;
 use crate::broker::Broker;
 use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
-use crate::request::{HandlerError, RequestContext};
+use crate::request::{HandlerError, RequestContext, ANONYMOUS_PRINCIPAL};
+use frame_writer::ResponseSink;
 
 /// Least room offered to one socket read; larger frames grow as their bytes arrive.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// How long a client on an SSL listener has to complete the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A stream a connection is served over, split into the reader's and the writer's halves.
+pub trait ClientStream: Send + 'static {
+    type Reader: AsyncRead + Unpin + Send + 'static;
+    type Writer: ResponseSink;
+    fn into_halves(self) -> (Self::Reader, Self::Writer);
+}
+
+/// Plain TCP: owned halves, and the writer keeps the socket for `sendfile`.
+impl ClientStream for TcpStream {
+    type Reader = OwnedReadHalf;
+    type Writer = tokio::net::tcp::OwnedWriteHalf;
+    fn into_halves(self) -> (Self::Reader, Self::Writer) {
+        self.into_split()
+    }
+}
+
+impl ClientStream for TlsStream<TcpStream> {
+    type Reader = ReadHalf<TlsStream<TcpStream>>;
+    type Writer = tokio::io::WriteHalf<TlsStream<TcpStream>>;
+    fn into_halves(self) -> (Self::Reader, Self::Writer) {
+        tokio::io::split(self)
+    }
+}
+
+/// Runs the TLS handshake of a socket accepted on an SSL listener, then serves it. A failed
+/// or slow handshake closes this connection only.
+pub async fn serve_tls(
+    broker: Arc<Broker>,
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener_name: Arc<str>,
+) {
+    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            debug!(%peer, listener = %listener_name, "closing connection: TLS handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            debug!(%peer, listener = %listener_name, "closing connection: TLS handshake timed out");
+            return;
+        }
+    };
+    let principal = match stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+    {
+        None => Arc::from(ANONYMOUS_PRINCIPAL),
+        Some(certificate) => match principal::principal_of_certificate(certificate) {
+            Some(principal) => Arc::from(principal.as_str()),
+            None => {
+                warn!(%peer, "closing connection: the client certificate's subject is not readable");
+                return;
+            }
+        },
+    };
+    serve(broker, stream, peer, listener_name, principal).await;
+}
 
 /// What the reader hands to the processing task, in arrival order.
 enum Job {
@@ -53,15 +127,16 @@ enum Outcome {
     Close,
 }
 
-/// Serves one accepted socket until the peer closes, a frame is malformed, or shutdown.
-pub async fn serve(
+/// Serves one accepted stream until the peer closes, a frame is malformed, or shutdown.
+/// `principal` is who the client authenticated as (Kafka's `KafkaPrincipal` text).
+pub async fn serve<S: ClientStream>(
     broker: Arc<Broker>,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
     listener_name: Arc<str>,
+    principal: Arc<str>,
 ) {
-    let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
+    let (mut reader, mut writer) = stream.into_halves();
     let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
     let (tx, mut rx) = mpsc::channel::<Job>(in_flight_max);
     let frame_bytes_max = broker.config.socket_request_max_bytes;
@@ -88,12 +163,13 @@ pub async fn serve(
             };
             match outcome {
                 Outcome::Respond(bytes) => {
-                    if writer.write_all(&bytes).await.is_err() {
+                    // The flush is free on TCP; through TLS it sends what the stream holds.
+                    if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                         return;
                     }
                 }
                 Outcome::RespondFetch(frame) => {
-                    if let Err(e) = frame_writer::write_fetch_frame(writer.as_ref(), frame).await {
+                    if let Err(e) = writer.write_fetch_frame(frame).await {
                         debug!(%peer, "closing connection: fetch response not sent: {e}");
                         return;
                     }
@@ -150,6 +226,7 @@ pub async fn serve(
                     header,
                     peer,
                     listener_name: listener_name.clone(),
+                    principal: principal.clone(),
                 };
                 Job::Run(ctx, body)
             }
@@ -175,8 +252,8 @@ pub async fn serve(
 
 /// Reads until `buffered` holds a whole frame and returns its body (without the length
 /// prefix); `None` on end of stream, a read error, a malformed length or shutdown.
-async fn next_frame(
-    reader: &mut OwnedReadHalf,
+async fn next_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
     buffered: &mut BytesMut,
     frame_bytes_max: usize,
     shutdown: &mut watch::Receiver<bool>,
@@ -206,8 +283,8 @@ async fn next_frame(
 /// One read into `buffered`, which is short of `wanted` bytes. Room grows with the bytes
 /// already there (a length prefix alone must not reserve memory), and is at least
 /// `READ_CHUNK_BYTES` (or what is missing) so that requests do not arrive in slivers.
-async fn fill(
-    reader: &mut OwnedReadHalf,
+async fn fill<R: AsyncRead + Unpin>(
+    reader: &mut R,
     buffered: &mut BytesMut,
     wanted: usize,
     shutdown: &mut watch::Receiver<bool>,
@@ -249,7 +326,7 @@ fn admit(header: &RequestHeader) -> Admission {
 
 async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {
     // Which versions clients pick (`SHALE_LOG=shale_broker::connection=debug`).
-    debug!(peer = %ctx.peer, api_key = ctx.header.api_key, api_version = ctx.header.api_version, "request");
+    debug!(peer = %ctx.peer, principal = %ctx.principal, api_key = ctx.header.api_key, api_version = ctx.header.api_version, "request");
     let request = match shale_protocol::decode_any_request(&ctx.header, body) {
         Ok(Request::Kafka(r)) => r,
         Ok(Request::Newer(r)) => {

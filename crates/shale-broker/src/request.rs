@@ -13,7 +13,15 @@ pub struct RequestContext {
     pub header: RequestHeader,
     pub peer: SocketAddr,
     pub listener_name: Arc<str>,
+    /// Who the client is, as Kafka's default principal builder names it: `User:ANONYMOUS`,
+    /// or on an SSL listener with a verified client certificate `User:` and the certificate's
+    /// RFC 2253 subject (`User:CN=app,O=Example`). Recorded for the authorizer to come;
+    /// nothing checks it yet.
+    pub principal: Arc<str>,
 }
+
+/// Kafka's principal of an unauthenticated client (`KafkaPrincipal.ANONYMOUS`).
+pub const ANONYMOUS_PRINCIPAL: &str = "User:ANONYMOUS";
 
 impl RequestContext {
     pub fn version(&self) -> i16 {

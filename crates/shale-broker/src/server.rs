@@ -311,6 +311,10 @@ async fn accept_loop(
     connections: Arc<Semaphore>,
 ) {
     let name: Arc<str> = Arc::from(l.name.as_str());
+    let tls = broker
+        .config
+        .tls_of(&l.name)
+        .map(|t| tokio_rustls::TlsAcceptor::from(t.server_config.clone()));
     let mut shutdown = broker.shutdown_signal();
     loop {
         let accepted = tokio::select! {
@@ -338,10 +342,18 @@ async fn accept_loop(
         ) {
             debug!(%peer, "socket.send.buffer.bytes not applied: {e}");
         }
+        let _ = stream.set_nodelay(true);
         let broker = broker.clone();
         let name = name.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            connection::serve(broker, stream, peer, name).await;
+            match tls {
+                None => {
+                    let principal = Arc::from(crate::request::ANONYMOUS_PRINCIPAL);
+                    connection::serve(broker, stream, peer, name, principal).await;
+                }
+                Some(acceptor) => connection::serve_tls(broker, acceptor, stream, peer, name).await,
+            }
             drop(permit);
         });
     }

@@ -1,5 +1,7 @@
-//! A listener whose security protocol Shale does not implement refuses to start: it must never
-//! come up as plain, unauthenticated TCP under a configuration that asks for TLS or SASL.
+//! A listener whose security protocol Shale does not implement (SASL) refuses to start: it must
+//! never come up as plain, unauthenticated TCP under a configuration that asks for SASL. So do
+//! the TLS and per-listener keys Shale does not honour, and an SSL listener where brokers
+//! would need to speak TLS to each other.
 #![allow(clippy::unwrap_used)]
 
 use std::io::Read;
@@ -62,8 +64,8 @@ fn serve_expecting_exit(overrides: &[String]) -> (bool, String) {
 }
 
 #[test]
-fn tls_and_sasl_listeners_refuse_to_start() {
-    for protocol in ["SSL", "SASL_PLAINTEXT", "SASL_SSL"] {
+fn sasl_listeners_refuse_to_start() {
+    for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
         let port = free_port();
         let (ok, text) = serve_expecting_exit(&[
             format!("listeners={protocol}://127.0.0.1:{port}"),
@@ -110,4 +112,54 @@ fn tls_keys_are_refused_by_name_not_ignored() {
     ]);
     assert!(!ok, "{text}");
     assert!(text.contains("ssl.keystore.location"), "{text}");
+}
+
+/// Keys that are not honoured stop start-up with an error naming them, beside an SSL listener
+/// that is otherwise well configured.
+#[test]
+fn unserved_ssl_keys_refuse_to_start_beside_an_ssl_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    let keystore = dir.path().join("server.pem");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    std::fs::write(&keystore, key.serialize_pem() + &cert.pem()).unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("ssl.principal.mapping.rules", "ssl.principal.mapping.rules"),
+        ("ssl.engine.factory.class", "ssl.engine.factory.class"),
+        ("ssl.key.password", "ssl.key.password"),
+        ("ssl.keystore.type", "ssl.keystore.type"),
+        (
+            "listener.name.secure.sasl.enabled.mechanisms",
+            "listener.name.secure.sasl.enabled.mechanisms",
+        ),
+        (
+            "security.inter.broker.protocol",
+            "security.inter.broker.protocol",
+        ),
+        ("inter.broker.listener.name", "inter.broker.listener.name"),
+    ];
+    for (key, named) in cases {
+        let value = match *key {
+            "ssl.keystore.type" => "JKS",
+            "security.inter.broker.protocol" => "SSL",
+            "inter.broker.listener.name" => "SECURE",
+            _ => "x",
+        };
+        let (plain, ssl) = (free_port(), free_port());
+        let (ok, text) = serve_expecting_exit(&[
+            format!("listeners=PLAINTEXT://127.0.0.1:{plain},SECURE://127.0.0.1:{ssl}"),
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SSL,CONTROLLER:PLAINTEXT"
+                .to_string(),
+            "ssl.keystore.type=PEM".to_string(),
+            format!("ssl.keystore.location={}", keystore.display()),
+            format!("{key}={value}"),
+        ]);
+        assert!(!ok, "{key}: shale exited successfully:\n{text}");
+        assert!(text.contains(named), "{key}: the error names it:\n{text}");
+        assert!(TcpStream::connect(("127.0.0.1", ssl)).is_err(), "{key}");
+        assert!(TcpStream::connect(("127.0.0.1", plain)).is_err(), "{key}");
+    }
 }

@@ -19,7 +19,7 @@ pub enum ConfigError {
     #[error(
         "listener {listener} in {key} uses security protocol {protocol} \
          (listener.security.protocol.map), which Shale does not implement yet; it serves only \
-         PLAINTEXT listeners and will not serve this one weaker than configured"
+         PLAINTEXT and SSL listeners and will not serve this one weaker than configured"
     )]
     UnservedSecurityProtocol {
         key: String,
@@ -34,6 +34,12 @@ pub enum ConfigError {
         key: String,
         listener: String,
         protocol: String,
+    },
+    #[error("configuration {key} of {scope}: {reason}")]
+    Ssl {
+        key: String,
+        scope: String,
+        reason: String,
     },
     #[error("configuration {key} is not honoured: {reason}")]
     UnservedSecurityKey { key: String, reason: String },

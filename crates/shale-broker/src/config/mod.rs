@@ -10,6 +10,7 @@ mod properties;
 mod security;
 mod static_props;
 mod storage;
+mod tls;
 mod typed;
 
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
@@ -17,6 +18,7 @@ pub use error::ConfigError;
 pub use properties::parse_properties;
 pub use static_props::{env_var_to_property, StaticProperties, ValueOrigin};
 pub use storage::{format_storage, random_cluster_id, storage_dirs};
+pub use tls::ListenerTls;
 pub use typed::{BrokerConfig, Listener, ProcessRole, QuorumRole, QuorumVoter};
 
 impl StaticProperties {

@@ -1,29 +1,32 @@
 //! What security this broker actually serves, checked before anything binds.
 //!
-//! Shale speaks only PLAINTEXT so far. A listener mapped to SSL, SASL_PLAINTEXT or SASL_SSL must
-//! never come up as plain, unauthenticated TCP: a client or operator who configured TLS or SASL
-//! would believe the port is protected. So such a listener, and every key that only means
-//! something for TLS or SASL, stops start-up with an error naming it.
+//! Shale serves PLAINTEXT and SSL listeners (TLS through rustls, see `tls`). A listener mapped
+//! to SASL_PLAINTEXT or SASL_SSL must never come up as plain, unauthenticated TCP: a client or
+//! operator who configured SASL would believe the port is protected. So such a listener, and
+//! every key Shale does not honour (SASL's, an `ssl.*` key outside `tls::SERVED_SSL_KEYS`, a
+//! per-listener override of anything but the SSL keys of an SSL listener), stops start-up
+//! with an error naming it. Brokers still reach each other, and the controllers, in plain text:
+//! an SSL inter-broker or controller listener is refused too.
 
 use super::error::ConfigError;
 use super::listener::Listener;
 use super::static_props::StaticProperties;
+use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
 /// Kafka's security protocols (`org.apache.kafka.common.security.auth.SecurityProtocol`).
 const KAFKA_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 
-/// The protocols Shale serves.
-const SERVED_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT"];
+/// The protocols Shale serves to clients.
+const SERVED_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL"];
 
-/// Key prefixes that configure TLS, SASL or per-listener overrides of them; none has an effect
-/// on a PLAINTEXT listener, so accepting one would pretend.
-const UNSERVED_KEY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name."];
+/// Key prefixes this module decides on: TLS, SASL and per-listener overrides.
+const SECURITY_KEY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name."];
 
 /// Keys this module decides on (refused at start-up, or honoured), so the binary does not also
 /// warn about them as unknown.
 pub(crate) fn is_checked_key(key: &str) -> bool {
     key == "security.inter.broker.protocol"
-        || UNSERVED_KEY_PREFIXES.iter().any(|p| key.starts_with(p))
+        || SECURITY_KEY_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
 /// Refuses a listener whose protocol Shale does not serve. `key` is the property the listener
@@ -48,11 +51,50 @@ pub(crate) fn check_listener(key: &str, listener: &Listener) -> Result<(), Confi
     Ok(())
 }
 
-/// Refuses TLS and SASL keys, and an inter-broker protocol other than PLAINTEXT.
-pub(crate) fn check_keys(props: &StaticProperties) -> Result<(), ConfigError> {
+/// Brokers connect to each other's inter-broker listener, and to the controllers, in plain
+/// text (`replication::client`, the Raft transport): a TLS listener there would be answered
+/// by a peer that does not speak TLS.
+pub(crate) fn check_plaintext_only_listeners(
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+    inter_broker_listener_name: &str,
+) -> Result<(), ConfigError> {
+    for l in listeners
+        .iter()
+        .filter(|l| l.security_protocol != "PLAINTEXT")
+    {
+        if controller_listener_names.contains(&l.name) {
+            return Err(ConfigError::UnservedSecurityKey {
+                key: "controller.listener.names".to_string(),
+                reason: format!(
+                    "controller listener {} maps to {}; Shale's controllers speak PLAINTEXT only",
+                    l.name, l.security_protocol
+                ),
+            });
+        }
+        if l.name == inter_broker_listener_name {
+            return Err(ConfigError::UnservedSecurityKey {
+                key: "inter.broker.listener.name".to_string(),
+                reason: format!(
+                    "inter-broker listener {} maps to {}; brokers connect to each other in \
+                     plain text, so name a PLAINTEXT listener (and add one if there is none)",
+                    l.name, l.security_protocol
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses SASL keys, `ssl.*` keys Shale does not honour, per-listener overrides other than
+/// the served SSL keys of an SSL listener, and an inter-broker protocol other than PLAINTEXT.
+pub(crate) fn check_keys(
+    props: &StaticProperties,
+    listeners: &[Listener],
+) -> Result<(), ConfigError> {
     if let Some(protocol) = props.get("security.inter.broker.protocol") {
         let protocol = protocol.trim();
-        if !SERVED_SECURITY_PROTOCOLS.contains(&protocol) {
+        if protocol != "PLAINTEXT" {
             return Err(ConfigError::UnservedSecurityKey {
                 key: "security.inter.broker.protocol".to_string(),
                 reason: format!(
@@ -63,16 +105,74 @@ pub(crate) fn check_keys(props: &StaticProperties) -> Result<(), ConfigError> {
         }
     }
     for (key, _) in props.iter() {
-        if UNSERVED_KEY_PREFIXES.iter().any(|p| key.starts_with(p)) {
+        if let Some(reason) = refusal(key, listeners) {
             return Err(ConfigError::UnservedSecurityKey {
                 key: key.to_string(),
-                reason: "TLS, SASL and per-listener settings are not implemented in Shale yet, \
-                         so this key would have no effect; remove it"
-                    .to_string(),
+                reason,
             });
         }
     }
     Ok(())
+}
+
+/// Why `key` is refused, or `None` when it is honoured (or not a security key).
+fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
+    if key.starts_with("sasl.") {
+        return Some(sasl_refusal());
+    }
+    if key.starts_with("ssl.") {
+        return ssl_refusal(key);
+    }
+    let rest = key.strip_prefix("listener.name.")?;
+    let Some((name, listener_key)) = rest.split_once('.') else {
+        return Some("expected listener.name.<listener>.<key>".to_string());
+    };
+    let listener = listeners
+        .iter()
+        .find(|l| listener_prefix(&l.name) == format!("listener.name.{name}."));
+    if listener_key.starts_with("ssl.") {
+        return match listener {
+            Some(l) if l.security_protocol == "SSL" => ssl_refusal(listener_key),
+            Some(l) => Some(format!(
+                "listener {} maps to {}, not SSL, so this key would have no effect; remove it",
+                l.name, l.security_protocol
+            )),
+            None => Some(format!(
+                "no listener in listeners is named {name} (listener names are matched in \
+                 lower case), so this key would have no effect; remove it"
+            )),
+        };
+    }
+    if listener_key.contains("sasl.") {
+        return Some(sasl_refusal());
+    }
+    Some(
+        "per-listener overrides are served for the ssl.* keys of SSL listeners only, so this \
+         key would have no effect; remove it"
+            .to_string(),
+    )
+}
+
+fn sasl_refusal() -> String {
+    "SASL is not implemented in Shale yet, so this key would have no effect; remove it".to_string()
+}
+
+/// Why an `ssl.*` key (without its listener prefix) is refused, or `None` when it is served.
+fn ssl_refusal(key: &str) -> Option<String> {
+    if SERVED_SSL_KEYS.contains(&key) {
+        return None;
+    }
+    let reason = match key {
+        "ssl.key.password" => {
+            "encrypted private keys are not supported; store the PEM key unencrypted and \
+             remove this key"
+        }
+        "ssl.keystore.password" | "ssl.truststore.password" => {
+            "Shale reads PEM stores only, which Kafka gives no password; remove this key"
+        }
+        _ => "Shale does not implement this SSL setting, so it would have no effect; remove it",
+    };
+    Some(reason.to_string())
 }
 
 #[cfg(test)]
@@ -89,14 +189,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn plaintext_is_served() {
-        check_listener("listeners", &listener("PLAINTEXT")).unwrap();
+    fn props(pairs: &[(&str, &str)]) -> StaticProperties {
+        let mut props = StaticProperties::default();
+        for (k, v) in pairs {
+            props.set(k, v, ValueOrigin::File);
+        }
+        props
     }
 
     #[test]
-    fn tls_and_sasl_listeners_are_refused_by_name() {
-        for protocol in ["SSL", "SASL_PLAINTEXT", "SASL_SSL"] {
+    fn plaintext_and_ssl_are_served() {
+        check_listener("listeners", &listener("PLAINTEXT")).unwrap();
+        check_listener("listeners", &listener("SSL")).unwrap();
+    }
+
+    #[test]
+    fn sasl_listeners_are_refused_by_name() {
+        for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
             let err = check_listener("listeners", &listener(protocol))
                 .unwrap_err()
                 .to_string();
@@ -117,35 +226,76 @@ mod tests {
     }
 
     #[test]
-    fn tls_and_sasl_keys_are_refused_by_name() {
+    fn unserved_tls_and_sasl_keys_are_refused_by_name() {
+        let listeners = [listener("SSL"), {
+            let mut l = listener("PLAINTEXT");
+            l.name = "PLAIN".to_string();
+            l
+        }];
         for key in [
-            "ssl.keystore.location",
+            "ssl.principal.mapping.rules",
+            "ssl.engine.factory.class",
+            "ssl.key.password",
+            "ssl.keystore.password",
+            "ssl.truststore.password",
+            "ssl.keymanager.algorithm",
             "sasl.enabled.mechanisms",
             "listener.name.sasl_ssl.plain.sasl.jaas.config",
+            "listener.name.external.sasl.enabled.mechanisms",
+            "listener.name.external.ssl.principal.mapping.rules",
+            // Not SSL, or no such listener: the override would have no effect.
+            "listener.name.plain.ssl.keystore.location",
+            "listener.name.other.ssl.keystore.location",
+            // Per-listener overrides of other keys are not served.
+            "listener.name.external.max.connections",
+            "listener.name.external",
         ] {
-            let mut props = StaticProperties::default();
-            props.set(key, "x", ValueOrigin::File);
-            let err = check_keys(&props).unwrap_err().to_string();
+            let err = check_keys(&props(&[(key, "x")]), &listeners)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(key), "{err}");
         }
     }
 
     #[test]
+    fn served_ssl_keys_and_their_listener_overrides_pass() {
+        let listeners = [listener("SSL")];
+        for key in SERVED_SSL_KEYS {
+            check_keys(&props(&[(key, "x")]), &listeners).unwrap();
+            let prefixed = format!("listener.name.external.{key}");
+            check_keys(&props(&[(&prefixed, "x")]), &listeners).unwrap();
+        }
+    }
+
+    #[test]
     fn inter_broker_protocol_must_be_plaintext() {
-        let mut props = StaticProperties::default();
-        props.set(
-            "security.inter.broker.protocol",
-            "PLAINTEXT",
-            ValueOrigin::File,
-        );
-        check_keys(&props).unwrap();
-        props.set(
-            "security.inter.broker.protocol",
-            "SASL_SSL",
-            ValueOrigin::File,
-        );
-        let err = check_keys(&props).unwrap_err().to_string();
-        assert!(err.contains("security.inter.broker.protocol"), "{err}");
-        assert!(err.contains("SASL_SSL"), "{err}");
+        check_keys(
+            &props(&[("security.inter.broker.protocol", "PLAINTEXT")]),
+            &[],
+        )
+        .unwrap();
+        for protocol in ["SASL_SSL", "SSL"] {
+            let err = check_keys(&props(&[("security.inter.broker.protocol", protocol)]), &[])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("security.inter.broker.protocol"), "{err}");
+            assert!(err.contains(protocol), "{err}");
+        }
+    }
+
+    #[test]
+    fn inter_broker_and_controller_listeners_must_be_plaintext() {
+        let listeners = [listener("SSL")];
+        check_plaintext_only_listeners(&listeners, &[], "PLAINTEXT").unwrap();
+        let err = check_plaintext_only_listeners(&listeners, &[], "EXTERNAL")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("inter.broker.listener.name"), "{err}");
+        assert!(err.contains("EXTERNAL"), "{err}");
+        let err =
+            check_plaintext_only_listeners(&listeners, &["EXTERNAL".to_string()], "PLAINTEXT")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("controller.listener.names"), "{err}");
     }
 }

@@ -7,6 +7,7 @@ use super::error::ConfigError;
 pub use super::listener::Listener;
 use super::security;
 use super::static_props::StaticProperties;
+use super::tls::{self, ListenerTls};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -44,6 +45,8 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
+    /// The TLS configuration of each SSL listener.
+    pub listener_tls: Vec<ListenerTls>,
     pub controller_quorum_voters: Vec<QuorumVoter>,
     /// The node's part in the metadata quorum, validated against the keys above.
     pub quorum_role: QuorumRole,
@@ -104,7 +107,6 @@ impl BrokerConfig {
                 validate_value(def, key, value)?;
             }
         }
-        security::check_keys(&props)?;
         let r = Reader { props: &props };
         let node_id = match props.get("node.id") {
             Some(_) => r.int("node.id")?,
@@ -162,13 +164,24 @@ impl BrokerConfig {
         for listener in &advertised_listeners {
             security::check_listener("advertised.listeners", listener)?;
         }
+        security::check_keys(&props, &listeners)?;
+        // Brokers reach each other in plain text: without a name, the first PLAINTEXT
+        // listener advertised (the first advertised when none is).
         let inter_broker_listener_name = match props.get("inter.broker.listener.name") {
             Some(name) => name.to_string(),
             None => advertised_listeners
-                .first()
+                .iter()
+                .find(|l| l.security_protocol == "PLAINTEXT")
+                .or(advertised_listeners.first())
                 .map(|l| l.name.clone())
                 .unwrap_or_else(|| "PLAINTEXT".to_string()),
         };
+        security::check_plaintext_only_listeners(
+            &listeners,
+            &controller_listener_names,
+            &inter_broker_listener_name,
+        )?;
+        let listener_tls = tls::listener_tls(&props, &listeners)?;
         let controller_quorum_voters = r
             .list("controller.quorum.voters")
             .iter()
@@ -207,6 +220,7 @@ impl BrokerConfig {
             advertised_listeners,
             controller_listener_names,
             inter_broker_listener_name,
+            listener_tls,
             controller_quorum_voters,
             quorum_role,
             rack: props.get("broker.rack").map(str::to_string),
@@ -276,6 +290,11 @@ impl BrokerConfig {
         self.listeners
             .iter()
             .filter(|l| !self.controller_listener_names.contains(&l.name))
+    }
+
+    /// The TLS configuration of listener `name`, when it is an SSL listener.
+    pub fn tls_of(&self, name: &str) -> Option<&ListenerTls> {
+        self.listener_tls.iter().find(|t| t.listener_name == name)
     }
 
     /// The effective value of a key: set explicitly, or the table default.

@@ -1,13 +1,18 @@
-//! Writes a Fetch frame chain to the socket: framing chunks with `send` (`MSG_MORE` while
-//! record data follows, so the kernel coalesces them with it), record sets with `sendfile`
-//! straight from the page cache, never through a user-space buffer.
+//! Writes a Fetch frame chain to the connection. On plain TCP: framing chunks with `send`
+//! (`MSG_MORE` while record data follows, so the kernel coalesces them with it), record sets
+//! with `sendfile` straight from the page cache, never through a user-space buffer. Through
+//! TLS, where the kernel cannot encrypt: the file ranges are read in bounded chunks and
+//! written through the stream.
 
+use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 
 use shale_log::FileSlice;
 use shale_protocol::{FetchFrame, FrameChunk};
-use tokio::io::Interest;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest, WriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
 use crate::handlers::fetch::encode::FileRecords;
@@ -15,8 +20,66 @@ use crate::handlers::fetch::encode::FileRecords;
 /// Largest count one `sendfile` call accepts on Linux.
 const SENDFILE_CHUNK_BYTES_MAX: usize = 0x7fff_f000;
 
-/// Writes the whole frame, or fails; after a failure the frame is cut short and the
-/// connection must be closed.
+/// Most of a file range held in memory at once when it cannot go by `sendfile`.
+pub(crate) const FILE_CHUNK_BYTES: usize = 64 * 1024;
+
+/// The write half of a connection: responses go out through it, each flushed whole.
+pub trait ResponseSink: AsyncWrite + Unpin + Send + 'static {
+    /// Writes the whole frame, or fails; after a failure the frame is cut short and the
+    /// connection must be closed.
+    fn write_fetch_frame(
+        &mut self,
+        frame: FetchFrame<FileRecords>,
+    ) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+impl ResponseSink for OwnedWriteHalf {
+    async fn write_fetch_frame(&mut self, frame: FetchFrame<FileRecords>) -> io::Result<()> {
+        write_fetch_frame(self.as_ref(), frame).await
+    }
+}
+
+/// A stream split by `tokio::io::split`, as a TLS stream is.
+impl<S: AsyncRead + AsyncWrite + Send + 'static> ResponseSink for WriteHalf<S> {
+    async fn write_fetch_frame(&mut self, frame: FetchFrame<FileRecords>) -> io::Result<()> {
+        write_fetch_frame_buffered(self, frame).await
+    }
+}
+
+/// The frame through an ordinary stream: framing as is, file ranges in chunks of at most
+/// `FILE_CHUNK_BYTES`. The reads are positional reads on this task, as `sendfile`'s are in
+/// the kernel: a fetched range is mostly in the page cache, just written or just read ahead.
+pub(crate) async fn write_fetch_frame_buffered<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    frame: FetchFrame<FileRecords>,
+) -> io::Result<()> {
+    let mut chunk = Vec::new();
+    for part in frame.chunks {
+        match part {
+            FrameChunk::Framing(bytes) => writer.write_all(&bytes).await?,
+            FrameChunk::Records(records) => {
+                for slice in records.slices() {
+                    let mut position = slice.position;
+                    let mut left = slice.len as usize;
+                    while left > 0 {
+                        let n = left.min(FILE_CHUNK_BYTES);
+                        chunk.resize(n, 0);
+                        // A file shorter than the range fails with UnexpectedEof: it was
+                        // truncated after the read, and the frame already promised the bytes.
+                        slice.file.read_exact_at(&mut chunk[..n], position)?;
+                        writer.write_all(&chunk[..n]).await?;
+                        position += n as u64;
+                        left -= n;
+                    }
+                }
+            }
+        }
+    }
+    writer.flush().await
+}
+
+/// Writes the whole frame with `send` and `sendfile`, or fails; after a failure the frame is
+/// cut short and the connection must be closed.
 pub async fn write_fetch_frame(
     stream: &TcpStream,
     frame: FetchFrame<FileRecords>,
@@ -156,6 +219,64 @@ mod tests {
         let got = reader.await.unwrap();
         assert_eq!(got.len(), expected.len());
         assert!(got == expected);
+    }
+
+    /// Through an ordinary stream (as TLS is) the same frame arrives byte for byte, its file
+    /// ranges longer than one chunk.
+    #[tokio::test]
+    async fn buffered_writes_carry_the_same_bytes() {
+        let mut tmp = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
+        tmp.write_all(&data).unwrap();
+        let file = Arc::new(tmp);
+        let frame = FetchFrame {
+            chunks: vec![
+                FrameChunk::Framing(Bytes::from_static(b"head")),
+                FrameChunk::Records(FileRecords::new(vec![
+                    slice_of(&file, 3, 3 * FILE_CHUNK_BYTES as u32 + 17),
+                    slice_of(&file, 500_000, 1),
+                ])),
+                FrameChunk::Framing(Bytes::from_static(b"tail")),
+            ],
+            len_bytes: 4 + 3 * FILE_CHUNK_BYTES + 17 + 1 + 4,
+        };
+        let mut expected = b"head".to_vec();
+        expected.extend_from_slice(&data[3..3 + 3 * FILE_CHUNK_BYTES + 17]);
+        expected.push(data[500_000]);
+        expected.extend_from_slice(b"tail");
+        // A pipe smaller than one chunk: the writer waits for the reader as on a socket.
+        let (near, mut far) = tokio::io::duplex(4096);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        let (_, mut writer) = tokio::io::split(near);
+        writer.write_fetch_frame(frame).await.unwrap();
+        drop(writer);
+        let got = reader.await.unwrap();
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected);
+    }
+
+    #[tokio::test]
+    async fn a_truncated_file_fails_the_buffered_frame() {
+        let mut tmp = tempfile::tempfile().unwrap();
+        tmp.write_all(&[7u8; 100]).unwrap();
+        let file = Arc::new(tmp);
+        let frame = FetchFrame {
+            chunks: vec![
+                FrameChunk::Framing(Bytes::from_static(b"head")),
+                FrameChunk::Records(FileRecords::new(vec![slice_of(&file, 50, 200)])),
+            ],
+            len_bytes: 204,
+        };
+        let mut sink = Vec::new();
+        let err = write_fetch_frame_buffered(&mut sink, frame)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(sink, b"head");
     }
 
     /// A range beyond the end of its (truncated) file fails instead of sending short.
