@@ -11,7 +11,7 @@
 mod cluster_support;
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cluster_support::{call, metadata, Cluster, WAIT_MAX};
 use kafka_protocol::messages::create_topics_request::{
@@ -38,13 +38,9 @@ fn cluster() -> Cluster {
     )
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT_MAX;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        // Polls other processes' state; nothing to await in-process.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Waits on other processes' state, at most `WAIT_MAX`.
+fn wait_until(what: &str, f: impl FnMut() -> bool) {
+    shale_testkit::wait_until(what, WAIT_MAX, f);
 }
 
 /// Creates `topic` with one partition on `replicas` (the first leads) and

@@ -76,13 +76,9 @@ fn leader_and_isr(cluster: &Cluster, via: i32) -> (i32, Vec<i32>) {
     (p.leader_id.0, p.isr_nodes.iter().map(|b| b.0).collect())
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT_MAX;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        // Polls other processes' state; nothing to await in-process.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Waits on other processes' state, at most `WAIT_MAX`.
+fn wait_until(what: &str, f: impl FnMut() -> bool) {
+    shale_testkit::wait_until(what, WAIT_MAX, f);
 }
 
 /// What the writer learnt: per record number, the acknowledged offset (or none).
