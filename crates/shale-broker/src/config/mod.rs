@@ -7,6 +7,7 @@ mod error;
 pub mod kafka_keys;
 mod listener;
 mod properties;
+mod sasl;
 mod security;
 mod static_props;
 mod storage;
@@ -18,6 +19,7 @@ pub use error::ConfigError;
 pub use properties::parse_properties;
 pub use static_props::{env_var_to_property, StaticProperties, ValueOrigin};
 pub use storage::{format_storage, random_cluster_id, storage_dirs};
+pub use sasl::ListenerSasl;
 pub use tls::ListenerTls;
 pub use typed::{BrokerConfig, Listener, ProcessRole, QuorumRole, QuorumVoter};
 

@@ -142,7 +142,7 @@ pub(crate) fn listener_tls(
 ) -> Result<Vec<ListenerTls>, ConfigError> {
     let ssl_listeners: Vec<&Listener> = listeners
         .iter()
-        .filter(|l| l.security_protocol == "SSL")
+        .filter(|l| matches!(l.security_protocol.as_str(), "SSL" | "SASL_SSL"))
         .collect();
     if ssl_listeners.is_empty() {
         let global = Lookup {
