@@ -172,7 +172,15 @@ pub async fn serve<S: ClientStream>(
     listener_name: Arc<str>,
     principal: Arc<str>,
 ) {
-    serve_buffered(broker, stream, peer, listener_name, principal, BytesMut::new()).await;
+    serve_buffered(
+        broker,
+        stream,
+        peer,
+        listener_name,
+        principal,
+        BytesMut::new(),
+    )
+    .await;
 }
 
 /// `serve`, with bytes already read from the stream (past a SASL exchange) in `buffered`.

@@ -17,9 +17,9 @@ mod typed;
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
 pub use error::ConfigError;
 pub use properties::parse_properties;
+pub use sasl::ListenerSasl;
 pub use static_props::{env_var_to_property, StaticProperties, ValueOrigin};
 pub use storage::{format_storage, random_cluster_id, storage_dirs};
-pub use sasl::ListenerSasl;
 pub use tls::ListenerTls;
 pub use typed::{BrokerConfig, Listener, ProcessRole, QuorumRole, QuorumVoter};
 

@@ -93,7 +93,9 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
                 return Err(error(
                     &key,
                     &l.name,
-                    format!("{name} is not a SASL mechanism Kafka knows (names are case-sensitive)"),
+                    format!(
+                        "{name} is not a SASL mechanism Kafka knows (names are case-sensitive)"
+                    ),
                 ))
             }
         };
@@ -105,31 +107,30 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
         return Err(error(&key, &l.name, "at least one mechanism is required"));
     }
     let jaas_key = format!("{prefix}{PLAIN_JAAS_KEY}");
-    let plain_users = match (mechanisms.contains(&Mechanism::Plain), props.get(&jaas_key)) {
-        (true, Some(text)) => {
-            let users = PlainUsers::from_jaas_config(text)
-                .map_err(|e| error(&jaas_key, &l.name, e.to_string()))?;
-            Some(Arc::new(users))
-        }
-        (true, None) => {
-            return Err(error(
-                &jaas_key,
-                &l.name,
-                "not set; PLAIN needs a PlainLoginModule entry with the users, e.g. \
+    let plain_users =
+        match (mechanisms.contains(&Mechanism::Plain), props.get(&jaas_key)) {
+            (true, Some(text)) => {
+                let users = PlainUsers::from_jaas_config(text)
+                    .map_err(|e| error(&jaas_key, &l.name, e.to_string()))?;
+                Some(Arc::new(users))
+            }
+            (true, None) => {
+                return Err(error(
+                    &jaas_key,
+                    &l.name,
+                    "not set; PLAIN needs a PlainLoginModule entry with the users, e.g. \
                  org.apache.kafka.common.security.plain.PlainLoginModule required \
                  user_alice=\"alice-secret\";",
-            ))
-        }
-        (false, Some(_)) => {
-            return Err(error(
+                ))
+            }
+            (false, Some(_)) => return Err(error(
                 &jaas_key,
                 &l.name,
                 "PLAIN is not in the listener's sasl.enabled.mechanisms, so this key would have \
                  no effect; remove it",
-            ))
-        }
-        (false, None) => None,
-    };
+            )),
+            (false, None) => None,
+        };
     Ok(ListenerSasl {
         listener_name: l.name.clone(),
         mechanisms,
@@ -196,7 +197,11 @@ mod tests {
         );
         assert!(ok.is_ok(), "{ok:?}");
         // The properties, the key the error names, a text it holds.
-        type Case = (&'static [(&'static str, &'static str)], &'static str, &'static str);
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            &'static str,
+            &'static str,
+        );
         let cases: &[Case] = &[
             (&[], "sasl.enabled.mechanisms", "GSSAPI"),
             (

@@ -12,8 +12,8 @@
 
 use super::error::ConfigError;
 use super::listener::Listener;
-use super::static_props::StaticProperties;
 use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY};
+use super::static_props::StaticProperties;
 use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
 /// Kafka's security protocols (`org.apache.kafka.common.security.auth.SecurityProtocol`).

@@ -159,7 +159,7 @@ pub(crate) fn listener_tls(
             let lookup = Lookup {
                 props,
                 prefix: Some(listener_prefix(&l.name)),
-                scope: format!("SSL listener {}", l.name),
+                scope: format!("{} listener {}", l.security_protocol, l.name),
             };
             let settings = read_settings(&lookup)?;
             Ok(ListenerTls {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
+use super::sasl::{self, ListenerSasl};
 use super::security;
 use super::static_props::StaticProperties;
-use super::sasl::{self, ListenerSasl};
 use super::tls::{self, ListenerTls};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,11 +185,11 @@ impl BrokerConfig {
             &controller_listener_names,
             &inter_broker_listener_name,
         )?;
-        let listener_tls = tls::listener_tls(&props, &listeners)?;
         let listener_sasl = sasl::listener_sasl(&props, &listeners)?
             .into_iter()
             .map(Arc::new)
             .collect();
+        let listener_tls = tls::listener_tls(&props, &listeners)?;
         let controller_quorum_voters = r
             .list("controller.quorum.voters")
             .iter()

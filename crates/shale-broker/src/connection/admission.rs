@@ -25,4 +25,3 @@ pub(super) fn admit(header: &RequestHeader) -> Admission {
         }
     }
 }
-

@@ -64,4 +64,3 @@ async fn fill<R: AsyncRead + Unpin>(
         Ok(_) => Some(()),
     }
 }
-

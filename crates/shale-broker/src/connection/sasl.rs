@@ -139,7 +139,8 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                     .filter(|m| sasl.mechanisms.contains(m));
                 let server = chosen.and_then(|m| server_for(m, sasl));
                 let Some(server) = server else {
-                    let response = handshake_response(Some(SaslRefusal::UnsupportedMechanism), &names);
+                    let response =
+                        handshake_response(Some(SaslRefusal::UnsupportedMechanism), &names);
                     respond(stream, &header, ResponseKind::SaslHandshake(response)).await?;
                     debug!(%peer, mechanism = %request.mechanism.as_str(), "closing connection: SASL mechanism not enabled");
                     return None;
