@@ -66,6 +66,14 @@ declare_apis! {
         access []
         handler reply(handlers::api_versions::handle(broker, ctx, request, &advertised())),
         newer reply(handlers::api_versions::handle_v5(broker, ctx, request, &advertised()));
+    // The exchange itself runs before the connection's first other request
+    // (`connection/sasl.rs`); these handlers answer it out of order, after authentication.
+    SaslHandshake 0..=1
+        access []
+        handler reply(handlers::sasl::handshake(broker, ctx, request));
+    SaslAuthenticate 0..=2
+        access []
+        handler reply(handlers::sasl::authenticate(broker, ctx, request));
     CreateTopics 2..=7
         access [
             // Checked first; without it Kafka checks each topic (no CLUSTER_AUTHORIZATION_FAILED).

@@ -10,37 +10,41 @@
 //! bounded chunks on an SSL listener.
 //!
 //! A connection is served the same over any stream (`ClientStream`): plain TCP, or TLS after
-//! the handshake `serve_tls` runs.
+//! the handshake `serve_tls` runs. On a SASL listener the SASL exchange (`sasl`) comes first,
+//! and its principal is the connection's.
 
+mod admission;
 mod frame_writer;
+mod framing;
 mod principal;
+mod sasl;
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use futures::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind};
-use shale_protocol::{FetchFrame, Request, RequestHeader, Response, FRAME_LEN_PREFIX_BYTES};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadHalf};
+use shale_protocol::{FetchFrame, Request, Response};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadHalf};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::api_table;
 use crate::broker::Broker;
+use crate::config::ListenerSasl;
 use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
 use crate::request::{HandlerError, RequestContext, ANONYMOUS_PRINCIPAL};
+use admission::{admit, Admission};
 use frame_writer::ResponseSink;
-
-/// Least room offered to one socket read; larger frames grow as their bytes arrive.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
+use framing::next_frame;
 
 /// How long a client on an SSL listener has to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,14 +73,16 @@ impl ClientStream for TlsStream<TcpStream> {
     }
 }
 
-/// Runs the TLS handshake of a socket accepted on an SSL listener, then serves it. A failed
-/// or slow handshake closes this connection only.
+/// Runs the TLS handshake of a socket accepted on an SSL or SASL_SSL listener, then serves it
+/// (after the SASL exchange when `sasl` is given). A failed or slow handshake closes this
+/// connection only.
 pub async fn serve_tls(
     broker: Arc<Broker>,
     acceptor: TlsAcceptor,
     stream: TcpStream,
     peer: SocketAddr,
     listener_name: Arc<str>,
+    sasl: Option<Arc<ListenerSasl>>,
 ) {
     let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => stream,
@@ -89,6 +95,11 @@ pub async fn serve_tls(
             return;
         }
     };
+    if let Some(sasl) = sasl {
+        // The SASL principal is the connection's, as in Kafka, certificate or not.
+        serve_sasl(broker, stream, peer, listener_name, sasl).await;
+        return;
+    }
     let principal = match stream
         .get_ref()
         .1
@@ -105,6 +116,31 @@ pub async fn serve_tls(
         },
     };
     serve(broker, stream, peer, listener_name, principal).await;
+}
+
+/// Serves a stream of a SASL listener: the SASL exchange, then the authenticated connection.
+pub async fn serve_sasl<S: ClientStream + AsyncRead + AsyncWrite + Unpin>(
+    broker: Arc<Broker>,
+    mut stream: S,
+    peer: SocketAddr,
+    listener_name: Arc<str>,
+    sasl: Arc<ListenerSasl>,
+) {
+    let mut buffered = BytesMut::new();
+    let Some(principal) = sasl::authenticate(
+        &broker,
+        &mut stream,
+        &mut buffered,
+        peer,
+        &listener_name,
+        &sasl,
+    )
+    .await
+    else {
+        return;
+    };
+    let principal = Arc::from(principal.as_str());
+    serve_buffered(broker, stream, peer, listener_name, principal, buffered).await;
 }
 
 /// What the reader hands to the processing task, in arrival order.
@@ -135,6 +171,26 @@ pub async fn serve<S: ClientStream>(
     peer: SocketAddr,
     listener_name: Arc<str>,
     principal: Arc<str>,
+) {
+    serve_buffered(
+        broker,
+        stream,
+        peer,
+        listener_name,
+        principal,
+        BytesMut::new(),
+    )
+    .await;
+}
+
+/// `serve`, with bytes already read from the stream (past a SASL exchange) in `buffered`.
+async fn serve_buffered<S: ClientStream>(
+    broker: Arc<Broker>,
+    stream: S,
+    peer: SocketAddr,
+    listener_name: Arc<str>,
+    principal: Arc<str>,
+    mut buffered: BytesMut,
 ) {
     let (mut reader, mut writer) = stream.into_halves();
     let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
@@ -181,10 +237,9 @@ pub async fn serve<S: ClientStream>(
     });
 
     let mut shutdown = broker.shutdown_signal();
-    // Bytes read but not yet framed: one read takes a whole request (and the start of the
-    // next, when the client pipelines) instead of a read for the length prefix and more for
-    // the body.
-    let mut buffered = BytesMut::new();
+    // Bytes read but not yet framed (`buffered`): one read takes a whole request (and the
+    // start of the next, when the client pipelines) instead of a read for the length prefix
+    // and more for the body.
     loop {
         let Some(frame) = next_frame(
             &mut reader,
@@ -248,80 +303,6 @@ pub async fn serve<S: ClientStream>(
     }
     drop(tx);
     let _ = writer_task.await;
-}
-
-/// Reads until `buffered` holds a whole frame and returns its body (without the length
-/// prefix); `None` on end of stream, a read error, a malformed length or shutdown.
-async fn next_frame<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    buffered: &mut BytesMut,
-    frame_bytes_max: usize,
-    shutdown: &mut watch::Receiver<bool>,
-    peer: SocketAddr,
-) -> Option<bytes::Bytes> {
-    while buffered.len() < FRAME_LEN_PREFIX_BYTES {
-        fill(reader, buffered, FRAME_LEN_PREFIX_BYTES, shutdown).await?;
-    }
-    let mut prefix = [0u8; FRAME_LEN_PREFIX_BYTES];
-    prefix.copy_from_slice(&buffered[..FRAME_LEN_PREFIX_BYTES]);
-    let len = match shale_protocol::frame_len(prefix, frame_bytes_max) {
-        Ok(len) => len,
-        Err(e) => {
-            warn!(%peer, "closing connection: {e}");
-            return None;
-        }
-    };
-    let wanted = FRAME_LEN_PREFIX_BYTES + len;
-    while buffered.len() < wanted {
-        fill(reader, buffered, wanted, shutdown).await?;
-    }
-    let mut frame = buffered.split_to(wanted);
-    frame.advance(FRAME_LEN_PREFIX_BYTES);
-    Some(frame.freeze())
-}
-
-/// One read into `buffered`, which is short of `wanted` bytes. Room grows with the bytes
-/// already there (a length prefix alone must not reserve memory), and is at least
-/// `READ_CHUNK_BYTES` (or what is missing) so that requests do not arrive in slivers.
-async fn fill<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    buffered: &mut BytesMut,
-    wanted: usize,
-    shutdown: &mut watch::Receiver<bool>,
-) -> Option<()> {
-    let missing = wanted - buffered.len();
-    if buffered.capacity() - buffered.len() < missing.min(READ_CHUNK_BYTES) {
-        buffered.reserve(missing.min(buffered.len()).max(READ_CHUNK_BYTES));
-    }
-    let read = tokio::select! {
-        r = reader.read_buf(buffered) => r,
-        _ = shutdown.changed() => return None,
-    };
-    match read {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(()),
-    }
-}
-
-enum Admission {
-    Handle,
-    ApiVersionsFallback,
-    Close(&'static str),
-}
-
-fn admit(header: &RequestHeader) -> Admission {
-    match api_table::lookup(header.api_key) {
-        None => Admission::Close("unsupported API key"),
-        Some(entry) => {
-            if header.api_version >= entry.accepted_min && header.api_version <= entry.max {
-                Admission::Handle
-            } else if entry.key == ApiKey::ApiVersions {
-                Admission::ApiVersionsFallback
-            } else {
-                Admission::Close("unsupported API version")
-            }
-        }
-    }
 }
 
 async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {

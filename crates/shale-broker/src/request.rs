@@ -14,9 +14,10 @@ pub struct RequestContext {
     pub peer: SocketAddr,
     pub listener_name: Arc<str>,
     /// Who the client is, as Kafka's default principal builder names it: `User:ANONYMOUS`,
-    /// or on an SSL listener with a verified client certificate `User:` and the certificate's
-    /// RFC 2253 subject (`User:CN=app,O=Example`). Recorded for the authorizer to come;
-    /// nothing checks it yet.
+    /// on an SSL listener with a verified client certificate `User:` and the certificate's
+    /// RFC 2253 subject (`User:CN=app,O=Example`), on a SASL listener `User:` and the name the
+    /// client authenticated with (`User:alice`). Recorded for the authorizer to come; nothing
+    /// checks it yet.
     pub principal: Arc<str>,
 }
 

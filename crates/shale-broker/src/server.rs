@@ -315,6 +315,7 @@ async fn accept_loop(
         .config
         .tls_of(&l.name)
         .map(|t| tokio_rustls::TlsAcceptor::from(t.server_config.clone()));
+    let sasl = broker.config.sasl_of(&l.name).cloned();
     let mut shutdown = broker.shutdown_signal();
     loop {
         let accepted = tokio::select! {
@@ -346,13 +347,19 @@ async fn accept_loop(
         let broker = broker.clone();
         let name = name.clone();
         let tls = tls.clone();
+        let sasl = sasl.clone();
         tokio::spawn(async move {
-            match tls {
-                None => {
+            match (tls, sasl) {
+                (None, None) => {
                     let principal = Arc::from(crate::request::ANONYMOUS_PRINCIPAL);
                     connection::serve(broker, stream, peer, name, principal).await;
                 }
-                Some(acceptor) => connection::serve_tls(broker, acceptor, stream, peer, name).await,
+                (None, Some(sasl)) => {
+                    connection::serve_sasl(broker, stream, peer, name, sasl).await;
+                }
+                (Some(acceptor), sasl) => {
+                    connection::serve_tls(broker, acceptor, stream, peer, name, sasl).await;
+                }
             }
             drop(permit);
         });

@@ -1,7 +1,7 @@
-//! A listener whose security protocol Shale does not implement (SASL) refuses to start: it must
-//! never come up as plain, unauthenticated TCP under a configuration that asks for SASL. So do
-//! the TLS and per-listener keys Shale does not honour, and an SSL listener where brokers
-//! would need to speak TLS to each other.
+//! A SASL listener whose mechanisms Shale does not serve (anything but PLAIN, or Kafka's
+//! default GSSAPI) refuses to start: it must never come up weaker than configured. So do the
+//! TLS, SASL and per-listener keys Shale does not honour, and a TLS or SASL listener where
+//! brokers would need to speak it to each other.
 #![allow(clippy::unwrap_used)]
 
 use std::io::Read;
@@ -63,32 +63,102 @@ fn serve_expecting_exit(overrides: &[String]) -> (bool, String) {
     (status.success(), text)
 }
 
+const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                          user_alice=\"alice-secret\";";
+
+/// A SASL listener serves PLAIN only: without `sasl.enabled.mechanisms` (Kafka's default is
+/// GSSAPI), with another mechanism, or with PLAIN but no users, it refuses to start, naming
+/// the key and the listener; so do SASL between brokers.
 #[test]
-fn sasl_listeners_refuse_to_start() {
-    for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
-        let port = free_port();
-        let (ok, text) = serve_expecting_exit(&[
-            format!("listeners={protocol}://127.0.0.1:{port}"),
-            format!("listener.security.protocol.map={protocol}:{protocol},CONTROLLER:PLAINTEXT"),
-        ]);
-        assert!(!ok, "{protocol}: shale exited successfully:\n{text}");
+fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
+    let jaas = format!("listener.name.clients.plain.sasl.jaas.config={PLAIN_JAAS}");
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (vec![], "sasl.enabled.mechanisms", "GSSAPI"),
+        (
+            vec!["sasl.enabled.mechanisms=SCRAM-SHA-256".to_string()],
+            "sasl.enabled.mechanisms",
+            "SCRAM-SHA-256",
+        ),
+        (
+            vec!["sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512".to_string()],
+            "sasl.enabled.mechanisms",
+            "SCRAM-SHA-512",
+        ),
+        (
+            vec!["listener.name.clients.sasl.enabled.mechanisms=GSSAPI".to_string()],
+            "listener.name.clients.sasl.enabled.mechanisms",
+            "GSSAPI",
+        ),
+        (
+            vec!["sasl.enabled.mechanisms=OAUTHBEARER".to_string()],
+            "sasl.enabled.mechanisms",
+            "OAUTHBEARER",
+        ),
+        (
+            vec!["sasl.enabled.mechanisms=PLAIN".to_string()],
+            "listener.name.clients.plain.sasl.jaas.config",
+            "PlainLoginModule",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=PLAIN".to_string(),
+                jaas.clone(),
+                "listener.name.clients.scram-sha-256.sasl.jaas.config=x".to_string(),
+            ],
+            "listener.name.clients.scram-sha-256.sasl.jaas.config",
+            "PLAIN",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=PLAIN".to_string(),
+                jaas.clone(),
+                "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+            ],
+            "sasl.mechanism.inter.broker.protocol",
+            "plain text",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=PLAIN".to_string(),
+                jaas.clone(),
+                "sasl.jaas.config=x".to_string(),
+            ],
+            "sasl.jaas.config",
+            "listener.name.<listener>.plain.sasl.jaas.config",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=PLAIN".to_string(),
+                jaas.clone(),
+                "inter.broker.listener.name=CLIENTS".to_string(),
+            ],
+            "inter.broker.listener.name",
+            "SASL_PLAINTEXT",
+        ),
+    ];
+    for (extra, key, text_named) in cases {
+        let (plain, sasl) = (free_port(), free_port());
+        let mut overrides = vec![
+            format!("listeners=PLAINTEXT://127.0.0.1:{plain},CLIENTS://127.0.0.1:{sasl}"),
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENTS:SASL_PLAINTEXT,\
+             CONTROLLER:PLAINTEXT"
+                .to_string(),
+        ];
+        overrides.extend(extra);
+        let (ok, text) = serve_expecting_exit(&overrides);
+        assert!(!ok, "{key}: shale exited successfully:\n{text}");
         assert!(
-            text.contains(&format!("{protocol}://127.0.0.1:{port}")),
-            "{protocol}: the error names the listener:\n{text}"
+            text.contains(key),
+            "{key}: the error names the key:\n{text}"
         );
-        assert!(
-            text.contains("listener.security.protocol.map"),
-            "{protocol}: the error names the key:\n{text}"
-        );
-        assert!(
-            TcpStream::connect(("127.0.0.1", port)).is_err(),
-            "{protocol}: nothing listens on the refused port"
-        );
+        assert!(text.contains(text_named), "{key}: {text_named}:\n{text}");
+        assert!(TcpStream::connect(("127.0.0.1", sasl)).is_err(), "{key}");
+        assert!(TcpStream::connect(("127.0.0.1", plain)).is_err(), "{key}");
     }
 }
 
 #[test]
-fn a_plaintext_listener_beside_a_sasl_one_does_not_start_either() {
+fn a_plaintext_listener_beside_a_sasl_one_without_mechanisms_does_not_start_either() {
     let (plain, sasl) = (free_port(), free_port());
     let (ok, text) = serve_expecting_exit(&[
         format!("listeners=PLAINTEXT://127.0.0.1:{plain},SECURE://127.0.0.1:{sasl}"),
@@ -96,10 +166,8 @@ fn a_plaintext_listener_beside_a_sasl_one_does_not_start_either() {
             .to_string(),
     ]);
     assert!(!ok, "{text}");
-    assert!(
-        text.contains(&format!("SECURE://127.0.0.1:{sasl}")),
-        "{text}"
-    );
+    assert!(text.contains("SASL listener SECURE"), "{text}");
+    assert!(text.contains("sasl.enabled.mechanisms"), "{text}");
     assert!(TcpStream::connect(("127.0.0.1", plain)).is_err());
 }
 

@@ -17,16 +17,6 @@ pub enum ConfigError {
     #[error("malformed override {0:?}: expected key=value")]
     MalformedOverride(String),
     #[error(
-        "listener {listener} in {key} uses security protocol {protocol} \
-         (listener.security.protocol.map), which Shale does not implement yet; it serves only \
-         PLAINTEXT and SSL listeners and will not serve this one weaker than configured"
-    )]
-    UnservedSecurityProtocol {
-        key: String,
-        listener: String,
-        protocol: String,
-    },
-    #[error(
         "listener {listener} in {key} maps to unknown security protocol {protocol} \
          (listener.security.protocol.map); Kafka's are PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
     )]
@@ -37,6 +27,12 @@ pub enum ConfigError {
     },
     #[error("configuration {key} of {scope}: {reason}")]
     Ssl {
+        key: String,
+        scope: String,
+        reason: String,
+    },
+    #[error("configuration {key} of {scope}: {reason}")]
+    Sasl {
         key: String,
         scope: String,
         reason: String,

@@ -1,23 +1,23 @@
 //! What security this broker actually serves, checked before anything binds.
 //!
-//! Shale serves PLAINTEXT and SSL listeners (TLS through rustls, see `tls`). A listener mapped
-//! to SASL_PLAINTEXT or SASL_SSL must never come up as plain, unauthenticated TCP: a client or
-//! operator who configured SASL would believe the port is protected. So such a listener, and
-//! every key Shale does not honour (SASL's, an `ssl.*` key outside `tls::SERVED_SSL_KEYS`, a
-//! per-listener override of anything but the SSL keys of an SSL listener), stops start-up
-//! with an error naming it. Brokers still reach each other, and the controllers, in plain text:
-//! an SSL inter-broker or controller listener is refused too.
+//! Shale serves PLAINTEXT, SSL (TLS through rustls, see `tls`), SASL_PLAINTEXT and SASL_SSL
+//! listeners (SASL/PLAIN, see `sasl`). A listener must never come up weaker than configured:
+//! a client or operator who configured a mechanism or a TLS setting would believe the port is
+//! protected by it. So every key Shale does not honour (a `sasl.*` key other than
+//! `sasl.enabled.mechanisms`, an `ssl.*` key outside `tls::SERVED_SSL_KEYS`, a per-listener
+//! override of anything but the SSL keys of an SSL or SASL_SSL listener and the SASL keys of a
+//! SASL listener) stops start-up with an error naming it; the mechanisms themselves are
+//! checked by `sasl`. Brokers still reach each other, and the controllers, in plain text: a
+//! TLS or SASL inter-broker or controller listener is refused too.
 
 use super::error::ConfigError;
 use super::listener::Listener;
+use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY};
 use super::static_props::StaticProperties;
 use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
 /// Kafka's security protocols (`org.apache.kafka.common.security.auth.SecurityProtocol`).
 const KAFKA_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
-
-/// The protocols Shale serves to clients.
-const SERVED_SECURITY_PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL"];
 
 /// Key prefixes this module decides on: TLS, SASL and per-listener overrides.
 const SECURITY_KEY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name."];
@@ -29,20 +29,13 @@ pub(crate) fn is_checked_key(key: &str) -> bool {
         || SECURITY_KEY_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
-/// Refuses a listener whose protocol Shale does not serve. `key` is the property the listener
+/// Refuses a listener whose protocol Kafka does not know. `key` is the property the listener
 /// came from (`listeners` or `advertised.listeners`).
 pub(crate) fn check_listener(key: &str, listener: &Listener) -> Result<(), ConfigError> {
     let protocol = listener.security_protocol.as_str();
     let entry = format!("{}://{}:{}", listener.name, listener.host, listener.port);
     if !KAFKA_SECURITY_PROTOCOLS.contains(&protocol) {
         return Err(ConfigError::UnknownSecurityProtocol {
-            key: key.to_string(),
-            listener: entry,
-            protocol: protocol.to_string(),
-        });
-    }
-    if !SERVED_SECURITY_PROTOCOLS.contains(&protocol) {
-        return Err(ConfigError::UnservedSecurityProtocol {
             key: key.to_string(),
             listener: entry,
             protocol: protocol.to_string(),
@@ -86,8 +79,9 @@ pub(crate) fn check_plaintext_only_listeners(
     Ok(())
 }
 
-/// Refuses SASL keys, `ssl.*` keys Shale does not honour, per-listener overrides other than
-/// the served SSL keys of an SSL listener, and an inter-broker protocol other than PLAINTEXT.
+/// Refuses SASL and `ssl.*` keys Shale does not honour, per-listener overrides other than the
+/// served SSL keys of a TLS listener and SASL keys of a SASL listener, and an inter-broker
+/// protocol other than PLAINTEXT.
 pub(crate) fn check_keys(
     props: &StaticProperties,
     listeners: &[Listener],
@@ -118,7 +112,7 @@ pub(crate) fn check_keys(
 /// Why `key` is refused, or `None` when it is honoured (or not a security key).
 fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
     if key.starts_with("sasl.") {
-        return Some(sasl_refusal());
+        return sasl_refusal(key);
     }
     if key.starts_with("ssl.") {
         return ssl_refusal(key);
@@ -132,7 +126,7 @@ fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
         .find(|l| listener_prefix(&l.name) == format!("listener.name.{name}."));
     if listener_key.starts_with("ssl.") {
         return match listener {
-            Some(l) if l.security_protocol == "SSL" => ssl_refusal(listener_key),
+            Some(l) if is_tls_protocol(&l.security_protocol) => ssl_refusal(listener_key),
             Some(l) => Some(format!(
                 "listener {} maps to {}, not SSL, so this key would have no effect; remove it",
                 l.name, l.security_protocol
@@ -144,17 +138,57 @@ fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
         };
     }
     if listener_key.contains("sasl.") {
-        return Some(sasl_refusal());
+        return match listener {
+            Some(l) if is_sasl_protocol(&l.security_protocol) => {
+                if listener_key == ENABLED_MECHANISMS_KEY || listener_key == PLAIN_JAAS_KEY {
+                    None
+                } else if listener_key.ends_with(".sasl.jaas.config") {
+                    Some(
+                        "Shale serves the PLAIN mechanism only, so only \
+                         listener.name.<listener>.plain.sasl.jaas.config is read; remove this key"
+                            .to_string(),
+                    )
+                } else {
+                    sasl_refusal(listener_key)
+                }
+            }
+            Some(l) => Some(format!(
+                "listener {} maps to {}, not SASL_PLAINTEXT or SASL_SSL, so this key would have \
+                 no effect; remove it",
+                l.name, l.security_protocol
+            )),
+            None => Some(format!(
+                "no listener in listeners is named {name} (listener names are matched in \
+                 lower case), so this key would have no effect; remove it"
+            )),
+        };
     }
     Some(
-        "per-listener overrides are served for the ssl.* keys of SSL listeners only, so this \
-         key would have no effect; remove it"
+        "per-listener overrides are served for the ssl.* keys of SSL and SASL_SSL listeners and \
+         the SASL keys of SASL listeners only, so this key would have no effect; remove it"
             .to_string(),
     )
 }
 
-fn sasl_refusal() -> String {
-    "SASL is not implemented in Shale yet, so this key would have no effect; remove it".to_string()
+fn is_tls_protocol(protocol: &str) -> bool {
+    matches!(protocol, "SSL" | "SASL_SSL")
+}
+
+/// Why a `sasl.*` key (without its listener prefix) is refused, or `None` when it is served.
+fn sasl_refusal(key: &str) -> Option<String> {
+    let reason = match key {
+        ENABLED_MECHANISMS_KEY => return None,
+        "sasl.jaas.config" => {
+            "a broker reads its listeners' JAAS entries from \
+             listener.name.<listener>.<mechanism>.sasl.jaas.config (for PLAIN: \
+             listener.name.<listener>.plain.sasl.jaas.config); remove this key"
+        }
+        "sasl.mechanism.inter.broker.protocol" => {
+            "brokers connect to each other in plain text, without SASL; remove this key"
+        }
+        _ => "Shale does not implement this SASL setting, so it would have no effect; remove it",
+    };
+    Some(reason.to_string())
 }
 
 /// Why an `ssl.*` key (without its listener prefix) is refused, or `None` when it is served.
@@ -198,21 +232,9 @@ mod tests {
     }
 
     #[test]
-    fn plaintext_and_ssl_are_served() {
-        check_listener("listeners", &listener("PLAINTEXT")).unwrap();
-        check_listener("listeners", &listener("SSL")).unwrap();
-    }
-
-    #[test]
-    fn sasl_listeners_are_refused_by_name() {
-        for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
-            let err = check_listener("listeners", &listener(protocol))
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains("EXTERNAL://127.0.0.1:19555"), "{err}");
-            assert!(err.contains(protocol), "{err}");
-            assert!(err.contains("listeners"), "{err}");
-            assert!(err.contains("listener.security.protocol.map"), "{err}");
+    fn every_kafka_protocol_is_served() {
+        for protocol in ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] {
+            check_listener("listeners", &listener(protocol)).unwrap();
         }
     }
 
@@ -239,7 +261,9 @@ mod tests {
             "ssl.keystore.password",
             "ssl.truststore.password",
             "ssl.keymanager.algorithm",
-            "sasl.enabled.mechanisms",
+            "sasl.jaas.config",
+            "sasl.mechanism.inter.broker.protocol",
+            "sasl.server.max.receive.size",
             "listener.name.sasl_ssl.plain.sasl.jaas.config",
             "listener.name.external.sasl.enabled.mechanisms",
             "listener.name.external.ssl.principal.mapping.rules",
@@ -255,6 +279,36 @@ mod tests {
                 .to_string();
             assert!(err.contains(key), "{err}");
         }
+    }
+
+    #[test]
+    fn sasl_listener_keys_pass_and_other_mechanisms_keys_are_refused() {
+        let listeners = [listener("SASL_SSL")];
+        for key in [
+            "sasl.enabled.mechanisms",
+            "listener.name.external.sasl.enabled.mechanisms",
+            "listener.name.external.plain.sasl.jaas.config",
+            "listener.name.external.ssl.keystore.location",
+        ] {
+            check_keys(&props(&[(key, "x")]), &listeners).unwrap();
+        }
+        for key in [
+            "listener.name.external.scram-sha-256.sasl.jaas.config",
+            "listener.name.external.gssapi.sasl.jaas.config",
+            "listener.name.external.sasl.server.callback.handler.class",
+        ] {
+            let err = check_keys(&props(&[(key, "x")]), &listeners)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
+        // A SASL_PLAINTEXT listener has no TLS to configure.
+        let plain = [listener("SASL_PLAINTEXT")];
+        let key = "listener.name.external.ssl.keystore.location";
+        let err = check_keys(&props(&[(key, "x")]), &plain)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SASL_PLAINTEXT"), "{err}");
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub(crate) fn listener_tls(
 ) -> Result<Vec<ListenerTls>, ConfigError> {
     let ssl_listeners: Vec<&Listener> = listeners
         .iter()
-        .filter(|l| l.security_protocol == "SSL")
+        .filter(|l| matches!(l.security_protocol.as_str(), "SSL" | "SASL_SSL"))
         .collect();
     if ssl_listeners.is_empty() {
         let global = Lookup {
@@ -159,7 +159,7 @@ pub(crate) fn listener_tls(
             let lookup = Lookup {
                 props,
                 prefix: Some(listener_prefix(&l.name)),
-                scope: format!("SSL listener {}", l.name),
+                scope: format!("{} listener {}", l.security_protocol, l.name),
             };
             let settings = read_settings(&lookup)?;
             Ok(ListenerTls {

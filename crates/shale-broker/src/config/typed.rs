@@ -1,10 +1,12 @@
 //! The typed view of the static configuration, validated once at start-up.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
+use super::sasl::{self, ListenerSasl};
 use super::security;
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
@@ -45,8 +47,10 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
-    /// The TLS configuration of each SSL listener.
+    /// The TLS configuration of each SSL and SASL_SSL listener.
     pub listener_tls: Vec<ListenerTls>,
+    /// The mechanisms and users of each SASL_PLAINTEXT and SASL_SSL listener.
+    pub listener_sasl: Vec<Arc<ListenerSasl>>,
     pub controller_quorum_voters: Vec<QuorumVoter>,
     /// The node's part in the metadata quorum, validated against the keys above.
     pub quorum_role: QuorumRole,
@@ -181,6 +185,10 @@ impl BrokerConfig {
             &controller_listener_names,
             &inter_broker_listener_name,
         )?;
+        let listener_sasl = sasl::listener_sasl(&props, &listeners)?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         let listener_tls = tls::listener_tls(&props, &listeners)?;
         let controller_quorum_voters = r
             .list("controller.quorum.voters")
@@ -221,6 +229,7 @@ impl BrokerConfig {
             controller_listener_names,
             inter_broker_listener_name,
             listener_tls,
+            listener_sasl,
             controller_quorum_voters,
             quorum_role,
             rack: props.get("broker.rack").map(str::to_string),
@@ -292,7 +301,12 @@ impl BrokerConfig {
             .filter(|l| !self.controller_listener_names.contains(&l.name))
     }
 
-    /// The TLS configuration of listener `name`, when it is an SSL listener.
+    /// The SASL configuration of listener `name`, when it is a SASL listener.
+    pub fn sasl_of(&self, name: &str) -> Option<&Arc<ListenerSasl>> {
+        self.listener_sasl.iter().find(|s| s.listener_name == name)
+    }
+
+    /// The TLS configuration of listener `name`, when it is an SSL or SASL_SSL listener.
     pub fn tls_of(&self, name: &str) -> Option<&ListenerTls> {
         self.listener_tls.iter().find(|t| t.listener_name == name)
     }

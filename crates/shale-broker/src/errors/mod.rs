@@ -8,6 +8,7 @@ mod log;
 mod metadata;
 mod refusal;
 mod replica;
+mod sasl;
 mod txn;
 
 pub use group::{delete_group_error_message, group_error_code};
@@ -17,6 +18,7 @@ pub use metadata::{
 };
 pub use refusal::Refusal;
 pub use replica::{ack_error_code, replica_error_code};
+pub use sasl::{sasl_error_code, SaslRefusal};
 pub use txn::{
     invalid_pattern_error_code, peer_verification_error, txn_coordinator_error_code,
     verification_error_code, verification_refusal, VerificationError,

@@ -13,6 +13,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
+pub mod sasl;
 pub mod topics;
 
 use std::sync::Arc;

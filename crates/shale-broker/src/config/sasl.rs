@@ -1,0 +1,271 @@
+//! SASL listeners (SASL_PLAINTEXT, SASL_SSL): the mechanisms each one serves and, for PLAIN,
+//! its users, read from Kafka's keys before anything binds.
+//!
+//! Kafka's default `sasl.enabled.mechanisms` is GSSAPI, which Shale does not serve, so a SASL
+//! listener needs the key set (globally or as `listener.name.<listener>.sasl.enabled.mechanisms`).
+//! Only PLAIN is served; SCRAM-SHA-256/512, GSSAPI and OAUTHBEARER are refused by name. As on
+//! a Kafka broker, PLAIN's users come from the listener's
+//! `listener.name.<listener>.plain.sasl.jaas.config` (`user_<name>="<password>"` options of a
+//! `PlainLoginModule` entry).
+
+use std::sync::Arc;
+
+use shale_auth::{Mechanism, PlainUsers};
+
+use super::error::ConfigError;
+use super::listener::Listener;
+use super::static_props::StaticProperties;
+use super::tls::listener_prefix;
+
+/// The key listing a listener's mechanisms (globally, or after a listener's prefix).
+pub(crate) const ENABLED_MECHANISMS_KEY: &str = "sasl.enabled.mechanisms";
+
+/// PLAIN's JAAS entry, after a listener's prefix.
+pub(crate) const PLAIN_JAAS_KEY: &str = "plain.sasl.jaas.config";
+
+/// Mechanisms Kafka knows that Shale does not serve yet.
+const UNSERVED_MECHANISMS: &[&str] = &["GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"];
+
+/// Whether a listener of this security protocol authenticates with SASL.
+pub(crate) fn is_sasl_protocol(protocol: &str) -> bool {
+    matches!(protocol, "SASL_PLAINTEXT" | "SASL_SSL")
+}
+
+/// The SASL side of one SASL listener, built at start-up.
+#[derive(Clone, Debug)]
+pub struct ListenerSasl {
+    pub listener_name: String,
+    /// In the order of `sasl.enabled.mechanisms`, as SaslHandshake lists them.
+    pub mechanisms: Vec<Mechanism>,
+    /// PLAIN's users, when PLAIN is enabled.
+    pub plain_users: Option<Arc<PlainUsers>>,
+}
+
+fn error(key: &str, listener: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Sasl {
+        key: key.to_string(),
+        scope: format!("SASL listener {listener}"),
+        reason: reason.into(),
+    }
+}
+
+/// Reads every SASL listener's mechanisms and users.
+pub(crate) fn listener_sasl(
+    props: &StaticProperties,
+    listeners: &[Listener],
+) -> Result<Vec<ListenerSasl>, ConfigError> {
+    listeners
+        .iter()
+        .filter(|l| is_sasl_protocol(&l.security_protocol))
+        .map(|l| read_listener(props, l))
+        .collect()
+}
+
+fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl, ConfigError> {
+    let prefix = listener_prefix(&l.name);
+    let prefixed = format!("{prefix}{ENABLED_MECHANISMS_KEY}");
+    let (key, value) = match props.get(&prefixed) {
+        Some(v) => (prefixed, v),
+        None => match props.get(ENABLED_MECHANISMS_KEY) {
+            Some(v) => (ENABLED_MECHANISMS_KEY.to_string(), v),
+            None => {
+                return Err(error(
+                    ENABLED_MECHANISMS_KEY,
+                    &l.name,
+                    "not set; Kafka's default is GSSAPI, which Shale does not serve: set \
+                     sasl.enabled.mechanisms=PLAIN",
+                ))
+            }
+        },
+    };
+    let mut mechanisms = Vec::new();
+    for name in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mechanism = match Mechanism::from_name(name) {
+            Some(Mechanism::Plain) => Mechanism::Plain,
+            _ if UNSERVED_MECHANISMS.contains(&name) || Mechanism::from_name(name).is_some() => {
+                return Err(error(
+                    &key,
+                    &l.name,
+                    format!("mechanism {name} is not served yet; Shale serves PLAIN only"),
+                ))
+            }
+            _ => {
+                return Err(error(
+                    &key,
+                    &l.name,
+                    format!(
+                        "{name} is not a SASL mechanism Kafka knows (names are case-sensitive)"
+                    ),
+                ))
+            }
+        };
+        if !mechanisms.contains(&mechanism) {
+            mechanisms.push(mechanism);
+        }
+    }
+    if mechanisms.is_empty() {
+        return Err(error(&key, &l.name, "at least one mechanism is required"));
+    }
+    let jaas_key = format!("{prefix}{PLAIN_JAAS_KEY}");
+    let plain_users =
+        match (mechanisms.contains(&Mechanism::Plain), props.get(&jaas_key)) {
+            (true, Some(text)) => {
+                let users = PlainUsers::from_jaas_config(text)
+                    .map_err(|e| error(&jaas_key, &l.name, e.to_string()))?;
+                Some(Arc::new(users))
+            }
+            (true, None) => {
+                return Err(error(
+                    &jaas_key,
+                    &l.name,
+                    "not set; PLAIN needs a PlainLoginModule entry with the users, e.g. \
+                 org.apache.kafka.common.security.plain.PlainLoginModule required \
+                 user_alice=\"alice-secret\";",
+                ))
+            }
+            (false, Some(_)) => return Err(error(
+                &jaas_key,
+                &l.name,
+                "PLAIN is not in the listener's sasl.enabled.mechanisms, so this key would have \
+                 no effect; remove it",
+            )),
+            (false, None) => None,
+        };
+    Ok(ListenerSasl {
+        listener_name: l.name.clone(),
+        mechanisms,
+        plain_users,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::static_props::ValueOrigin;
+
+    fn listener(protocol: &str) -> Listener {
+        Listener {
+            name: "EXTERNAL".to_string(),
+            host: "127.0.0.1".to_string(),
+            port: 19555,
+            security_protocol: protocol.to_string(),
+        }
+    }
+
+    fn props(pairs: &[(&str, &str)]) -> StaticProperties {
+        let mut props = StaticProperties::default();
+        for (k, v) in pairs {
+            props.set(k, v, ValueOrigin::File);
+        }
+        props
+    }
+
+    const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                        user_alice=\"alice-secret\" user_bob=\"bob-secret\";";
+
+    #[test]
+    fn plain_users_come_from_the_listener_jaas_entry() {
+        let sasl = listener_sasl(
+            &props(&[
+                ("sasl.enabled.mechanisms", "PLAIN"),
+                ("listener.name.external.plain.sasl.jaas.config", JAAS),
+            ]),
+            &[listener("SASL_PLAINTEXT"), {
+                let mut l = listener("PLAINTEXT");
+                l.name = "PLAIN".to_string();
+                l
+            }],
+        )
+        .unwrap();
+        assert_eq!(sasl.len(), 1);
+        assert_eq!(sasl[0].listener_name, "EXTERNAL");
+        assert_eq!(sasl[0].mechanisms, vec![Mechanism::Plain]);
+        let users = sasl[0].plain_users.as_ref().unwrap();
+        assert!(users.contains("alice") && users.contains("bob"));
+        assert_eq!(users.len(), 2);
+    }
+
+    #[test]
+    fn the_listener_override_wins_and_each_refusal_names_its_key() {
+        let ok = listener_sasl(
+            &props(&[
+                ("sasl.enabled.mechanisms", "GSSAPI"),
+                ("listener.name.external.sasl.enabled.mechanisms", "PLAIN"),
+                ("listener.name.external.plain.sasl.jaas.config", JAAS),
+            ]),
+            &[listener("SASL_SSL")],
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        // The properties, the key the error names, a text it holds.
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            &'static str,
+            &'static str,
+        );
+        let cases: &[Case] = &[
+            (&[], "sasl.enabled.mechanisms", "GSSAPI"),
+            (
+                &[("sasl.enabled.mechanisms", "SCRAM-SHA-256")],
+                "sasl.enabled.mechanisms",
+                "SCRAM-SHA-256 is not served",
+            ),
+            (
+                &[("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512")],
+                "sasl.enabled.mechanisms",
+                "SCRAM-SHA-512 is not served",
+            ),
+            (
+                &[("listener.name.external.sasl.enabled.mechanisms", "GSSAPI")],
+                "listener.name.external.sasl.enabled.mechanisms",
+                "GSSAPI is not served",
+            ),
+            (
+                &[("sasl.enabled.mechanisms", "OAUTHBEARER")],
+                "sasl.enabled.mechanisms",
+                "OAUTHBEARER is not served",
+            ),
+            (
+                &[("sasl.enabled.mechanisms", "plain")],
+                "sasl.enabled.mechanisms",
+                "not a SASL mechanism",
+            ),
+            (
+                &[("sasl.enabled.mechanisms", " , ")],
+                "sasl.enabled.mechanisms",
+                "at least one",
+            ),
+            (
+                &[("sasl.enabled.mechanisms", "PLAIN")],
+                "listener.name.external.plain.sasl.jaas.config",
+                "PlainLoginModule",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "PLAIN"),
+                    ("listener.name.external.plain.sasl.jaas.config", "nonsense"),
+                ],
+                "listener.name.external.plain.sasl.jaas.config",
+                "",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "PLAIN"),
+                    (
+                        "listener.name.external.plain.sasl.jaas.config",
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                    ),
+                ],
+                "listener.name.external.plain.sasl.jaas.config",
+                "ScramLoginModule",
+            ),
+        ];
+        for (pairs, key, text) in cases {
+            let err = listener_sasl(&props(pairs), &[listener("SASL_PLAINTEXT")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(err.contains(text), "{err}");
+            assert!(err.contains("EXTERNAL"), "{err}");
+        }
+    }
+}
