@@ -17,6 +17,7 @@ pub mod errors;
 mod groups;
 mod handlers;
 mod internal_topics;
+mod ip_connections;
 mod log_config;
 mod producer_id_source;
 pub mod replication;

@@ -19,6 +19,7 @@ use crate::config::{BrokerConfig, Listener, QuorumRole};
 use crate::connection;
 use crate::core::BrokerCore;
 use crate::groups::GroupService;
+use crate::ip_connections::IpConnections;
 use crate::producer_id_source::ProducerIdSource;
 use crate::time::now_ms;
 use crate::txn::TxnService;
@@ -160,6 +161,7 @@ impl Broker {
         tasks.push(tokio::spawn(crate::txn::timeout_loop(broker.txn.clone())));
 
         let connections = Arc::new(Semaphore::new(broker.config.max_connections.min(1 << 20)));
+        let per_ip = IpConnections::new(broker.config.max_connections_per_ip.clone());
         let mut bound = Vec::new();
         for (l, listener, local) in bound_listeners {
             info!(listener = %l.name, addr = %local, "listening");
@@ -169,6 +171,7 @@ impl Broker {
                 listener,
                 l,
                 connections.clone(),
+                per_ip.clone(),
             )));
         }
         tasks.push(tokio::spawn(shale_replica::isr::expiration_loop(
@@ -309,6 +312,7 @@ async fn accept_loop(
     listener: TcpListener,
     l: Listener,
     connections: Arc<Semaphore>,
+    per_ip: Arc<IpConnections>,
 ) {
     let name: Arc<str> = Arc::from(l.name.as_str());
     let tls = broker
@@ -333,6 +337,11 @@ async fn accept_loop(
         };
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             warn!(%peer, "max.connections reached; closing new connection");
+            drop(stream);
+            continue;
+        };
+        let Some(counted) = per_ip.try_open(peer.ip()) else {
+            warn!(%peer, "max.connections.per.ip reached for this address; closing new connection");
             drop(stream);
             continue;
         };
@@ -361,6 +370,7 @@ async fn accept_loop(
                     connection::serve_tls(broker, acceptor, stream, peer, name, sasl).await;
                 }
             }
+            drop(counted);
             drop(permit);
         });
     }

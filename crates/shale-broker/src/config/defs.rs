@@ -119,6 +119,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("max.decompressed.message.bytes", Int, Some("67108864"), Some(1)),
     def("socket.request.max.bytes", Int, Some("104857600"), Some(1)),
     def("max.connections", Int, Some("2147483647"), Some(0)),
+    def("max.connections.per.ip", Int, Some("2147483647"), Some(0)),
+    def("max.connections.per.ip.overrides", String, Some(""), None),
     def("queued.max.requests", Int, Some("500"), Some(1)),
     def("log.segment.bytes", Int, Some("1073741824"), Some(1_048_576)),
     def("log.roll.ms", Long, None, Some(1)),

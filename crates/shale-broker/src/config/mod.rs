@@ -2,6 +2,7 @@
 //! (Apache Kafka container style, `KAFKA_LOG_DIRS` -> `log.dirs`) and `--override key=value`,
 //! in that order of precedence (later wins).
 
+mod connection_limits;
 pub mod defs;
 mod error;
 pub mod kafka_keys;
@@ -14,6 +15,7 @@ mod storage;
 mod tls;
 mod typed;
 
+pub use connection_limits::ConnectionsPerIp;
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
 pub use error::ConfigError;
 pub use properties::parse_properties;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::connection_limits::ConnectionsPerIp;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
@@ -64,6 +65,8 @@ pub struct BrokerConfig {
     pub message_max_bytes: i32,
     pub socket_request_max_bytes: usize,
     pub max_connections: usize,
+    /// `max.connections.per.ip` and its overrides.
+    pub max_connections_per_ip: ConnectionsPerIp,
     pub queued_max_requests: usize,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
@@ -242,6 +245,11 @@ impl BrokerConfig {
             message_max_bytes: r.int("message.max.bytes")?,
             socket_request_max_bytes: r.int("socket.request.max.bytes")? as usize,
             max_connections: r.int("max.connections")? as usize,
+            max_connections_per_ip: ConnectionsPerIp::parse(
+                r.int("max.connections.per.ip")?,
+                &r.raw("max.connections.per.ip.overrides")
+                    .unwrap_or_default(),
+            )?,
             queued_max_requests: r.int("queued.max.requests")? as usize,
             log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
