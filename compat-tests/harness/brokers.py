@@ -74,7 +74,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def kafka_combined_node(log_dir: Path):
+def kafka_combined_node(log_dir: Path, extra_listeners=None):
     """A single Apache Kafka node in KRaft combined mode (broker and controller) on loopback:
     its client port and the server properties that place it there, before any settings of the
     caller's own."""
@@ -82,15 +82,21 @@ def kafka_combined_node(log_dir: Path):
     controller_port = free_port()
     while controller_port == port:
         controller_port = free_port()
+    listeners = [f"PLAINTEXT://127.0.0.1:{port}"]
+    protocols = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
+    for name, (extra_port, protocol) in (extra_listeners or {}).items():
+        listeners.append(f"{name}://127.0.0.1:{extra_port}")
+        protocols.append(f"{name}:{protocol}")
     return port, {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": ",".join(listeners + [f"CONTROLLER://127.0.0.1:{controller_port}"]),
+        "advertised.listeners": ",".join(listeners),
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(protocols),
         "log.dirs": str(log_dir),
+        **({"inter.broker.listener.name": "PLAINTEXT"} if extra_listeners else {}),
     }
 
 
@@ -190,8 +196,9 @@ class KafkaBroker(Broker):
         self.lib_dir = lib_dir
         self.version = f"Apache Kafka {kafka_version}"
 
-    def start(self, extra_properties=None):
-        self.port, node = kafka_combined_node(self.workdir / "data")
+    def start(self, extra_properties=None, extra_listeners=None):
+        """`extra_listeners`: {name: (port, security protocol)} beside PLAINTEXT."""
+        self.port, node = kafka_combined_node(self.workdir / "data", extra_listeners)
         props = {
             **node,
             **COMMON_PROPERTIES,
@@ -234,7 +241,8 @@ class ShaleBroker(Broker):
         super().__init__(log_path)
         self.binary = binary.absolute()
 
-    def start(self, extra_properties=None):
+    def start(self, extra_properties=None, extra_listeners=None):
+        """`extra_listeners`: {name: (port, security protocol)} beside PLAINTEXT."""
         if not self.binary.exists():
             raise BrokerError(f"Shale binary not found at {self.binary}")
         try:
@@ -243,11 +251,18 @@ class ShaleBroker(Broker):
         except (OSError, subprocess.TimeoutExpired):
             self.version = "shale"
         self.port = free_port()
-        listener = f"PLAINTEXT://127.0.0.1:{self.port}"
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"]
+        protocols = ["PLAINTEXT:PLAINTEXT"]
+        for name, (extra_port, protocol) in (extra_listeners or {}).items():
+            listeners.append(f"{name}://127.0.0.1:{extra_port}")
+            protocols.append(f"{name}:{protocol}")
+        listener = ",".join(listeners)
         props = {
             "node.id": "1",
             "listeners": listener,
             "advertised.listeners": listener,
+            **({"listener.security.protocol.map": ",".join(protocols),
+                "inter.broker.listener.name": "PLAINTEXT"} if extra_listeners else {}),
             "log.dirs": str(self.workdir / "data"),
             **COMMON_PROPERTIES,
             **(extra_properties or {}),
