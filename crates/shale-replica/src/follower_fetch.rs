@@ -27,8 +27,9 @@ pub struct FollowerRead {
 
 #[derive(Clone, Debug)]
 pub struct FollowerReadPartition {
-    /// The topic's name, or why the request's topic names none here.
-    pub topic: Result<String, ReplicaError>,
+    /// The topic's name (shared by the topic's partitions), or why the request's topic names
+    /// none here.
+    pub topic: Result<Arc<str>, ReplicaError>,
     pub partition: i32,
     pub fetch_offset: i64,
     pub current_leader_epoch: i32,

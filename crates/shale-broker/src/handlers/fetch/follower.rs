@@ -50,7 +50,7 @@ pub async fn handle(
             image.topic(t.topic.0.as_str())
         };
         let topic = match found {
-            Some(f) => Ok(f.name.clone()),
+            Some(f) => Ok(Arc::<str>::from(f.name.as_str())),
             None if version >= 13 => Err(ReplicaError::UnknownTopicId),
             None => Err(ReplicaError::UnknownTopicOrPartition),
         };
