@@ -122,6 +122,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("max.connections.per.ip", Int, Some("2147483647"), Some(0)),
     def("max.connections.per.ip.overrides", String, Some(""), None),
     def("queued.max.requests", Int, Some("500"), Some(1)),
+    // Negative turns idle expiry off, as in Kafka's selector.
+    def("connections.max.idle.ms", Long, Some("600000"), None),
     def("log.segment.bytes", Int, Some("1073741824"), Some(1_048_576)),
     def("log.roll.ms", Long, None, Some(1)),
     def("log.roll.hours", Int, Some("168"), Some(1)),

@@ -68,6 +68,8 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip` and its overrides.
     pub max_connections_per_ip: ConnectionsPerIp,
     pub queued_max_requests: usize,
+    /// Quiet connections are closed after this long; negative: never.
+    pub connections_max_idle_ms: i64,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
     pub log_cleaner_enable: bool,
@@ -251,6 +253,7 @@ impl BrokerConfig {
                     .unwrap_or_default(),
             )?,
             queued_max_requests: r.int("queued.max.requests")? as usize,
+            connections_max_idle_ms: r.long("connections.max.idle.ms")?,
             log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
             log_cleaner_enable: r.boolean("log.cleaner.enable")?,
