@@ -199,10 +199,13 @@ mod tests {
         }
     }
 
+    /// A change that makes a binding invalid, and Kafka's message for it.
+    type Case = (fn(&mut AclEntry), &'static str);
+
     #[test]
     fn invalid_bindings_get_kafkas_messages() {
         assert_eq!(validate_binding(&binding()), Ok(()));
-        let cases: [(fn(&mut AclEntry), &str); 6] = [
+        let cases: [Case; 6] = [
             (|a| a.resource_type = 99, "Invalid resourceType UNKNOWN"),
             (
                 |a| a.resource_type = resource_type::ANY,

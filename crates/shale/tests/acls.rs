@@ -7,13 +7,15 @@ mod common;
 #[path = "common/kafka_conn.rs"]
 mod kafka_conn;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use common::{free_port, Shale};
 use kafka_conn::{topic_name, Conn};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -63,6 +65,9 @@ fn broker(authorizer: Option<&str>) -> (Shale, u16) {
         format!("listener.name.clients.plain.sasl.jaas.config={JAAS}"),
         "offsets.topic.replication.factor=1".to_string(),
         "offsets.topic.num.partitions=1".to_string(),
+        "transaction.state.log.replication.factor=1".to_string(),
+        "transaction.state.log.min.isr=1".to_string(),
+        "transaction.state.log.num.partitions=1".to_string(),
     ];
     if let Some(class) = authorizer {
         overrides.push(format!("authorizer.class.name={class}"));
@@ -182,10 +187,7 @@ fn produce(conn: &mut Conn, topic: &str) -> i16 {
 /// A Fetch of partition 0 from offset 0, as a consumer or (`replica`) as a follower.
 fn fetch(conn: &mut Conn, topic: &str, replica: Option<i32>) -> i16 {
     let request = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_replica_state(
-            ReplicaState::default().with_replica_id(BrokerId(replica.unwrap_or(-1))),
-        )
+        .with_replica_id(BrokerId(replica.unwrap_or(-1)))
         .with_max_wait_ms(0)
         .with_min_bytes(1)
         .with_max_bytes(1 << 20)
@@ -196,8 +198,8 @@ fn fetch(conn: &mut Conn, topic: &str, replica: Option<i32>) -> i16 {
                 .with_partition(0)
                 .with_fetch_offset(0)
                 .with_partition_max_bytes(1 << 20)])]);
-    // v15: the replica id travels in the replica state.
-    match conn.call(ApiKey::Fetch, 15, RequestKind::Fetch(request)) {
+    // v12: topics by name, the replica id in its own field.
+    match conn.call(ApiKey::Fetch, 12, RequestKind::Fetch(request)) {
         ResponseKind::Fetch(r) => r.responses[0].partitions[0].error_code,
         other => panic!("{other:?}"),
     }
@@ -333,6 +335,9 @@ fn prefixed_acls_cover_their_topics_and_a_deny_wins() {
     // DescribeAcls lists both; DeleteAcls of the DENY lifts it.
     let describe = DescribeAclsRequest::default()
         .with_resource_type_filter(TOPIC)
+        .with_resource_name_filter(None)
+        .with_principal_filter(None)
+        .with_host_filter(None)
         .with_pattern_type_filter(ANY)
         .with_operation(ANY)
         .with_permission_type(ANY);
@@ -352,6 +357,8 @@ fn prefixed_acls_cover_their_topics_and_a_deny_wins() {
     let delete = DeleteAclsRequest::default().with_filters(vec![DeleteAclsFilter::default()
         .with_resource_type_filter(TOPIC)
         .with_resource_name_filter(Some(s("app-secret")))
+        .with_principal_filter(None)
+        .with_host_filter(None)
         .with_pattern_type_filter(LITERAL)
         .with_operation(ANY)
         .with_permission_type(DENY)]);
@@ -421,7 +428,29 @@ fn cve_2018_17196_init_producer_id_needs_idempotent_write_or_the_transactional_i
         [0]
     );
     assert_eq!(init_producer_id(&mut alice, None), 0);
-    assert_eq!(init_producer_id(&mut admin, Some("admin-tx")), 0);
+    // A transactional producer finds its coordinator first, which creates the coordinator's
+    // topic; until it is loaded the answer is COORDINATOR_NOT_AVAILABLE (15), which clients
+    // retry.
+    let find = FindCoordinatorRequest::default()
+        .with_key_type(1)
+        .with_coordinator_keys(vec![s("admin-tx")]);
+    match admin.call(
+        ApiKey::FindCoordinator,
+        4,
+        RequestKind::FindCoordinator(find),
+    ) {
+        ResponseKind::FindCoordinator(r) => assert_eq!(r.coordinators[0].error_code, 0),
+        other => panic!("{other:?}"),
+    }
+    let code = shale_testkit::wait_for(
+        "the transaction coordinator",
+        Duration::from_secs(30),
+        || {
+            let code = init_producer_id(&mut admin, Some("admin-tx"));
+            (code != 15).then_some(code)
+        },
+    );
+    assert_eq!(code, 0);
 }
 
 /// CVE-2018-1288: a client posing as a follower must not read past the high watermark.
@@ -475,6 +504,9 @@ fn without_an_authorizer_acl_requests_are_security_disabled_and_all_is_allowed()
     );
     let describe = DescribeAclsRequest::default()
         .with_resource_type_filter(ANY)
+        .with_resource_name_filter(None)
+        .with_principal_filter(None)
+        .with_host_filter(None)
         .with_pattern_type_filter(ANY)
         .with_operation(ANY)
         .with_permission_type(ANY);

@@ -40,14 +40,16 @@ pub struct AuthorizerSettings {
     pub allow_everyone_if_no_acl_found: bool,
 }
 
+/// The ACL map an index was built from (held, so that its address identifies it) and the
+/// index.
+type IndexedAcls = (Arc<BTreeMap<Uuid, AclEntry>>, Arc<AclIndex>);
+
 /// The configured authorizer: its settings and the index of the image's ACLs, rebuilt when
 /// an image changes them.
 #[derive(Debug)]
 pub struct Authorizer {
     settings: AuthorizerSettings,
-    /// The ACL map the index was built from (held, so that its address identifies it) and
-    /// the index.
-    index: Mutex<(Arc<BTreeMap<Uuid, AclEntry>>, Arc<AclIndex>)>,
+    index: Mutex<IndexedAcls>,
 }
 
 impl Authorizer {

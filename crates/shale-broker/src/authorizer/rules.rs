@@ -54,13 +54,13 @@ impl Rule {
             || principal == WILDCARD_PRINCIPAL
     }
 
-    fn from_host(&self, host: &str) -> bool {
+    fn matches_host(&self, host: &str) -> bool {
         self.host == WILDCARD || self.host == host
     }
 
     /// Kafka's `findResult`: `None` when this ACL does not apply to the action.
     fn decide(&self, requester: &Requester<'_>, op: AclOperation) -> Option<bool> {
-        if !self.names(requester) || !self.from_host(requester.host) {
+        if !self.names(requester) || !self.matches_host(requester.host) {
             return None;
         }
         if self.operation != operation::ALL {
@@ -222,7 +222,7 @@ impl AclIndex {
         let mut deny_prefixed = Vec::new();
         let mut allows = Vec::new();
         for (pattern, name, rule) in self.by_type.get(&resource.code()).into_iter().flatten() {
-            if !rule.from_host(requester.host) || !rule.names(requester) {
+            if !rule.matches_host(requester.host) || !rule.names(requester) {
                 continue;
             }
             if rule.operation != op.code() && rule.operation != operation::ALL {

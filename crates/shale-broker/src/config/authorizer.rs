@@ -63,7 +63,7 @@ pub(crate) fn authorizer_settings(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ValueOrigin;
+    use crate::config::static_props::ValueOrigin;
 
     fn props(pairs: &[(&str, &str)]) -> StaticProperties {
         let mut props = StaticProperties::default();
