@@ -37,6 +37,7 @@ const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 const INVALID_REQUEST: i16 = 42;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const SECURITY_DISABLED: i16 = 54;
+const UNKNOWN_SERVER_ERROR: i16 = -1;
 
 // Kafka's ACL enums.
 const TOPIC: i8 = 2;
@@ -478,19 +479,31 @@ fn cve_2018_1288_a_replica_fetch_needs_cluster_action() {
 fn acl_requests_are_validated_as_kafka_validates_them() {
     let (_shale, port) = broker(Some(AUTHORIZER));
     let mut admin = login(port, "admin");
+    // Refused one by one: a cluster not named kafka-cluster, an empty name, a type Kafka
+    // does not know.
     let bad_cluster = allow(CLUSTER, "my-cluster", DESCRIBE);
     let empty_name = allow(TOPIC, "", READ);
-    let match_pattern = Acl {
-        pattern: 2,
-        ..allow(TOPIC, "t", READ)
-    };
     let unknown_type = allow(99, "t", READ);
     assert_eq!(
         create_acls(
             &mut admin,
-            &[bad_cluster, empty_name, match_pattern, unknown_type]
+            &[
+                bad_cluster,
+                empty_name,
+                unknown_type,
+                allow(TOPIC, "t", READ)
+            ]
         ),
-        [INVALID_REQUEST; 4]
+        [INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST, 0]
+    );
+    // A MATCH pattern cannot be built into a binding in Kafka: the whole request fails.
+    let match_pattern = Acl {
+        pattern: 2,
+        ..allow(TOPIC, "t", READ)
+    };
+    assert_eq!(
+        create_acls(&mut admin, &[match_pattern, allow(TOPIC, "u", READ)]),
+        [UNKNOWN_SERVER_ERROR, UNKNOWN_SERVER_ERROR]
     );
 }
 

@@ -28,6 +28,11 @@ pub fn security_disabled_code() -> i16 {
     E::SecurityDisabled.code()
 }
 
+/// UNKNOWN_SERVER_ERROR: an ACL creation Kafka cannot even represent fails its whole request.
+pub fn unknown_server_error_code() -> i16 {
+    E::UnknownServerError.code()
+}
+
 /// OPERATION_NOT_ATTEMPTED: the partitions of an AddPartitionsToTxn that were not refused,
 /// when others were.
 pub fn operation_not_attempted_code() -> i16 {
@@ -49,5 +54,6 @@ mod tests {
         assert_eq!(cluster_authorization_failed_code(), 31);
         assert_eq!(security_disabled_code(), 54);
         assert_eq!(operation_not_attempted_code(), 55);
+        assert_eq!(unknown_server_error_code(), -1);
     }
 }

@@ -14,7 +14,7 @@ mod txn;
 
 pub use authorization::{
     authorization_failed_code, cluster_authorization_failed_code, operation_not_attempted_code,
-    security_disabled_code,
+    security_disabled_code, unknown_server_error_code,
 };
 pub use group::{delete_group_error_message, group_error_code};
 pub use log::{append_error_code, append_refusal, log_error_code, producer_error_code};

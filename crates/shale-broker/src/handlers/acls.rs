@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::authorization::CLUSTER_NAME;
 use crate::broker::Broker;
 use crate::controller_calls::submit_and_apply;
-use crate::errors::{metadata_error_code, security_disabled_code};
+use crate::errors::{metadata_error_code, security_disabled_code, unknown_server_error_code};
 use crate::request::HandlerError;
 
 /// Kafka's UNKNOWN code of every ACL enum.
@@ -113,6 +113,17 @@ pub async fn create_acls(
             CreateAclsResponse::default().with_results(vec![result; request.creations.len()]),
         );
     }
+    // Kafka cannot even build a binding naming ANY (a resource type, operation or permission)
+    // or MATCH/ANY (a pattern): the exception fails the whole request, every creation
+    // answered UNKNOWN_SERVER_ERROR with its message.
+    if let Some(message) = request.creations.iter().find_map(unbuildable) {
+        let result = AclCreationResult::default()
+            .with_error_code(unknown_server_error_code())
+            .with_error_message(Some(text(message)));
+        return answer(
+            CreateAclsResponse::default().with_results(vec![result; request.creations.len()]),
+        );
+    }
     // The broker's own checks (Kafka's AclApis), then the controller's.
     let mut results: Vec<Option<Result<(), MetadataError>>> = Vec::new();
     let mut to_create = Vec::new();
@@ -179,6 +190,26 @@ pub async fn create_acls(
         })
         .collect();
     answer(CreateAclsResponse::default().with_results(results))
+}
+
+/// Why Kafka's ResourcePattern or AccessControlEntry constructor refuses a creation's values.
+fn unbuildable(
+    c: &kafka_protocol::messages::create_acls_request::AclCreation,
+) -> Option<&'static str> {
+    use shale_metadata::acl::{operation, pattern_type, permission_type};
+    if c.resource_type == resource_type::ANY {
+        Some("resourceType must not be ANY")
+    } else if c.resource_pattern_type == pattern_type::ANY
+        || c.resource_pattern_type == pattern_type::MATCH
+    {
+        Some("patternType must not be ANY or MATCH")
+    } else if c.operation == operation::ANY {
+        Some("operation must not be ANY")
+    } else if c.permission_type == permission_type::ANY {
+        Some("permissionType must not be ANY")
+    } else {
+        None
+    }
 }
 
 pub fn describe_acls(
