@@ -192,6 +192,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("compression.gzip.level", Int, Some("-1"), Some(-1)),
     def("compression.lz4.level", Int, Some("9"), Some(1)),
     def("compression.zstd.level", Int, Some("3"), Some(-131072)),
+    // Empty: no authorizer. Only Kafka's StandardAuthorizer is served (`config/authorizer.rs`).
+    def("authorizer.class.name", String, Some(""), None),
     accepted("num.network.threads", Int, Some("3")),
     accepted("num.io.threads", Int, Some("8")),
     // Kafka's 102400: with the kernel's autotuning (-1) a sendfile fetch answer queues whole

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::authorizer::authorizer_settings;
 use super::connection_limits::ConnectionsPerIp;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
@@ -11,6 +12,7 @@ use super::sasl::{self, ListenerSasl};
 use super::security;
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
+use crate::authorizer::AuthorizerSettings;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -104,6 +106,9 @@ pub struct BrokerConfig {
     pub socket_send_buffer_bytes: i32,
     /// `socket.receive.buffer.bytes` of client listeners; -1 keeps the OS default.
     pub socket_receive_buffer_bytes: i32,
+    /// The StandardAuthorizer's settings when `authorizer.class.name` names it; `None`: no
+    /// authorizer, every request allowed (Kafka's default).
+    pub authorizer: Option<AuthorizerSettings>,
     /// The whole validated property set, for DescribeConfigs and the log defaults.
     pub properties: StaticProperties,
 }
@@ -293,6 +298,7 @@ impl BrokerConfig {
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
+            authorizer: authorizer_settings(&props)?,
             properties: props,
         })
     }
