@@ -106,6 +106,8 @@ pub struct PeerConnection {
     security: Arc<dyn PeerSecurity>,
     /// Told about every answer, for DescribeQuorum (voters only).
     progress: Option<Arc<ProgressTracker>>,
+    /// Whether the last connection attempt was refused authentication (logged once a run).
+    refused_last: bool,
 }
 
 impl std::fmt::Debug for PeerConnection {
@@ -147,6 +149,7 @@ impl PeerConnection {
             cluster_id,
             security,
             progress: None,
+            refused_last: false,
         }
     }
 
@@ -183,8 +186,19 @@ impl PeerConnection {
             };
             let connect = tokio::time::timeout_at(deadline, connect).await;
             let mut stream = match connect {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
+                Ok(Ok(stream)) => {
+                    self.refused_last = false;
+                    stream
+                }
+                Ok(Err(e)) => {
+                    // A refused authentication is a configuration problem the operator must
+                    // see; retries repeat it, so it is logged once until a connection works.
+                    if e.kind() == std::io::ErrorKind::PermissionDenied && !self.refused_last {
+                        tracing::warn!(node = self.target, error = %e, "cannot authenticate to a controller listener");
+                    }
+                    self.refused_last = e.kind() == std::io::ErrorKind::PermissionDenied;
+                    return Err(CallError::Unreachable(self.target, e.to_string()));
+                }
                 Err(_) => {
                     return Err(CallError::Unreachable(
                         self.target,
