@@ -373,3 +373,14 @@ fn a_mutual_tls_cluster_replicates_fails_over_and_refuses_an_untrusted_certifica
     stranger_cannot_join(&mut cluster, &mut conn, &stranger, None);
     replicate_and_fail_over(&mut cluster, Mode::MutualTls, &pki);
 }
+
+/// The README's secured cluster: `config/secure-cluster/` as it is, with the test's
+/// certificates in place of the ones `scripts/make-test-ca.sh` makes.
+#[test]
+fn the_secure_example_configs_form_a_cluster_that_replicates() {
+    let pki = pki();
+    let keystore = format!("ssl.keystore.location={}", pki.path("node.pem"));
+    let truststore = format!("ssl.truststore.location={}", pki.path("ca.pem"));
+    let mut cluster = Cluster::from_secure_example_configs(&[&keystore, &truststore]);
+    replicate_and_fail_over(&mut cluster, Mode::SaslSsl, &pki);
+}

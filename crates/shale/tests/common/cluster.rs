@@ -79,9 +79,10 @@ pub struct Cluster {
     formatting: Formatting,
     /// Extra `key=value` overrides for every node.
     pub overrides: Vec<String>,
-    /// Start from the repository's `config/cluster/node-N.properties`, overriding only the
-    /// ports, the data directories and the fencing pace.
-    example_configs: bool,
+    /// Start from the repository's `config/<dir>/node-N.properties` (`cluster`,
+    /// `secure-cluster`), overriding only the ports, the data directories and the fencing
+    /// pace (and what `overrides` holds).
+    example_configs: Option<&'static str>,
     /// The name of every broker's client listener (`PLAINTEXT` unless a test secures it;
     /// its protocol then comes from the overrides' `listener.security.protocol.map`).
     pub client_listener: String,
@@ -123,7 +124,26 @@ impl Cluster {
     /// they are, on free ports and temporary data directories.
     pub fn from_example_configs() -> Cluster {
         let roles = (1..=3).map(|id| (id, Role::Combined)).collect();
-        Cluster::start_from(roles, Formatting::Command, &[], true, "PLAINTEXT")
+        Cluster::start_from(
+            roles,
+            Formatting::Command,
+            &[],
+            Some("cluster"),
+            "PLAINTEXT",
+        )
+    }
+
+    /// The README's secured three-node cluster: `config/secure-cluster/node-N.properties` on
+    /// free ports and temporary data directories, with `overrides` (the test's certificates).
+    pub fn from_secure_example_configs(overrides: &[&str]) -> Cluster {
+        let roles = (1..=3).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_from(
+            roles,
+            Formatting::Command,
+            overrides,
+            Some("secure-cluster"),
+            "SECURE",
+        )
     }
 
     pub fn start_with(
@@ -131,27 +151,21 @@ impl Cluster {
         formatting: Formatting,
         overrides: &[&str],
     ) -> Cluster {
-        Cluster::start_from(roles, formatting, overrides, false, "PLAINTEXT")
+        Cluster::start_from(roles, formatting, overrides, None, "PLAINTEXT")
     }
 
     /// `size` combined nodes whose client listener is named `client_listener` (its protocol,
     /// and the controller listener's, set in `overrides`).
     pub fn combined_secured(size: i32, client_listener: &str, overrides: &[&str]) -> Cluster {
         let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
-        Cluster::start_from(
-            roles,
-            Formatting::Command,
-            overrides,
-            false,
-            client_listener,
-        )
+        Cluster::start_from(roles, Formatting::Command, overrides, None, client_listener)
     }
 
     fn start_from(
         roles: Vec<(i32, Role)>,
         formatting: Formatting,
         overrides: &[&str],
-        example_configs: bool,
+        example_configs: Option<&'static str>,
         client_listener: &str,
     ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
@@ -266,20 +280,24 @@ impl Cluster {
             Role::Controller => "controller",
             Role::Broker => "broker",
         };
-        if self.example_configs {
+        if let Some(dir) = self.example_configs {
             let file = format!(
-                "{}/../../config/cluster/node-{id}.properties",
+                "{}/../../config/{dir}/node-{id}.properties",
                 env!("CARGO_MANIFEST_DIR")
             );
             let port = node.client_port.expect("combined nodes");
-            let props = [
+            let mut props = vec![
                 format!("listeners={}", listeners.join(",")),
-                format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port}"),
+                format!(
+                    "advertised.listeners={}://127.0.0.1:{port}",
+                    self.client_listener
+                ),
                 format!("controller.quorum.voters={}", self.voters),
                 format!("log.dirs={}", node.data.display()),
                 "broker.heartbeat.interval.ms=200".to_string(),
                 "broker.session.timeout.ms=2000".to_string(),
             ];
+            props.extend(self.overrides.iter().cloned());
             let mut args = vec!["--config".to_string(), file];
             args.extend(
                 props
