@@ -20,6 +20,7 @@ mod handlers;
 mod internal_topics;
 mod ip_connections;
 mod log_config;
+mod peer;
 mod producer_id_source;
 pub mod replication;
 mod request;

@@ -56,3 +56,5 @@ pub use quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, Repl
 pub use raft_log::RaftQuorumLog;
 pub use records::{ConfigResource, Endpoint, MetadataRecord, SecurityProtocol};
 pub use runtime::{MetadataNode, MetadataNodeConfig, QuorumIo, QuorumMode, QuorumVoter};
+/// How the controller port's connections are secured (see `MetadataNodeConfig::peer_security`).
+pub use shale_raft::{BoxedPeerStream, PeerSecurity, PeerStream, Plaintext, SecureFuture};

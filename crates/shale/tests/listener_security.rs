@@ -112,10 +112,11 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
             vec![
                 "sasl.enabled.mechanisms=PLAIN".to_string(),
                 jaas.clone(),
-                "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+                "inter.broker.listener.name=CLIENTS".to_string(),
+                "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256".to_string(),
             ],
             "sasl.mechanism.inter.broker.protocol",
-            "plain text",
+            "SCRAM between nodes is not served yet",
         ),
         (
             vec![
@@ -132,8 +133,8 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
                 jaas.clone(),
                 "inter.broker.listener.name=CLIENTS".to_string(),
             ],
-            "inter.broker.listener.name",
-            "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol",
+            "Kafka's default is GSSAPI",
         ),
     ];
     for (extra, key, text_named) in cases {
@@ -203,11 +204,12 @@ fn unserved_ssl_keys_refuse_to_start_beside_an_ssl_listener() {
             "listener.name.secure.sasl.enabled.mechanisms",
             "listener.name.secure.sasl.enabled.mechanisms",
         ),
+        // No listener is named SSL, and the SSL listener has no truststore to verify peers.
         (
             "security.inter.broker.protocol",
             "security.inter.broker.protocol",
         ),
-        ("inter.broker.listener.name", "inter.broker.listener.name"),
+        ("inter.broker.listener.name", "ssl.truststore.location"),
     ];
     for (key, named) in cases {
         let value = match *key {

@@ -8,8 +8,9 @@ use super::connection_limits::ConnectionsPerIp;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
+use super::peer::{self, PeerClient};
 use super::sasl::{self, ListenerSasl};
-use super::security;
+use super::security::{self, NamedListener};
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
 use crate::authorizer::AuthorizerSettings;
@@ -50,6 +51,10 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
+    /// How this broker dials the other brokers' inter-broker listener.
+    pub inter_broker_client: PeerClient,
+    /// How this node dials the controllers' listener; `None` without a quorum.
+    pub controller_client: Option<PeerClient>,
     /// The TLS configuration of each SSL and SASL_SSL listener.
     pub listener_tls: Vec<ListenerTls>,
     /// The mechanisms and users of each SASL_PLAINTEXT and SASL_SSL listener.
@@ -178,23 +183,34 @@ impl BrokerConfig {
         for listener in &advertised_listeners {
             security::check_listener("advertised.listeners", listener)?;
         }
-        security::check_keys(&props, &listeners)?;
-        // Brokers reach each other in plain text: without a name, the first PLAINTEXT
-        // listener advertised (the first advertised when none is).
-        let inter_broker_listener_name = match props.get("inter.broker.listener.name") {
-            Some(name) => name.to_string(),
-            None => advertised_listeners
-                .iter()
-                .find(|l| l.security_protocol == "PLAINTEXT")
-                .or(advertised_listeners.first())
-                .map(|l| l.name.clone())
-                .unwrap_or_else(|| "PLAINTEXT".to_string()),
-        };
-        security::check_plaintext_only_listeners(
-            &listeners,
-            &controller_listener_names,
-            &inter_broker_listener_name,
-        )?;
+        // Per-listener keys may name the listeners this node binds and, on a broker-only node,
+        // the controller listener it dials.
+        let mut named: Vec<NamedListener<'_>> = listeners
+            .iter()
+            .map(|l| NamedListener {
+                name: &l.name,
+                security_protocol: &l.security_protocol,
+            })
+            .collect();
+        for name in &controller_listener_names {
+            if let Some(protocol) = peer::protocol_of(&protocol_map, name) {
+                if !named.iter().any(|l| l.name == name) {
+                    named.push(NamedListener {
+                        name,
+                        security_protocol: protocol,
+                    });
+                }
+            }
+        }
+        security::check_keys(&props, &named)?;
+        let is_broker = process_roles.contains(&ProcessRole::Broker);
+        let broker_advertised: Vec<Listener> = advertised_listeners
+            .iter()
+            .filter(|l| !controller_listener_names.contains(&l.name))
+            .cloned()
+            .collect();
+        let (inter_broker_listener_name, inter_broker_protocol) =
+            peer::inter_broker_listener(&props, &broker_advertised, &protocol_map, is_broker)?;
         let listener_sasl = sasl::listener_sasl(&props, &listeners)?
             .into_iter()
             .map(Arc::new)
@@ -213,6 +229,25 @@ impl BrokerConfig {
             &controller_quorum_voters,
             &r.list("controller.quorum.bootstrap.servers"),
         )?;
+        let inter_broker_client =
+            peer::inter_broker_client(&props, &inter_broker_listener_name, &inter_broker_protocol)?;
+        let controller_client = match &quorum_role {
+            QuorumRole::Single => None,
+            QuorumRole::Voter {
+                controller_listener,
+            } => Some(peer::controller_client(
+                &props,
+                &controller_listener_names,
+                &protocol_map,
+                Some(controller_listener),
+            )?),
+            QuorumRole::Observer => Some(peer::controller_client(
+                &props,
+                &controller_listener_names,
+                &protocol_map,
+                None,
+            )?),
+        };
         let log_dirs: Vec<PathBuf> = match props.get("log.dirs") {
             Some(_) => r.list("log.dirs"),
             None => r.list("log.dir"),
@@ -238,6 +273,8 @@ impl BrokerConfig {
             advertised_listeners,
             controller_listener_names,
             inter_broker_listener_name,
+            inter_broker_client,
+            controller_client,
             listener_tls,
             listener_sasl,
             controller_quorum_voters,
