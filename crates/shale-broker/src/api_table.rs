@@ -147,6 +147,14 @@ declare_apis! {
     DescribeQuorum 0..=2
         access [Describe on Cluster]
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
+    // SCRAM credentials (KIP-554): described from this node's image, altered through the
+    // controller.
+    DescribeUserScramCredentials 0..=0
+        access [Describe on Cluster]
+        handler reply(handlers::scram_credentials::describe(broker, ctx, request));
+    AlterUserScramCredentials 0..=0
+        access [Alter on Cluster]
+        handler reply(handlers::scram_credentials::alter(broker, ctx, request).await);
     DescribeProducers 0..=0
         access [Read on Topic]
         handler reply(handlers::producer_ids::describe_producers(broker, ctx, request));

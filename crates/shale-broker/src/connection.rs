@@ -18,6 +18,7 @@ mod frame_writer;
 mod framing;
 mod principal;
 mod sasl;
+mod scram_lookup;
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;

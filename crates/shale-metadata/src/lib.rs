@@ -44,7 +44,8 @@ pub use config_defs::{resolve_topic_config, ConfigSource, ConfigType, ResolvedCo
 pub use controller::{
     validate_topic_name, AlterConfigOp, AlterConfigOpType, Controller, ControllerConfig,
     ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, CreatedTopic,
-    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition,
+    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition, ScramDeletion,
+    ScramUpsertion,
 };
 pub use error::MetadataError;
 pub use image::{

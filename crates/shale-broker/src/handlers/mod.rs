@@ -14,6 +14,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
 pub mod sasl;
+pub mod scram_credentials;
 pub mod topics;
 
 use std::sync::Arc;
