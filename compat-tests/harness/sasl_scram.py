@@ -16,7 +16,8 @@ Checks, on each broker, and that both answer alike:
 - librdkafka (confluent-kafka) logs in with SCRAM-SHA-256 and SCRAM-SHA-512 and reads metadata,
   and a wrong password gets none;
 - Kafka's kafka-configs tool (ConfigCommand) makes a user with
-  --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]' and describes it.
+  --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]' and describes it (which reads
+  DescribeClientQuotas first: its answers, none set, and its refusals are compared too).
 
     python3 compat-tests/harness/sasl_scram.py [--against shale|kafka|both]
 
@@ -226,6 +227,37 @@ def describe(port, users):
     return top, sorted(results)
 
 
+def compact_nullable_string(s):
+    return b"\x00" if s is None else compact_string(s)
+
+
+def describe_quotas(port, components, strict=False):
+    """DescribeClientQuotas v1: (error code, error message, entries or None)."""
+    body = compact_array([compact_string(t) + struct.pack(">b", m) + compact_nullable_string(n)
+                          + b"\x00" for t, m, n in components])
+    body += struct.pack(">?", strict) + b"\x00"
+    with connect(port) as sock:
+        sock.sendall(request(48, 1, 13, body, flexible=True))
+        r = Reader(read_frame(sock))
+    r.tags()
+    r.int32()
+    code, message = r.int16(), r.compact_string()
+    n = r.uvarint()
+    entries = None if n == 0 else []
+    for _ in range(max(n - 1, 0)):
+        entity = []
+        for _ in range(r.uvarint() - 1):
+            entity.append((r.compact_string(), r.compact_string()))
+            r.tags()
+        values = []
+        for _ in range(r.uvarint() - 1):
+            values.append((r.compact_string(), struct.unpack(">d", r.take(8))[0]))
+            r.tags()
+        r.tags()
+        entries.append((entity, values))
+    return code, message, entries
+
+
 # --- a SCRAM login over raw frames ----------------------------------------------------------
 
 def sasl_round(sock, correlation_id, token):
@@ -343,6 +375,13 @@ def observe(plain_port, sasl_port):
         sasl_port, "SCRAM-SHA-512", "alice", "alice-secret")
     seen["alter: delete alice"] = alter(plain_port, [deletion("alice", 1)], [])
     seen["login after deletion"] = login(sasl_port, "SCRAM-SHA-256", "alice", "alice-secret")
+    seen["client quotas: a user's (none)"] = describe_quotas(plain_port, [("user", 0, "carol")])
+    seen["client quotas: every entity (none)"] = describe_quotas(plain_port, [])
+    seen["client quotas: unknown entity type"] = describe_quotas(plain_port, [("group", 2, None)])
+    seen["client quotas: a type twice"] = describe_quotas(
+        plain_port, [("user", 2, None), ("user", 1, None)])
+    seen["client quotas: ip with user"] = describe_quotas(
+        plain_port, [("ip", 2, None), ("user", 2, None)])
     seen["kafka-configs --alter"] = config_command(
         plain_port, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret]",
         "--entity-type", "users", "--entity-name", "carol")

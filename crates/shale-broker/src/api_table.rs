@@ -147,6 +147,11 @@ declare_apis! {
     DescribeQuorum 0..=2
         access [Describe on Cluster]
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
+    // Client quotas are not enforced (none can be set): Kafka's tools read them before a
+    // user's SCRAM credentials.
+    DescribeClientQuotas 0..=1
+        access [DescribeConfigs on Cluster]
+        handler reply(handlers::client_quotas::describe(broker, ctx, request));
     // SCRAM credentials (KIP-554): described from this node's image, altered through the
     // controller.
     DescribeUserScramCredentials 0..=0

@@ -59,7 +59,12 @@ fn broker_with_scram() -> (Shale, u16, u16) {
     (Shale::start_with(&refs), plain, sasl)
 }
 
-fn upsertion(user: &str, mechanism: Scram, password: &str, iterations: i32) -> ScramCredentialUpsertion {
+fn upsertion(
+    user: &str,
+    mechanism: Scram,
+    password: &str,
+    iterations: i32,
+) -> ScramCredentialUpsertion {
     // A fixed salt per user keeps the test reproducible; Kafka's client draws a random one.
     let salt = format!("salt-of-{user}").into_bytes();
     let salted = mechanism.salted_password(password, &salt, iterations.max(1) as u32);
@@ -113,9 +118,12 @@ fn outcomes(response: &AlterUserScramCredentialsResponse) -> Vec<(String, i16, O
 }
 
 fn describe(conn: &mut Conn, users: Option<&[&str]>) -> DescribeUserScramCredentialsResponse {
-    let request = DescribeUserScramCredentialsRequest::default().with_users(
-        users.map(|names| names.iter().map(|n| UserName::default().with_name(s(n))).collect()),
-    );
+    let request = DescribeUserScramCredentialsRequest::default().with_users(users.map(|names| {
+        names
+            .iter()
+            .map(|n| UserName::default().with_name(s(n)))
+            .collect()
+    }));
     match conn.call(
         ApiKey::DescribeUserScramCredentials,
         0,
@@ -158,7 +166,11 @@ enum Login {
 /// SaslHandshake v1 and the two SaslAuthenticate v2 rounds of a SCRAM login.
 fn login(conn: &mut Conn, mechanism: Scram, user: &str, password: &str) -> Login {
     let handshake = SaslHandshakeRequest::default().with_mechanism(s(mechanism.name()));
-    match conn.call(ApiKey::SaslHandshake, 1, RequestKind::SaslHandshake(handshake)) {
+    match conn.call(
+        ApiKey::SaslHandshake,
+        1,
+        RequestKind::SaslHandshake(handshake),
+    ) {
         ResponseKind::SaslHandshake(r) => assert_eq!(r.error_code, 0, "{r:?}"),
         other => panic!("{other:?}"),
     }
@@ -262,7 +274,12 @@ fn a_credential_made_with_the_api_logs_in_at_once_and_no_longer_once_deleted() {
     );
     assert_eq!(outcomes(&changed), vec![("alice".into(), 0, None)]);
     assert_eq!(
-        login(&mut Conn::plain(sasl), Scram::Sha256, "alice", "alice-secret"),
+        login(
+            &mut Conn::plain(sasl),
+            Scram::Sha256,
+            "alice",
+            "alice-secret"
+        ),
         refused(Scram::Sha256)
     );
     assert_eq!(
@@ -318,7 +335,11 @@ fn alterations_and_descriptions_are_refused_as_kafka_refuses_them() {
             ),
         ]
     );
-    let gone = alter(&mut admin, vec![deletion("ghost", 1), deletion("alice", 2)], vec![]);
+    let gone = alter(
+        &mut admin,
+        vec![deletion("ghost", 1), deletion("alice", 2)],
+        vec![],
+    );
     let missing = text("Attempt to delete a user credential that does not exist");
     assert_eq!(
         outcomes(&gone),
@@ -330,10 +351,7 @@ fn alterations_and_descriptions_are_refused_as_kafka_refuses_them() {
 
     let all = describe(&mut admin, Some(&[]));
     assert_eq!(all.error_code, 0);
-    assert_eq!(
-        described(&all),
-        vec![("alice".into(), 0, vec![(1, 4096)])]
-    );
+    assert_eq!(described(&all), vec![("alice".into(), 0, vec![(1, 4096)])]);
     let named = describe(&mut admin, Some(&["ghost", "alice", "alice"]));
     assert_eq!(
         described(&named),
@@ -368,7 +386,12 @@ fn a_credential_made_through_one_node_logs_in_on_every_node() {
         });
         let sasl = node(id).sasl_port.unwrap();
         assert_eq!(
-            login(&mut Conn::plain(sasl), Scram::Sha512, "carol", "carol-secret"),
+            login(
+                &mut Conn::plain(sasl),
+                Scram::Sha512,
+                "carol",
+                "carol-secret"
+            ),
             Login::Accepted,
             "node {id}"
         );

@@ -71,15 +71,15 @@ impl ScramCredential {
         if salted_password.is_empty() {
             return Err(CredentialError::EmptySaltedPassword);
         }
-        Ok(Self::from_salted(mechanism, salt, salted_password, iterations))
+        Ok(Self::from_salted(
+            mechanism,
+            salt,
+            salted_password,
+            iterations,
+        ))
     }
 
-    fn from_salted(
-        mechanism: ScramMechanism,
-        salt: &[u8],
-        salted: &[u8],
-        iterations: u32,
-    ) -> Self {
+    fn from_salted(mechanism: ScramMechanism, salt: &[u8], salted: &[u8], iterations: u32) -> Self {
         let client_key = crypto::hmac(mechanism, salted, b"Client Key");
         ScramCredential {
             salt: salt.to_vec(),

@@ -156,7 +156,9 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
             mechanisms.contains(&Mechanism::Scram(scram)),
             props.get(&jaas_key),
         ) {
-            (true, Some(text)) => check_scram_entry(text).map_err(|r| error(&jaas_key, &l.name, r))?,
+            (true, Some(text)) => {
+                check_scram_entry(text).map_err(|r| error(&jaas_key, &l.name, r))?
+            }
             (true, None) => {
                 return Err(error(
                     &jaas_key,
@@ -274,7 +276,10 @@ mod tests {
                     "SCRAM-SHA-512,PLAIN,SCRAM-SHA-256",
                 ),
                 ("listener.name.external.plain.sasl.jaas.config", JAAS),
-                ("listener.name.external.scram-sha-256.sasl.jaas.config", SCRAM_JAAS),
+                (
+                    "listener.name.external.scram-sha-256.sasl.jaas.config",
+                    SCRAM_JAAS,
+                ),
                 (
                     "listener.name.external.scram-sha-512.sasl.jaas.config",
                     "org.apache.kafka.common.security.scram.ScramLoginModule required \
@@ -295,7 +300,10 @@ mod tests {
         let scram_only = listener_sasl(
             &props(&[
                 ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
-                ("listener.name.external.scram-sha-256.sasl.jaas.config", SCRAM_JAAS),
+                (
+                    "listener.name.external.scram-sha-256.sasl.jaas.config",
+                    SCRAM_JAAS,
+                ),
             ]),
             &[listener("SASL_PLAINTEXT")],
         )
@@ -330,7 +338,10 @@ mod tests {
             (
                 &[
                     ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
-                    ("listener.name.external.scram-sha-512.sasl.jaas.config", JAAS),
+                    (
+                        "listener.name.external.scram-sha-512.sasl.jaas.config",
+                        JAAS,
+                    ),
                 ],
                 "listener.name.external.scram-sha-512.sasl.jaas.config",
                 "SCRAM needs org.apache.kafka.common.security.scram.ScramLoginModule",
@@ -362,8 +373,14 @@ mod tests {
             (
                 &[
                     ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
-                    ("listener.name.external.scram-sha-256.sasl.jaas.config", SCRAM_JAAS),
-                    ("listener.name.external.scram-sha-512.sasl.jaas.config", SCRAM_JAAS),
+                    (
+                        "listener.name.external.scram-sha-256.sasl.jaas.config",
+                        SCRAM_JAAS,
+                    ),
+                    (
+                        "listener.name.external.scram-sha-512.sasl.jaas.config",
+                        SCRAM_JAAS,
+                    ),
                 ],
                 "listener.name.external.scram-sha-512.sasl.jaas.config",
                 "not in the listener's sasl.enabled.mechanisms",

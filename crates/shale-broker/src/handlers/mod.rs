@@ -2,6 +2,7 @@
 
 pub mod api_versions;
 pub(crate) mod broker_configs;
+pub mod client_quotas;
 pub mod cluster;
 pub mod configs;
 pub mod delete_records;

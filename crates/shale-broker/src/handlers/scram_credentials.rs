@@ -88,7 +88,8 @@ fn describe_image(
         .map(|user| {
             let base = DescribeUserScramCredentialsResult::default().with_user(s(user.as_str()));
             if duplicated.contains(&user) {
-                let refusal = MetadataError::DuplicateResource(format!("{DESCRIBE_DUPLICATE_USER}{user}"));
+                let refusal =
+                    MetadataError::DuplicateResource(format!("{DESCRIBE_DUPLICATE_USER}{user}"));
                 return refused(base, &refusal);
             }
             let infos: Vec<CredentialInfo> = ScramMechanism::ALL
@@ -103,7 +104,8 @@ fn describe_image(
                 })
                 .collect();
             if infos.is_empty() {
-                let refusal = MetadataError::ResourceNotFound(format!("{DESCRIBE_UNKNOWN_USER}{user}"));
+                let refusal =
+                    MetadataError::ResourceNotFound(format!("{DESCRIBE_UNKNOWN_USER}{user}"));
                 return refused(base, &refusal);
             }
             base.with_credential_infos(infos)
@@ -116,7 +118,8 @@ fn refused(
     refusal: &MetadataError,
 ) -> DescribeUserScramCredentialsResult {
     let (code, message) = metadata_error_code(refusal);
-    base.with_error_code(code).with_error_message(Some(s(message)))
+    base.with_error_code(code)
+        .with_error_message(Some(s(message)))
 }
 
 pub async fn alter(

@@ -44,7 +44,12 @@ fn rows(results: Vec<DescribeUserScramCredentialsResult>) -> Vec<Row> {
 fn describing_every_user_lists_mechanisms_and_iterations() {
     let image = image_with(&[("bob", 2, 4096), ("alice", 2, 16384), ("alice", 1, 8192)]);
     let expected: Vec<Row> = vec![
-        ("alice".into(), 0, Some("".into()), vec![(1, 8192), (2, 16384)]),
+        (
+            "alice".into(),
+            0,
+            Some("".into()),
+            vec![(1, 8192), (2, 16384)],
+        ),
         ("bob".into(), 0, Some("".into()), vec![(2, 4096)]),
     ];
     assert_eq!(rows(describe_image(&image, None)), expected);
@@ -90,8 +95,9 @@ fn named_users_unknown_and_twice_named_are_refused_with_kafkas_texts() {
 fn a_salted_password_becomes_its_keys_and_nothing_else() {
     let salted = [7u8; 32];
     let (stored, server) = derive_keys(1, b"salt", &salted);
-    let expected = ScramCredential::from_salted_password(ScramMechanism::Sha256, b"salt", &salted, 4096)
-        .unwrap();
+    let expected =
+        ScramCredential::from_salted_password(ScramMechanism::Sha256, b"salt", &salted, 4096)
+            .unwrap();
     assert_eq!((stored.len(), server.len()), (32, 32));
     assert_eq!((stored, server), (expected.stored_key, expected.server_key));
     let (stored, server) = derive_keys(2, b"salt", &salted);
@@ -107,10 +113,15 @@ fn an_unexpected_failure_carries_no_text_and_the_others_theirs() {
     assert_eq!((failed.error_code, failed.error_message), (-1, None));
     let refused = result(
         "dave".into(),
-        Some(MetadataError::UnacceptableCredential("Too few iterations".into())),
+        Some(MetadataError::UnacceptableCredential(
+            "Too few iterations".into(),
+        )),
     );
     assert_eq!(refused.error_code, 93);
-    assert_eq!(refused.error_message.unwrap().as_str(), "Too few iterations");
+    assert_eq!(
+        refused.error_message.unwrap().as_str(),
+        "Too few iterations"
+    );
     let ok = result("erin".into(), None);
     assert_eq!((ok.error_code, ok.error_message), (0, None));
 }

@@ -128,7 +128,13 @@ impl Cluster {
     /// its PLAINTEXT one, which the brokers keep using between themselves.
     pub fn combined_with_sasl(size: i32, overrides: &[&str]) -> Cluster {
         let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
-        Cluster::start_full(roles, Formatting::Command, overrides, false, SaslListener::Yes)
+        Cluster::start_full(
+            roles,
+            Formatting::Command,
+            overrides,
+            false,
+            SaslListener::Yes,
+        )
     }
 
     /// The README's three-node cluster: the repository's `config/cluster/node-N.properties` as

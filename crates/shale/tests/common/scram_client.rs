@@ -116,7 +116,11 @@ impl ScramClient {
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!("{},{text},{without_proof}", self.first_bare);
         let signature = m.hmac(&stored_key, auth_message.as_bytes());
-        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
         let server_key = m.hmac(&salted, b"Server Key");
         let server_signature = m.hmac(&server_key, auth_message.as_bytes());
         self.expected_server_final =
