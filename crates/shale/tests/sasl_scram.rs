@@ -134,10 +134,11 @@ fn describe(conn: &mut Conn, users: Option<&[&str]>) -> DescribeUserScramCredent
     }
 }
 
+/// A described user: name, error code, (mechanism, iterations) of each credential.
+type Described = (String, i16, Vec<(i8, i32)>);
+
 /// Each described user with its (mechanism, iterations) or its error code.
-fn described(
-    response: &DescribeUserScramCredentialsResponse,
-) -> Vec<(String, i16, Vec<(i8, i32)>)> {
+fn described(response: &DescribeUserScramCredentialsResponse) -> Vec<Described> {
     response
         .results
         .iter()
