@@ -16,6 +16,7 @@
 mod admission;
 mod frame_writer;
 mod framing;
+mod idle;
 mod principal;
 mod sasl;
 mod scram_lookup;
@@ -46,6 +47,7 @@ use crate::request::{HandlerError, RequestContext, ANONYMOUS_PRINCIPAL};
 use admission::{admit, Admission};
 use frame_writer::ResponseSink;
 use framing::next_frame;
+use idle::IdleTimer;
 
 /// How long a client on an SSL listener has to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -128,6 +130,7 @@ pub async fn serve_sasl<S: ClientStream + AsyncRead + AsyncWrite + Unpin>(
     sasl: Arc<ListenerSasl>,
 ) {
     let mut buffered = BytesMut::new();
+    let idle = IdleTimer::new(broker.config.connections_max_idle_ms);
     let Some(principal) = sasl::authenticate(
         &broker,
         &mut stream,
@@ -135,13 +138,23 @@ pub async fn serve_sasl<S: ClientStream + AsyncRead + AsyncWrite + Unpin>(
         peer,
         &listener_name,
         &sasl,
+        &idle,
     )
     .await
     else {
         return;
     };
     let principal = Arc::from(principal.as_str());
-    serve_buffered(broker, stream, peer, listener_name, principal, buffered).await;
+    serve_buffered(
+        broker,
+        stream,
+        peer,
+        listener_name,
+        principal,
+        buffered,
+        idle,
+    )
+    .await;
 }
 
 /// What the reader hands to the processing task, in arrival order.
@@ -173,6 +186,7 @@ pub async fn serve<S: ClientStream>(
     listener_name: Arc<str>,
     principal: Arc<str>,
 ) {
+    let idle = IdleTimer::new(broker.config.connections_max_idle_ms);
     serve_buffered(
         broker,
         stream,
@@ -180,6 +194,7 @@ pub async fn serve<S: ClientStream>(
         listener_name,
         principal,
         BytesMut::new(),
+        idle,
     )
     .await;
 }
@@ -192,6 +207,7 @@ async fn serve_buffered<S: ClientStream>(
     listener_name: Arc<str>,
     principal: Arc<str>,
     mut buffered: BytesMut,
+    idle: IdleTimer,
 ) {
     let (mut reader, mut writer) = stream.into_halves();
     let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
@@ -199,6 +215,7 @@ async fn serve_buffered<S: ClientStream>(
     let frame_bytes_max = broker.config.socket_request_max_bytes;
 
     let processor = broker.clone();
+    let writer_idle = idle.clone();
     let writer_task = tokio::spawn(async move {
         while let Some(job) = rx.recv().await {
             let outcome = match job {
@@ -234,6 +251,7 @@ async fn serve_buffered<S: ClientStream>(
                 Outcome::Silent => {}
                 Outcome::Close => return,
             }
+            writer_idle.request_finished();
         }
     });
 
@@ -248,6 +266,7 @@ async fn serve_buffered<S: ClientStream>(
             frame_bytes_max,
             &mut shutdown,
             peer,
+            &idle,
         )
         .await
         else {
@@ -266,6 +285,7 @@ async fn serve_buffered<S: ClientStream>(
                     correlation_id,
                     &api_table::advertised(),
                 );
+                idle.request_started();
                 if tx.send(Job::Ready(Outcome::Respond(bytes))).await.is_err() {
                     break;
                 }
@@ -298,6 +318,7 @@ async fn serve_buffered<S: ClientStream>(
                 Job::Ready(Outcome::Close)
             }
         };
+        idle.request_started();
         if tx.send(job).await.is_err() {
             break;
         }

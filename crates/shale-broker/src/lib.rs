@@ -6,6 +6,7 @@
 
 pub mod api_table;
 pub mod authorization;
+pub mod authorizer;
 mod broker;
 pub mod config;
 mod connection;

@@ -50,11 +50,16 @@ fn scram_listener_props() -> Vec<String> {
 /// A broker with a PLAINTEXT listener (for the admin calls) and a SCRAM listener; returns it
 /// and the two ports.
 fn broker_with_scram() -> (Shale, u16, u16) {
+    broker_with_scram_and(&[])
+}
+
+fn broker_with_scram_and(extra: &[&str]) -> (Shale, u16, u16) {
     let (plain, sasl) = (free_port(), free_port());
     let mut overrides = vec![format!(
         "listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}"
     )];
     overrides.extend(scram_listener_props());
+    overrides.extend(extra.iter().map(|e| e.to_string()));
     let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
     (Shale::start_with(&refs), plain, sasl)
 }
@@ -424,4 +429,50 @@ fn a_credential_made_through_one_node_logs_in_on_every_node() {
             "node {id}"
         );
     }
+}
+
+/// With Kafka's StandardAuthorizer, the SCRAM APIs are checked on the cluster before anything
+/// else: a SCRAM user without ACLs is refused CLUSTER_AUTHORIZATION_FAILED (31) for every user
+/// it names, and changes nothing; a super user (here the PLAINTEXT listener's ANONYMOUS) is
+/// served.
+#[test]
+fn the_scram_apis_need_the_cluster_operations_kafka_checks() {
+    let (_shale, plain, sasl) = broker_with_scram_and(&[
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found=false",
+    ]);
+    let mut admin = Conn::plain(plain);
+    let made = alter(
+        &mut admin,
+        vec![],
+        vec![upsertion("alice", Scram::Sha256, "alice-secret", 4096)],
+    );
+    assert_eq!(outcomes(&made), vec![("alice".into(), 0, None)]);
+    let mut alice = Conn::plain(sasl);
+    assert_eq!(
+        login(&mut alice, Scram::Sha256, "alice", "alice-secret"),
+        Login::Accepted
+    );
+    let refused = alter(
+        &mut alice,
+        vec![deletion("alice", 1)],
+        vec![upsertion("mallory", Scram::Sha256, "x", 4096)],
+    );
+    assert_eq!(
+        outcomes(&refused)
+            .into_iter()
+            .map(|(user, code, _)| (user, code))
+            .collect::<Vec<_>>(),
+        vec![("alice".into(), 31), ("mallory".into(), 31)]
+    );
+    let denied = describe(&mut alice, Some(&["alice"]));
+    assert_eq!(denied.error_code, 31);
+    assert_eq!(denied.results.len(), 1);
+    assert_eq!(denied.results[0].error_code, 31);
+    // Nothing changed: the admin still sees alice alone.
+    assert_eq!(
+        described(&describe(&mut admin, None)),
+        vec![("alice".into(), 0, vec![(1, 4096)])]
+    );
 }

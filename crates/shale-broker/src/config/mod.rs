@@ -2,6 +2,7 @@
 //! (Apache Kafka container style, `KAFKA_LOG_DIRS` -> `log.dirs`) and `--override key=value`,
 //! in that order of precedence (later wins).
 
+mod authorizer;
 mod connection_limits;
 pub mod defs;
 mod error;
@@ -30,7 +31,11 @@ impl StaticProperties {
     pub fn unknown_keys(&self) -> Vec<String> {
         self.iter()
             .map(|(k, _)| k)
-            .filter(|k| defs::find(k).is_none() && !security::is_checked_key(k))
+            .filter(|k| {
+                defs::find(k).is_none()
+                    && !security::is_checked_key(k)
+                    && !authorizer::is_authorizer_key(k)
+            })
             .map(str::to_string)
             .collect()
     }

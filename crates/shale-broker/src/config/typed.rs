@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::authorizer::authorizer_settings;
 use super::connection_limits::ConnectionsPerIp;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
@@ -11,6 +12,7 @@ use super::sasl::{self, ListenerSasl};
 use super::security;
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
+use crate::authorizer::AuthorizerSettings;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -68,6 +70,8 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip` and its overrides.
     pub max_connections_per_ip: ConnectionsPerIp,
     pub queued_max_requests: usize,
+    /// Quiet connections are closed after this long; negative: never.
+    pub connections_max_idle_ms: i64,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
     pub log_cleaner_enable: bool,
@@ -102,6 +106,9 @@ pub struct BrokerConfig {
     pub socket_send_buffer_bytes: i32,
     /// `socket.receive.buffer.bytes` of client listeners; -1 keeps the OS default.
     pub socket_receive_buffer_bytes: i32,
+    /// The StandardAuthorizer's settings when `authorizer.class.name` names it; `None`: no
+    /// authorizer, every request allowed (Kafka's default).
+    pub authorizer: Option<AuthorizerSettings>,
     /// The whole validated property set, for DescribeConfigs and the log defaults.
     pub properties: StaticProperties,
 }
@@ -251,6 +258,7 @@ impl BrokerConfig {
                     .unwrap_or_default(),
             )?,
             queued_max_requests: r.int("queued.max.requests")? as usize,
+            connections_max_idle_ms: r.long("connections.max.idle.ms")?,
             log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
             log_cleaner_enable: r.boolean("log.cleaner.enable")?,
@@ -290,6 +298,7 @@ impl BrokerConfig {
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
+            authorizer: authorizer_settings(&props)?,
             properties: props,
         })
     }

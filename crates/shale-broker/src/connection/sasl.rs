@@ -23,6 +23,7 @@ use tracing::debug;
 
 use super::admission::{admit, Admission};
 use super::framing::next_frame;
+use super::idle::IdleTimer;
 use super::scram_lookup::ImageScramCredentials;
 use crate::api_table;
 use crate::broker::Broker;
@@ -53,6 +54,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     peer: SocketAddr,
     listener_name: &Arc<str>,
     sasl: &ListenerSasl,
+    idle: &IdleTimer,
 ) -> Option<String> {
     let frame_bytes_max = broker
         .config
@@ -61,7 +63,8 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     let mut shutdown = broker.shutdown_signal();
     let mut state = State::HandshakeOrVersions;
     loop {
-        let frame = next_frame(stream, buffered, frame_bytes_max, &mut shutdown, peer).await?;
+        let frame =
+            next_frame(stream, buffered, frame_bytes_max, &mut shutdown, peer, idle).await?;
         if let State::RawToken(server) = &mut state {
             match server.step(&frame) {
                 Ok(Step::Done {

@@ -1,9 +1,11 @@
 //! One module per API family.
 
+pub mod acls;
 pub mod api_versions;
 pub(crate) mod broker_configs;
 pub mod client_quotas;
 pub mod cluster;
+pub mod cluster_refusals;
 pub mod configs;
 pub mod delete_records;
 pub mod describe_quorum;

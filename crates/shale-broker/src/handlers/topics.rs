@@ -24,21 +24,28 @@ use shale_metadata::{
 };
 use tracing::warn;
 
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
 use crate::controller_calls::{submit_and_apply, within_timeout_ms};
-use crate::errors::metadata_error_code;
+use crate::errors::{authorization_failed_code, metadata_error_code};
 use crate::request::RequestContext;
 
 fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
+/// Authorization as Kafka's ControllerApis: CREATE on the cluster, or else on each topic
+/// (TOPIC_AUTHORIZATION_FAILED "Authorization failed."); a created topic's configs are shown
+/// only with DESCRIBE_CONFIGS on it (else its config error is TOPIC_AUTHORIZATION_FAILED).
 pub async fn create_topics(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let version = ctx.version();
+    let authz = broker.authz(ctx);
+    let create_any = authz.allows_cluster(AclOperation::Create);
+    let topic_refused = authorization_failed_code(ResourceType::Topic);
     let mut seen = HashSet::new();
     let mut duplicates = HashSet::new();
     for t in &request.topics {
@@ -63,6 +70,17 @@ pub async fn create_topics(
                         .with_replication_factor(-1),
                 );
             }
+            continue;
+        }
+        if !create_any && !authz.allows(AclOperation::Create, ResourceType::Topic, &name) {
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_error_code(topic_refused)
+                    .with_error_message(Some(str_bytes("Authorization failed.")))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            );
             continue;
         }
         to_create.push(CreatableTopic {
@@ -106,6 +124,18 @@ pub async fn create_topics(
                     let base = CreatableTopicResult::default()
                         .with_name(TopicName(str_bytes(name.clone())));
                     results.push(match r {
+                        Ok(c) if version >= 5
+                            && !authz.allows(
+                                AclOperation::DescribeConfigs,
+                                ResourceType::Topic,
+                                &name,
+                            ) =>
+                        {
+                            base.with_topic_id(c.topic_id)
+                                .with_num_partitions(c.num_partitions)
+                                .with_replication_factor(c.replication_factor)
+                                .with_topic_config_error_code(topic_refused)
+                        }
                         Ok(c) => {
                             let configs = (version >= 5).then(|| {
                                 let mut resolved = resolve_topic_config_for_broker(
@@ -188,32 +218,62 @@ fn fail_all(
     }
 }
 
+/// Authorization as Kafka's ControllerApis: DELETE on the cluster allows every topic;
+/// otherwise a topic named by name needs DESCRIBE (else TOPIC_AUTHORIZATION_FAILED, before
+/// looking it up) and DELETE (else TOPIC_AUTHORIZATION_FAILED), and one named by id that the
+/// principal may not delete is refused without its name unless it may DESCRIBE it.
 pub async fn delete_topics(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
     let version = ctx.version();
-    let (names, ids): (Vec<String>, Vec<uuid::Uuid>) = if version >= 6 {
-        let mut names = Vec::new();
-        let mut ids = Vec::new();
-        for t in request.topics {
-            match t.name {
-                Some(n) => names.push(n.0.to_string()),
-                None => ids.push(t.topic_id),
+    let (names, ids) = requested_deletions(version, request.topic_names, request.topics);
+    let authz = broker.authz(ctx);
+    let delete_any = authz.allows_cluster(AclOperation::Delete);
+    let may = |op, name: &str| delete_any || authz.allows(op, ResourceType::Topic, name);
+    let refused = authorization_failed_code(ResourceType::Topic);
+    let image = broker.image();
+    let mut responses = Vec::new();
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            let describable = may(AclOperation::Describe, name);
+            let allowed =
+                describable && (image.topic(name).is_none() || may(AclOperation::Delete, name));
+            if !allowed {
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(Some(TopicName(str_bytes(name.clone()))))
+                        .with_error_code(refused),
+                );
             }
-        }
-        (names, ids)
-    } else {
-        (
-            request
-                .topic_names
-                .into_iter()
-                .map(|n| n.0.to_string())
-                .collect(),
-            Vec::new(),
-        )
-    };
+            allowed
+        })
+        .collect();
+    let ids: Vec<uuid::Uuid> = ids
+        .into_iter()
+        .filter(|id| {
+            let Some(topic) = image.topic_by_id(*id) else {
+                return true;
+            };
+            let allowed = may(AclOperation::Delete, &topic.name);
+            if !allowed {
+                let shown = may(AclOperation::Describe, &topic.name)
+                    .then(|| TopicName(str_bytes(topic.name.clone())));
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(shown)
+                        .with_topic_id(*id)
+                        .with_error_code(refused),
+                );
+            }
+            allowed
+        })
+        .collect();
+    if names.is_empty() && ids.is_empty() {
+        return DeleteTopicsResponse::default().with_responses(responses);
+    }
     let outcome = within_timeout_ms(
         request.timeout_ms,
         submit_and_apply(
@@ -225,7 +285,40 @@ pub async fn delete_topics(
         ),
     )
     .await;
-    let mut responses = Vec::new();
+    delete_answers(version, outcome, names, ids, responses)
+}
+
+/// The names and ids a DeleteTopics request names (ids from v6).
+fn requested_deletions(
+    version: i16,
+    topic_names: Vec<TopicName>,
+    topics: Vec<kafka_protocol::messages::delete_topics_request::DeleteTopicState>,
+) -> (Vec<String>, Vec<uuid::Uuid>) {
+    if version >= 6 {
+        let mut names = Vec::new();
+        let mut ids = Vec::new();
+        for t in topics {
+            match t.name {
+                Some(n) => names.push(n.0.to_string()),
+                None => ids.push(t.topic_id),
+            }
+        }
+        (names, ids)
+    } else {
+        (
+            topic_names.into_iter().map(|n| n.0.to_string()).collect(),
+            Vec::new(),
+        )
+    }
+}
+
+fn delete_answers(
+    version: i16,
+    outcome: Result<ControllerResponse, MetadataError>,
+    names: Vec<String>,
+    ids: Vec<uuid::Uuid>,
+    mut responses: Vec<DeletableTopicResult>,
+) -> DeleteTopicsResponse {
     match outcome {
         Ok(ControllerResponse::DeleteTopics { by_name, by_id }) => {
             for (name, r) in by_name {
@@ -285,13 +378,29 @@ pub async fn delete_topics(
     DeleteTopicsResponse::default().with_responses(responses)
 }
 
+/// Each topic needs ALTER (else TOPIC_AUTHORIZATION_FAILED).
 pub async fn create_partitions(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
-    let topics: Vec<CreatePartitionsTopic> = request
+    let authz = broker.authz(ctx);
+    let (allowed, refused): (Vec<_>, Vec<_>) = request
         .topics
+        .into_iter()
+        .partition(|t| authz.allows(AclOperation::Alter, ResourceType::Topic, t.name.0.as_str()));
+    let refused: Vec<CreatePartitionsTopicResult> = refused
+        .into_iter()
+        .map(|t| {
+            CreatePartitionsTopicResult::default()
+                .with_name(t.name)
+                .with_error_code(authorization_failed_code(ResourceType::Topic))
+        })
+        .collect();
+    if allowed.is_empty() {
+        return CreatePartitionsResponse::default().with_results(refused);
+    }
+    let topics: Vec<CreatePartitionsTopic> = allowed
         .into_iter()
         .map(|t| CreatePartitionsTopic {
             name: t.name.0.to_string(),
@@ -350,5 +459,7 @@ pub async fn create_partitions(
                 .collect()
         }
     };
+    let mut results: Vec<CreatePartitionsTopicResult> = results;
+    results.extend(refused);
     CreatePartitionsResponse::default().with_results(results)
 }
