@@ -171,6 +171,25 @@ declare_apis! {
         authorize [Describe on Cluster]
             else { reply(handlers::cluster_refusals::describe_quorum(code)) }
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
+    // Client quotas are not enforced (none can be set): Kafka's tools read them before a
+    // user's SCRAM credentials.
+    DescribeClientQuotas 0..=1
+        access [DescribeConfigs on Cluster]
+        authorize [DescribeConfigs on Cluster]
+            else { reply(handlers::cluster_refusals::describe_client_quotas(code)) }
+        handler reply(handlers::client_quotas::describe(broker, ctx, request));
+    // SCRAM credentials (KIP-554): described from this node's image, altered through the
+    // controller.
+    DescribeUserScramCredentials 0..=0
+        access [Describe on Cluster]
+        authorize [Describe on Cluster]
+            else { reply(handlers::cluster_refusals::describe_user_scram_credentials(&request, code)) }
+        handler reply(handlers::scram_credentials::describe(broker, ctx, request));
+    AlterUserScramCredentials 0..=0
+        access [Alter on Cluster]
+        authorize [Alter on Cluster]
+            else { reply(handlers::cluster_refusals::alter_user_scram_credentials(&request, code)) }
+        handler reply(handlers::scram_credentials::alter(broker, ctx, request).await);
     DescribeProducers 0..=0
         access [Read on Topic]
         authorize [in handler]

@@ -19,6 +19,7 @@ mod framing;
 mod idle;
 mod principal;
 mod sasl;
+mod scram_lookup;
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;

@@ -36,6 +36,7 @@ mod liveness;
 pub mod local_log;
 pub mod meta_properties;
 pub mod quorum;
+pub mod quota_filter;
 pub mod raft_log;
 pub mod records;
 pub mod runtime;
@@ -44,7 +45,8 @@ pub use config_defs::{resolve_topic_config, ConfigSource, ConfigType, ResolvedCo
 pub use controller::{
     validate_topic_name, AlterConfigOp, AlterConfigOpType, Controller, ControllerConfig,
     ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, CreatedTopic,
-    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition,
+    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition, ScramDeletion,
+    ScramUpsertion,
 };
 pub use error::MetadataError;
 pub use image::{

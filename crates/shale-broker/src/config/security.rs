@@ -1,7 +1,7 @@
 //! What security this broker actually serves, checked before anything binds.
 //!
 //! Shale serves PLAINTEXT, SSL (TLS through rustls, see `tls`), SASL_PLAINTEXT and SASL_SSL
-//! listeners (SASL/PLAIN, see `sasl`). A listener must never come up weaker than configured:
+//! listeners (SASL/PLAIN and SCRAM, see `sasl`). A listener must never come up weaker than configured:
 //! a client or operator who configured a mechanism or a TLS setting would believe the port is
 //! protected by it. So every key Shale does not honour (a `sasl.*` key other than
 //! `sasl.enabled.mechanisms`, an `ssl.*` key outside `tls::SERVED_SSL_KEYS`, a per-listener
@@ -13,7 +13,7 @@
 use super::error::ConfigError;
 use super::listener::Listener;
 use super::peer::{CONTROLLER_MECHANISM_KEY, INTER_BROKER_MECHANISM_KEY};
-use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY};
+use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY, SCRAM_JAAS_KEYS};
 use super::static_props::StaticProperties;
 use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
@@ -101,12 +101,16 @@ fn refusal(key: &str, listeners: &[NamedListener<'_>]) -> Option<String> {
     if listener_key.contains("sasl.") {
         return match listener {
             Some(l) if is_sasl_protocol(l.security_protocol) => {
-                if listener_key == ENABLED_MECHANISMS_KEY || listener_key == PLAIN_JAAS_KEY {
+                if listener_key == ENABLED_MECHANISMS_KEY
+                    || listener_key == PLAIN_JAAS_KEY
+                    || SCRAM_JAAS_KEYS.contains(&listener_key)
+                {
                     None
                 } else if listener_key.ends_with(".sasl.jaas.config") {
                     Some(
-                        "Shale serves the PLAIN mechanism only, so only \
-                         listener.name.<listener>.plain.sasl.jaas.config is read; remove this key"
+                        "Shale serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, so only \
+                         listener.name.<listener>.{plain,scram-sha-256,scram-sha-512}.sasl.jaas.config \
+                         are read; remove this key"
                             .to_string(),
                     )
                 } else {
@@ -258,12 +262,14 @@ mod tests {
             "sasl.enabled.mechanisms",
             "listener.name.external.sasl.enabled.mechanisms",
             "listener.name.external.plain.sasl.jaas.config",
+            "listener.name.external.scram-sha-256.sasl.jaas.config",
+            "listener.name.external.scram-sha-512.sasl.jaas.config",
             "listener.name.external.ssl.keystore.location",
         ] {
             check_keys(&props(&[(key, "x")]), &named(&listeners)).unwrap();
         }
         for key in [
-            "listener.name.external.scram-sha-256.sasl.jaas.config",
+            "listener.name.external.scram-sha-1.sasl.jaas.config",
             "listener.name.external.gssapi.sasl.jaas.config",
             "listener.name.external.sasl.server.callback.handler.class",
         ] {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use shale_auth::{Mechanism, PlainServer, SaslServer, Step};
+use shale_auth::{Mechanism, PlainServer, SaslServer, ScramServer, Step};
 use shale_protocol::{Request, RequestHeader, Response};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
@@ -24,6 +24,7 @@ use tracing::debug;
 use super::admission::{admit, Admission};
 use super::framing::next_frame;
 use super::idle::IdleTimer;
+use super::scram_lookup::ImageScramCredentials;
 use crate::api_table;
 use crate::broker::Broker;
 use crate::config::ListenerSasl;
@@ -140,7 +141,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 let names: Vec<&'static str> = sasl.mechanisms.iter().map(|m| m.name()).collect();
                 let chosen = Mechanism::from_name(request.mechanism.as_str())
                     .filter(|m| sasl.mechanisms.contains(m));
-                let server = chosen.and_then(|m| server_for(m, sasl));
+                let server = chosen.and_then(|m| server_for(broker, m, sasl));
                 let Some(server) = server else {
                     let response =
                         handshake_response(Some(SaslRefusal::UnsupportedMechanism), &names);
@@ -198,13 +199,20 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-fn server_for(mechanism: Mechanism, sasl: &ListenerSasl) -> Option<Box<dyn SaslServer + Send>> {
+fn server_for(
+    broker: &Arc<Broker>,
+    mechanism: Mechanism,
+    sasl: &ListenerSasl,
+) -> Option<Box<dyn SaslServer + Send>> {
     match mechanism {
         Mechanism::Plain => {
             let users = sasl.plain_users.clone()?;
             Some(Box::new(PlainServer::new(users)))
         }
-        Mechanism::Scram(_) => None,
+        Mechanism::Scram(scram) => Some(Box::new(ScramServer::new(
+            scram,
+            ImageScramCredentials::new(broker.clone()),
+        ))),
     }
 }
 

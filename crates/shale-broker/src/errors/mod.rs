@@ -7,6 +7,7 @@ mod authorization;
 mod group;
 mod log;
 mod metadata;
+mod quota;
 mod refusal;
 mod replica;
 mod sasl;
@@ -21,6 +22,7 @@ pub use log::{append_error_code, append_refusal, log_error_code, producer_error_
 pub use metadata::{
     cluster_check_error_code, metadata_error_code, unknown_topic_id_code, ClusterCheck,
 };
+pub use quota::quota_filter_error_code;
 pub use refusal::Refusal;
 pub use replica::{ack_error_code, replica_error_code};
 pub use sasl::{sasl_error_code, SaslRefusal};

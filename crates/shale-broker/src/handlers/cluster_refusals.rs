@@ -6,8 +6,10 @@
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
+use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
+use kafka_protocol::messages::describe_user_scram_credentials_response::DescribeUserScramCredentialsResult;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::list_partition_reassignments_response::{
     OngoingPartitionReassignment, OngoingTopicReassignment,
@@ -17,6 +19,11 @@ use kafka_protocol::messages::{
     CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsResponse,
     DescribeQuorumResponse, ElectLeadersRequest, ElectLeadersResponse,
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+};
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -129,4 +136,53 @@ pub fn delete_acls(request: &DeleteAclsRequest, code: i16) -> DeleteAclsResponse
         .with_error_code(code)
         .with_error_message(message());
     DeleteAclsResponse::default().with_filter_results(vec![result; request.filters.len()])
+}
+
+// Kafka's brokers refuse the next two with `Errors.CLUSTER_AUTHORIZATION_FAILED.exception`,
+// whose text is the code's default, which ApiError leaves out: no message.
+
+pub fn describe_client_quotas(code: i16) -> DescribeClientQuotasResponse {
+    DescribeClientQuotasResponse::default()
+        .with_error_code(code)
+        .with_error_message(None)
+        .with_entries(None)
+}
+
+/// One result per user named, without the user's name (as Kafka's getErrorResponse).
+pub fn describe_user_scram_credentials(
+    request: &DescribeUserScramCredentialsRequest,
+    code: i16,
+) -> DescribeUserScramCredentialsResponse {
+    let result = DescribeUserScramCredentialsResult::default()
+        .with_error_code(code)
+        .with_error_message(None);
+    let named = request.users.as_ref().map_or(0, Vec::len);
+    DescribeUserScramCredentialsResponse::default()
+        .with_error_code(code)
+        .with_error_message(None)
+        .with_results(vec![result; named])
+}
+
+/// One result per distinct user of the deletions and upsertions, sorted by name.
+pub fn alter_user_scram_credentials(
+    request: &AlterUserScramCredentialsRequest,
+    code: i16,
+) -> AlterUserScramCredentialsResponse {
+    let users: std::collections::BTreeSet<&StrBytes> = request
+        .deletions
+        .iter()
+        .map(|d| &d.name)
+        .chain(request.upsertions.iter().map(|u| &u.name))
+        .collect();
+    AlterUserScramCredentialsResponse::default().with_results(
+        users
+            .into_iter()
+            .map(|user| {
+                AlterUserScramCredentialsResult::default()
+                    .with_user(user.clone())
+                    .with_error_code(code)
+                    .with_error_message(message())
+            })
+            .collect(),
+    )
 }

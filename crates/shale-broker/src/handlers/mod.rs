@@ -3,6 +3,7 @@
 pub mod acls;
 pub mod api_versions;
 pub(crate) mod broker_configs;
+pub mod client_quotas;
 pub mod cluster;
 pub mod cluster_refusals;
 pub mod configs;
@@ -16,6 +17,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
 pub mod sasl;
+pub mod scram_credentials;
 pub mod topics;
 
 use std::sync::Arc;

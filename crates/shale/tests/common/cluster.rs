@@ -48,6 +48,8 @@ pub struct Node {
     pub client_port: Option<u16>,
     /// The controller listener (voters only).
     pub controller_port: Option<u16>,
+    /// A SASL_PLAINTEXT listener beside the Kafka one, when the cluster has them.
+    pub sasl_port: Option<u16>,
     pub data: PathBuf,
     child: Option<Child>,
     pub log: Arc<Mutex<Vec<String>>>,
@@ -90,6 +92,14 @@ pub struct Cluster {
     pub node_overrides: BTreeMap<i32, Vec<String>>,
 }
 
+/// Whether each broker also gets a SASL_PLAINTEXT listener (its mechanisms and JAAS entries
+/// come with the cluster's overrides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SaslListener {
+    No,
+    Yes,
+}
+
 fn shale() -> Command {
     Command::new(env!("CARGO_BIN_EXE_shale"))
 }
@@ -118,6 +128,20 @@ impl Cluster {
     pub fn combined_with(size: i32, overrides: &[&str]) -> Cluster {
         let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
         Cluster::start_with(roles, Formatting::Command, overrides)
+    }
+
+    /// `size` combined nodes, each with a SASL_PLAINTEXT listener (`Node::sasl_port`) beside
+    /// its PLAINTEXT one, which the brokers keep using between themselves.
+    pub fn combined_with_sasl(size: i32, overrides: &[&str]) -> Cluster {
+        let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_full(
+            roles,
+            Formatting::Command,
+            overrides,
+            None,
+            "PLAINTEXT",
+            SaslListener::Yes,
+        )
     }
 
     /// The README's three-node cluster: the repository's `config/cluster/node-N.properties` as
@@ -168,6 +192,24 @@ impl Cluster {
         example_configs: Option<&'static str>,
         client_listener: &str,
     ) -> Cluster {
+        Cluster::start_full(
+            roles,
+            formatting,
+            overrides,
+            example_configs,
+            client_listener,
+            SaslListener::No,
+        )
+    }
+
+    fn start_full(
+        roles: Vec<(i32, Role)>,
+        formatting: Formatting,
+        overrides: &[&str],
+        example_configs: Option<&'static str>,
+        client_listener: &str,
+        sasl: SaslListener,
+    ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
         for (id, role) in roles {
@@ -178,6 +220,8 @@ impl Cluster {
                     role,
                     client_port: (role != Role::Controller).then(free_port),
                     controller_port: (role != Role::Broker).then(free_port),
+                    sasl_port: (role != Role::Controller && sasl == SaslListener::Yes)
+                        .then(free_port),
                     data: tmp.path().join(format!("node-{id}")),
                     child: None,
                     log: Default::default(),
@@ -242,6 +286,7 @@ impl Cluster {
                 role,
                 client_port: (role != Role::Controller).then(free_port),
                 controller_port: None,
+                sasl_port: None,
                 data,
                 child: None,
                 log: Default::default(),
@@ -274,6 +319,9 @@ impl Cluster {
         }
         if let Some(port) = node.controller_port {
             listeners.push(format!("CONTROLLER://127.0.0.1:{port}"));
+        }
+        if let Some(port) = node.sasl_port {
+            listeners.push(format!("SASL_PLAINTEXT://127.0.0.1:{port}"));
         }
         let roles = match node.role {
             Role::Combined => "broker,controller",
