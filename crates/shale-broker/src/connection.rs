@@ -91,6 +91,9 @@ pub async fn serve_tls(
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             debug!(%peer, listener = %listener_name, "closing connection: TLS handshake failed: {e}");
+            // As Kafka delays the close of a failed SSL handshake (KIP-306).
+            let delay_ms = broker.config.connection_failed_authentication_delay_ms;
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             return;
         }
         Err(_) => {

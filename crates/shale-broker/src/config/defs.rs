@@ -124,6 +124,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("queued.max.requests", Int, Some("500"), Some(1)),
     // Negative turns idle expiry off, as in Kafka's selector.
     def("connections.max.idle.ms", Long, Some("600000"), None),
+    def("connection.failed.authentication.delay.ms", Int, Some("100"), Some(0)),
     def("log.segment.bytes", Int, Some("1073741824"), Some(1_048_576)),
     def("log.roll.ms", Long, None, Some(1)),
     def("log.roll.hours", Int, Some("168"), Some(1)),

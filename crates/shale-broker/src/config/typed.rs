@@ -77,6 +77,8 @@ pub struct BrokerConfig {
     pub queued_max_requests: usize,
     /// Quiet connections are closed after this long; negative: never.
     pub connections_max_idle_ms: i64,
+    /// How long a refused login waits before its answer and the close (KIP-306).
+    pub connection_failed_authentication_delay_ms: u64,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
     pub log_cleaner_enable: bool,
@@ -296,6 +298,10 @@ impl BrokerConfig {
             )?,
             queued_max_requests: r.int("queued.max.requests")? as usize,
             connections_max_idle_ms: r.long("connections.max.idle.ms")?,
+            connection_failed_authentication_delay_ms: failed_authentication_delay_ms(
+                r.int("connection.failed.authentication.delay.ms")?,
+                r.long("connections.max.idle.ms")?,
+            )?,
             log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
             log_cleaner_enable: r.boolean("log.cleaner.enable")?,
@@ -429,6 +435,22 @@ fn parse_bool(value: &str) -> Option<bool> {
         "false" => Some(false),
         _ => None,
     }
+}
+
+/// Kafka's rule: a delayed refusal must be answered before the idle connection would be closed.
+fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64, ConfigError> {
+    if idle_max_ms >= 0 && i64::from(delay_ms) >= idle_max_ms {
+        return Err(invalid(
+            "connection.failed.authentication.delay.ms",
+            &delay_ms.to_string(),
+            &format!(
+                "connection.failed.authentication.delay.ms={delay_ms} should always be less than \
+                 connections.max.idle.ms={idle_max_ms} to prevent failed authentication \
+                 responses from timing out"
+            ),
+        ));
+    }
+    Ok(u64::try_from(delay_ms).unwrap_or(0))
 }
 
 fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
@@ -734,6 +756,39 @@ mod tests {
         assert_eq!(cfg.advertised_listeners, cfg.listeners);
         assert_eq!(cfg.log_dirs, vec![PathBuf::from("./data")]);
         assert_eq!(cfg.message_max_bytes, 1_048_588);
+    }
+
+    #[test]
+    fn the_failed_authentication_delay_must_be_shorter_than_the_idle_time() {
+        let config = BrokerConfig::from_properties(props(&[])).unwrap();
+        assert_eq!(config.connection_failed_authentication_delay_ms, 100);
+        assert_eq!(config.connections_max_idle_ms, 600_000);
+        let err = BrokerConfig::from_properties(props(&[
+            ("connections.max.idle.ms", "1000"),
+            ("connection.failed.authentication.delay.ms", "1000"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "connection.failed.authentication.delay.ms=1000 should always be less than \
+                 connections.max.idle.ms=1000 to prevent failed authentication responses from \
+                 timing out"
+            ),
+            "{err}"
+        );
+        // Idle expiry off: any delay, as in Kafka.
+        let config = BrokerConfig::from_properties(props(&[
+            ("connections.max.idle.ms", "-1"),
+            ("connection.failed.authentication.delay.ms", "5000"),
+        ]))
+        .unwrap();
+        assert_eq!(config.connection_failed_authentication_delay_ms, 5000);
+        assert!(BrokerConfig::from_properties(props(&[(
+            "connection.failed.authentication.delay.ms",
+            "-1"
+        )]))
+        .is_err());
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 Err(e) => {
                     debug!(%peer, "closing connection: SASL authentication failed: {e}");
+                    delay_refusal(broker).await;
                     return None;
                 }
             }
@@ -145,6 +146,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 let Some(server) = server else {
                     let response =
                         handshake_response(Some(SaslRefusal::UnsupportedMechanism), &names);
+                    delay_refusal(broker).await;
                     respond(stream, &header, ResponseKind::SaslHandshake(response)).await?;
                     debug!(%peer, mechanism = %request.mechanism.as_str(), "closing connection: SASL mechanism not enabled");
                     return None;
@@ -179,6 +181,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                         let message = e.client_message(server.mechanism(), false);
                         let response =
                             authenticate_refusal(SaslRefusal::AuthenticationFailed, message);
+                        delay_refusal(broker).await;
                         respond(stream, &header, ResponseKind::SaslAuthenticate(response)).await?;
                         debug!(%peer, "closing connection: SASL authentication failed: {e}");
                         return None;
@@ -242,6 +245,16 @@ async fn write<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> Option<()
 }
 
 /// A v0 exchange's server token: a length prefix and the bytes, without a Kafka header.
+/// `connection.failed.authentication.delay.ms` (KIP-306): a refused login is answered, and its
+/// connection closed, only after this long, so that a client retrying bad credentials in a
+/// loop costs the broker little.
+async fn delay_refusal(broker: &Broker) {
+    let delay_ms = broker.config.connection_failed_authentication_delay_ms;
+    if delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+    }
+}
+
 async fn write_raw<S: AsyncWrite + Unpin>(stream: &mut S, token: &[u8]) -> Option<()> {
     let len = u32::try_from(token.len()).ok()?;
     let mut frame = Vec::with_capacity(4 + token.len());
