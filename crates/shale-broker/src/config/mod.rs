@@ -17,6 +17,7 @@ mod storage;
 mod tls;
 mod tls_client;
 mod typed;
+mod unserved;
 
 pub use connection_limits::ConnectionsPerIp;
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
@@ -38,6 +39,7 @@ impl StaticProperties {
                 defs::find(k).is_none()
                     && !security::is_checked_key(k)
                     && !authorizer::is_authorizer_key(k)
+                    && !unserved::is_unserved_key(k)
             })
             .map(str::to_string)
             .collect()

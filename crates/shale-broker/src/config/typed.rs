@@ -13,6 +13,7 @@ use super::sasl::{self, ListenerSasl};
 use super::security::{self, NamedListener};
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
+use super::unserved;
 use crate::authorizer::AuthorizerSettings;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +206,7 @@ impl BrokerConfig {
             }
         }
         security::check_keys(&props, &named)?;
+        unserved::check_unserved_keys(&props)?;
         let is_broker = process_roles.contains(&ProcessRole::Broker);
         let broker_advertised: Vec<Listener> = advertised_listeners
             .iter()
