@@ -16,6 +16,8 @@ pub struct Shale {
     data: PathBuf,
     _tmp: Option<tempfile::TempDir>,
     extra: Vec<String>,
+    /// A properties file given with `--config`, under the overrides.
+    config_file: Option<PathBuf>,
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
@@ -27,6 +29,11 @@ impl Shale {
     }
 
     pub fn start_with(extra: &[&str]) -> Shale {
+        Shale::start_from(None, extra)
+    }
+
+    /// A broker from the properties file `config_file`, with `extra` overrides on top.
+    pub fn start_from(config_file: Option<&Path>, extra: &[&str]) -> Shale {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("data");
         let mut s = Shale {
@@ -35,6 +42,7 @@ impl Shale {
             data,
             _tmp: Some(tmp),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            config_file: config_file.map(Path::to_path_buf),
             log: Default::default(),
         };
         s.spawn();
@@ -51,8 +59,11 @@ impl Shale {
 
     fn spawn(&mut self) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_shale"));
-        cmd.arg("serve")
-            .arg("--override")
+        cmd.arg("serve");
+        if let Some(file) = &self.config_file {
+            cmd.arg("--config").arg(file);
+        }
+        cmd.arg("--override")
             .arg(format!("listeners=PLAINTEXT://127.0.0.1:{}", self.port))
             .arg("--override")
             .arg(format!("log.dirs={}", self.data.display()))
