@@ -147,6 +147,14 @@ declare_apis! {
     DescribeQuorum 0..=2
         access [Describe on Cluster]
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
+    // Client quotas: described from this node's image, altered through the controller,
+    // enforced by every broker (`quotas/`).
+    DescribeClientQuotas 0..=1
+        access [DescribeConfigs on Cluster]
+        handler reply(handlers::client_quotas::describe(broker, ctx, request));
+    AlterClientQuotas 0..=1
+        access [AlterConfigs on Cluster]
+        handler reply(handlers::client_quotas::alter(broker, ctx, request).await);
     DescribeProducers 0..=0
         access [Read on Topic]
         handler reply(handlers::producer_ids::describe_producers(broker, ctx, request));

@@ -20,6 +20,7 @@ mod internal_topics;
 mod ip_connections;
 mod log_config;
 mod producer_id_source;
+mod quotas;
 pub mod replication;
 mod request;
 mod server;

@@ -36,6 +36,7 @@ mod liveness;
 pub mod local_log;
 pub mod meta_properties;
 pub mod quorum;
+pub mod quota_filter;
 pub mod raft_log;
 pub mod records;
 pub mod runtime;

@@ -2,6 +2,7 @@
 
 pub mod api_versions;
 pub(crate) mod broker_configs;
+pub mod client_quotas;
 pub mod cluster;
 pub mod configs;
 pub mod delete_records;
@@ -14,6 +15,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
 pub mod sasl;
+pub(crate) mod topic_quota;
 pub mod topics;
 
 use std::sync::Arc;

@@ -29,6 +29,8 @@ use crate::controller_calls::{submit_and_apply, within_timeout_ms};
 use crate::errors::metadata_error_code;
 use crate::request::RequestContext;
 
+use super::topic_quota::TopicMutations;
+
 fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
@@ -48,8 +50,30 @@ pub async fn create_topics(
     }
     let mut results: Vec<CreatableTopicResult> = Vec::new();
     let mut to_create = Vec::new();
+    let image = broker.image();
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 6);
     for t in request.topics {
         let name = t.name.0.to_string();
+        let partitions = match (t.num_partitions, t.assignments.len()) {
+            (n @ 1.., _) => n as usize,
+            (_, 0) => broker.config.num_partitions.max(0) as usize,
+            (_, assigned) => assigned,
+        };
+        let chargeable = !duplicates.contains(&name)
+            && image.topic(&name).is_none()
+            && shale_metadata::validate_topic_name(&name).is_ok();
+        if chargeable && !mutations.admit(&name, partitions) {
+            let (code, message) = TopicMutations::refusal();
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_error_code(code)
+                    .with_error_message(Some(str_bytes(message)))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            );
+            continue;
+        }
         if duplicates.contains(&name) {
             if !results.iter().any(|r| r.name.0.as_str() == name) {
                 results.push(
@@ -103,6 +127,7 @@ pub async fn create_topics(
         match outcome {
             Ok(ControllerResponse::CreateTopics(created)) => {
                 for (name, r) in created {
+                    mutations.settle(&name, r.is_ok());
                     let base = CreatableTopicResult::default()
                         .with_name(TopicName(str_bytes(name.clone())));
                     results.push(match r {
@@ -154,6 +179,7 @@ pub async fn create_topics(
             }
             Ok(other) => {
                 warn!("unexpected controller answer: {other:?}");
+                mutations.settle_all_failed();
                 fail_all(
                     &mut results,
                     &to_create,
@@ -162,12 +188,15 @@ pub async fn create_topics(
                 );
             }
             Err(e) => {
+                mutations.settle_all_failed();
                 let (code, message) = metadata_error_code(&e);
                 fail_all(&mut results, &to_create, code, &message);
             }
         }
     }
-    CreateTopicsResponse::default().with_topics(results)
+    CreateTopicsResponse::default()
+        .with_throttle_time_ms(mutations.throttle_time_ms())
+        .with_topics(results)
 }
 
 fn fail_all(
@@ -194,7 +223,7 @@ pub async fn delete_topics(
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
     let version = ctx.version();
-    let (names, ids): (Vec<String>, Vec<uuid::Uuid>) = if version >= 6 {
+    let (mut names, mut ids): (Vec<String>, Vec<uuid::Uuid>) = if version >= 6 {
         let mut names = Vec::new();
         let mut ids = Vec::new();
         for t in request.topics {
@@ -214,6 +243,36 @@ pub async fn delete_topics(
             Vec::new(),
         )
     };
+    let image = broker.image();
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 5);
+    let mut responses = Vec::new();
+    let (code, message) = TopicMutations::refusal();
+    let throttled = |r: DeletableTopicResult| {
+        r.with_error_code(code)
+            .with_error_message(Some(str_bytes(message.clone())))
+    };
+    names.retain(|n| {
+        let Some(t) = image.topic(n) else { return true };
+        let admitted = mutations.admit(n, t.partitions.len());
+        if !admitted {
+            responses.push(throttled(
+                DeletableTopicResult::default().with_name(Some(TopicName(str_bytes(n.clone())))),
+            ));
+        }
+        admitted
+    });
+    ids.retain(|id| {
+        let Some(t) = image.topic_by_id(*id) else {
+            return true;
+        };
+        let admitted = mutations.admit(&t.name, t.partitions.len());
+        if !admitted {
+            responses.push(throttled(
+                DeletableTopicResult::default().with_topic_id(*id),
+            ));
+        }
+        admitted
+    });
     let outcome = within_timeout_ms(
         request.timeout_ms,
         submit_and_apply(
@@ -225,10 +284,10 @@ pub async fn delete_topics(
         ),
     )
     .await;
-    let mut responses = Vec::new();
     match outcome {
         Ok(ControllerResponse::DeleteTopics { by_name, by_id }) => {
             for (name, r) in by_name {
+                mutations.settle(&name, r.is_ok());
                 let base =
                     DeletableTopicResult::default().with_name(Some(TopicName(str_bytes(name))));
                 responses.push(match r {
@@ -245,6 +304,11 @@ pub async fn delete_topics(
                 });
             }
             for (id, r) in by_id {
+                if let Ok(name) = &r {
+                    mutations.settle(name, true);
+                } else if let Some(t) = image.topic_by_id(id) {
+                    mutations.settle(&t.name, false);
+                }
                 let base = DeletableTopicResult::default().with_topic_id(id);
                 responses.push(match r {
                     Ok(name) => base.with_name(Some(TopicName(str_bytes(name)))),
@@ -257,6 +321,7 @@ pub async fn delete_topics(
             }
         }
         other => {
+            mutations.settle_all_failed();
             let (code, message) = match other {
                 Err(e) => metadata_error_code(&e),
                 Ok(_) => (
@@ -282,14 +347,19 @@ pub async fn delete_topics(
             }
         }
     }
-    DeleteTopicsResponse::default().with_responses(responses)
+    DeleteTopicsResponse::default()
+        .with_throttle_time_ms(mutations.throttle_time_ms())
+        .with_responses(responses)
 }
 
 pub async fn create_partitions(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let image = broker.image();
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 3);
+    let mut throttled = Vec::new();
     let topics: Vec<CreatePartitionsTopic> = request
         .topics
         .into_iter()
@@ -301,6 +371,26 @@ pub async fn create_partitions(
                     .map(|x| x.broker_ids.into_iter().map(|b| b.0).collect())
                     .collect()
             }),
+        })
+        .filter(|t| {
+            let current = image.topic(&t.name).map_or(0, |i| i.partitions.len());
+            let Some(added @ 1..) = usize::try_from(t.count)
+                .ok()
+                .map(|c| c.saturating_sub(current))
+            else {
+                return true;
+            };
+            if current == 0 || mutations.admit(&t.name, added) {
+                return true;
+            }
+            let (code, message) = TopicMutations::refusal();
+            throttled.push(
+                CreatePartitionsTopicResult::default()
+                    .with_name(TopicName(str_bytes(t.name.clone())))
+                    .with_error_code(code)
+                    .with_error_message(Some(str_bytes(message))),
+            );
+            false
         })
         .collect();
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
@@ -315,10 +405,11 @@ pub async fn create_partitions(
         ),
     )
     .await;
-    let results = match outcome {
+    let results: Vec<CreatePartitionsTopicResult> = match outcome {
         Ok(ControllerResponse::CreatePartitions(results)) => results
             .into_iter()
             .map(|(name, r)| {
+                mutations.settle(&name, r.is_ok());
                 let base =
                     CreatePartitionsTopicResult::default().with_name(TopicName(str_bytes(name)));
                 match r {
@@ -332,6 +423,7 @@ pub async fn create_partitions(
             })
             .collect(),
         other => {
+            mutations.settle_all_failed();
             let (code, message) = match other {
                 Err(e) => metadata_error_code(&e),
                 Ok(_) => (
@@ -350,5 +442,7 @@ pub async fn create_partitions(
                 .collect()
         }
     };
-    CreatePartitionsResponse::default().with_results(results)
+    CreatePartitionsResponse::default()
+        .with_throttle_time_ms(mutations.throttle_time_ms())
+        .with_results(throttled.into_iter().chain(results).collect())
 }
