@@ -92,10 +92,6 @@ impl QuotaIndex {
         QuotaIndex { by_key }
     }
 
-    /// Whether any entity sets `key` (Kafka records usage only while quotas of a kind exist).
-    pub fn enabled(&self, key: &str) -> bool {
-        self.by_key.get(key).is_some_and(|m| !m.is_empty())
-    }
 
     /// The quota of `key` for a client authenticated as `user` with `client_id`, or `None`
     /// when no entity sets the key at all.
@@ -216,8 +212,7 @@ mod tests {
     #[test]
     fn no_entity_with_the_key_means_quotas_of_that_kind_are_off() {
         let index = QuotaIndex::from_image(&image(&[(&[("user", Some("u"))], 10.0)]));
-        assert!(index.enabled(KEY));
-        assert!(!index.enabled("consumer_byte_rate"));
+        assert!(index.applied(KEY, "u", "c").is_some());
         assert_eq!(index.applied("consumer_byte_rate", "u", "c"), None);
     }
 
