@@ -142,6 +142,8 @@ pub enum CredentialError {
     },
     #[error("the salt of a SCRAM credential must not be empty")]
     EmptySalt,
+    #[error("the salted password of a SCRAM credential must not be empty")]
+    EmptySaltedPassword,
     #[error("the {field} of a {mechanism} credential has {len_bytes} bytes, not {expected_bytes}")]
     KeyLength {
         mechanism: crate::ScramMechanism,

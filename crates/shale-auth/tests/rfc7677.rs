@@ -80,3 +80,36 @@ fn the_rfc_credential_has_the_rfcs_keys() {
     assert_eq!(credential.salt, salt);
     assert_eq!(credential.iterations, 4096);
 }
+
+/// What Kafka's admin client sends for `pencil` (the salted password, computed by the
+/// client) gives the same keys as the password itself, and an empty one is refused.
+#[test]
+fn a_salted_password_gives_the_keys_of_its_password() {
+    let salt = common::unb64("W22ZaJ0SNY7soEsUEjb6gQ==");
+    let from_password =
+        ScramCredential::derive_with_salt(ScramMechanism::Sha256, "pencil", &salt, 4096).unwrap();
+    let salted = common::hi(ScramMechanism::Sha256, b"pencil", &salt, 4096);
+    let from_salted =
+        ScramCredential::from_salted_password(ScramMechanism::Sha256, &salt, &salted, 4096)
+            .unwrap();
+    assert!(from_salted == from_password);
+    let table = {
+        let mut t = ScramCredentialTable::new();
+        t.insert(ScramMechanism::Sha256, "user", from_salted);
+        t
+    };
+    let mut server =
+        ScramServer::with_server_nonce(ScramMechanism::Sha256, &table, SERVER_NONCE).unwrap();
+    assert!(matches!(
+        server.step(CLIENT_FIRST.as_bytes()).unwrap(),
+        Step::Continue(_)
+    ));
+    assert!(matches!(
+        server.step(CLIENT_FINAL.as_bytes()).unwrap(),
+        Step::Done { .. }
+    ));
+    assert_eq!(
+        ScramCredential::from_salted_password(ScramMechanism::Sha512, &salt, b"", 4096),
+        Err(shale_auth::CredentialError::EmptySaltedPassword)
+    );
+}

@@ -3,9 +3,11 @@
 //! ApiVersions, admission (`connection.rs`), the README's table and dispatch are all derived
 //! from it (`dispatch.rs` holds the macro), so what is advertised is exactly what is handled.
 //!
-//! The `access` lists are data only: Shale has no authorizer yet and checks none of them (see
-//! `authorization.rs`). They record Kafka's documentation ("Operations and Resources on
-//! Protocols"); a comment says when Kafka makes a check conditional.
+//! The `access` lists record Kafka's documentation ("Operations and Resources on Protocols");
+//! a comment says when Kafka makes a check conditional. `authorize` says where Shale checks
+//! them when an authorizer is configured (`authorization::Enforcement`): before the handler
+//! for a check on the cluster alone (the `else` answer of a refused request), or in the
+//! handler, per resource, as Kafka's KafkaApis does.
 
 use std::sync::Arc;
 
@@ -24,7 +26,7 @@ pub use crate::dispatch::ApiEntry;
 // 4.4's specs does (the `newer` routes); the README says which ranges still differ from
 // Kafka 4.4 and why. The order is the order ApiVersions lists them in.
 declare_apis! {
-    (broker: &Arc<Broker>, ctx: &RequestContext, request);
+    (broker: &Arc<Broker>, ctx: &RequestContext, request, code);
 
     // Produce advertises min 0 like Kafka (KAFKA-18659): older librdkafka stops compressing when
     // the advertised minimum is 3. Versions 0-2 are still refused.
@@ -33,9 +35,11 @@ declare_apis! {
             Write on Topic,
             // Only a transactional producer (transactional.id set).
             Write on TransactionalId,
-            // Only an idempotent producer.
+            // Listed by Kafka's documentation for an idempotent producer; since KIP-679 Kafka
+            // checks it at InitProducerId, not here.
             IdempotentWrite on Cluster,
         ]
+        authorize [in handler]
         handler reply_if(handlers::produce::handle(broker, ctx, request).await);
     // Consumer fetches that can be answered from the segment files skip this route
     // (`connection.rs` writes them with sendfile); the rest come here.
@@ -46,10 +50,12 @@ declare_apis! {
             // A follower (replica id set).
             ClusterAction on Cluster,
         ]
+        authorize [in handler]
         handler reply(handlers::fetch::handle(broker, ctx, request).await);
     // 11: EARLIEST_PENDING_UPLOAD (-6, KIP-1023), the same wire layout as 10.
     ListOffsets 1..=11
         access [Describe on Topic]
+        authorize [in handler]
         handler reply(handlers::list_offsets::handle(broker, ctx, request));
     Metadata 0..=13
         access [
@@ -59,20 +65,24 @@ declare_apis! {
             // Topic auto-creation without Create on the cluster.
             Create on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::metadata::handle(broker, ctx, request).await);
     // 5: the client names the cluster and node it expects (KIP-1242). Kafka authorizes
     // nothing here: ApiVersions comes before authentication.
     ApiVersions 0..=5
         access []
+        authorize [none]
         handler reply(handlers::api_versions::handle(broker, ctx, request, &advertised())),
         newer reply(handlers::api_versions::handle_v5(broker, ctx, request, &advertised()));
     // The exchange itself runs before the connection's first other request
     // (`connection/sasl.rs`); these handlers answer it out of order, after authentication.
     SaslHandshake 0..=1
         access []
+        authorize [none]
         handler reply(handlers::sasl::handshake(broker, ctx, request));
     SaslAuthenticate 0..=2
         access []
+        authorize [none]
         handler reply(handlers::sasl::authenticate(broker, ctx, request));
     CreateTopics 2..=7
         access [
@@ -80,20 +90,24 @@ declare_apis! {
             Create on Cluster,
             Create on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::topics::create_topics(broker, ctx, request).await);
     DeleteTopics 1..=6
         access [Delete on Topic]
+        authorize [in handler]
         handler reply(handlers::topics::delete_topics(broker, ctx, request).await);
     DeleteRecords 0..=2
         access [Delete on Topic]
+        authorize [in handler]
         handler reply(handlers::delete_records::handle(broker, ctx, request));
     InitProducerId 0..=5
         access [
             // With a transactional id.
             Write on TransactionalId,
-            // Without one (an idempotent producer).
+            // Without one (an idempotent producer); or WRITE on any topic (KIP-679).
             IdempotentWrite on Cluster,
         ]
+        authorize [in handler]
         handler reply(handlers::producer_ids::init_producer_id(broker, ctx, request).await);
     OffsetForLeaderEpoch 2..=4
         access [
@@ -101,6 +115,7 @@ declare_apis! {
             ClusterAction on Cluster,
             Describe on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::list_offsets::offset_for_leader_epoch(broker, ctx, request));
     DescribeConfigs 1..=4
         access [
@@ -109,6 +124,7 @@ declare_apis! {
             // Topic configs.
             DescribeConfigs on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::configs::describe(broker, ctx, request));
     AlterConfigs 0..=2
         access [
@@ -117,9 +133,11 @@ declare_apis! {
             // Topic configs.
             AlterConfigs on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::configs::alter(broker, ctx, request).await);
     CreatePartitions 0..=3
         access [Alter on Topic]
+        authorize [in handler]
         handler reply(handlers::topics::create_partitions(broker, ctx, request).await);
     IncrementalAlterConfigs 0..=1
         access [
@@ -128,13 +146,16 @@ declare_apis! {
             // Topic configs.
             AlterConfigs on Topic,
         ]
+        authorize [in handler]
         handler reply(handlers::configs::incremental_alter(broker, ctx, request).await);
     DescribeCluster 0..=2
         access [Describe on Cluster]
+        authorize [in handler]
         handler reply(handlers::cluster::describe_cluster(broker, ctx, request));
     // KIP-966: partitions with their eligible leader replicas, paginated.
     DescribeTopicPartitions 0..=0
         access [Describe on Topic]
+        authorize [in handler]
         handler reply(handlers::describe_topic_partitions::handle(broker, ctx, request));
     // Version 5 answers in Shale's own types (a field kafka-protocol's lack).
     DescribeLogDirs 1..=5
@@ -142,37 +163,66 @@ declare_apis! {
             // Refused with an empty answer, not an error.
             Describe on Cluster,
         ]
+        authorize [in handler]
         handler answered(handlers::cluster::describe_log_dirs(broker, ctx, request));
     // The metadata quorum (kafka-metadata-quorum.sh).
     DescribeQuorum 0..=2
         access [Describe on Cluster]
+        authorize [Describe on Cluster]
+            else { reply(handlers::cluster_refusals::describe_quorum(code)) }
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
     // Client quotas: described from this node's image, altered through the controller,
-    // enforced by every broker (`quotas/`).
+    // enforced by every broker (`quotas/`). Kafka's tools read them before a user's SCRAM
+    // credentials.
     DescribeClientQuotas 0..=1
         access [DescribeConfigs on Cluster]
+        authorize [DescribeConfigs on Cluster]
+            else { reply(handlers::cluster_refusals::describe_client_quotas(code)) }
         handler reply(handlers::client_quotas::describe(broker, ctx, request));
     AlterClientQuotas 0..=1
         access [AlterConfigs on Cluster]
+        authorize [AlterConfigs on Cluster]
+            else { reply(handlers::cluster_refusals::alter_client_quotas(&request, code)) }
         handler reply(handlers::client_quotas::alter(broker, ctx, request).await);
+    // SCRAM credentials (KIP-554): described from this node's image, altered through the
+    // controller.
+    DescribeUserScramCredentials 0..=0
+        access [Describe on Cluster]
+        authorize [Describe on Cluster]
+            else { reply(handlers::cluster_refusals::describe_user_scram_credentials(&request, code)) }
+        handler reply(handlers::scram_credentials::describe(broker, ctx, request));
+    AlterUserScramCredentials 0..=0
+        access [Alter on Cluster]
+        authorize [Alter on Cluster]
+            else { reply(handlers::cluster_refusals::alter_user_scram_credentials(&request, code)) }
+        handler reply(handlers::scram_credentials::alter(broker, ctx, request).await);
     DescribeProducers 0..=0
         access [Read on Topic]
+        authorize [in handler]
         handler reply(handlers::producer_ids::describe_producers(broker, ctx, request));
     // Replication admin, answered through the controller.
     ElectLeaders 0..=2
         access [
-            // As Kafka's documentation lists it; Kafka's controller checks Alter on Cluster.
+            // As Kafka's documentation lists it.
             ClusterAction on Cluster,
+            // What Kafka's controller checks, and Shale with it.
+            Alter on Cluster,
         ]
+        authorize [Alter on Cluster]
+            else { reply(handlers::cluster_refusals::elect_leaders(&request, code)) }
         handler reply(replication::admin::elect_leaders(broker, ctx.version(), request).await);
     AlterPartitionReassignments 0..=1
         access [Alter on Cluster]
+        authorize [Alter on Cluster]
+            else { reply(handlers::cluster_refusals::alter_partition_reassignments(&request, code)) }
         handler reply(
             replication::admin::alter_partition_reassignments(broker, ctx.version(), request)
                 .await,
         );
     ListPartitionReassignments 0..=0
         access [Describe on Cluster]
+        authorize [Describe on Cluster]
+            else { reply(handlers::cluster_refusals::list_partition_reassignments(&request, code)) }
         handler reply(replication::admin::list_partition_reassignments(broker, request));
     // The classic group coordinator.
     FindCoordinator 0..=6
@@ -182,18 +232,23 @@ declare_apis! {
             // Looking for a transaction coordinator.
             Describe on TransactionalId,
         ]
+        authorize [in handler]
         handler reply(groups::find_coordinator::handle(broker, ctx, request).await);
     JoinGroup 0..=9
         access [Read on Group]
+        authorize [in handler]
         handler reply(groups::membership::join_group(broker, ctx, request).await);
     SyncGroup 0..=5
         access [Read on Group]
+        authorize [in handler]
         handler reply(groups::membership::sync_group(broker, ctx, request).await);
     Heartbeat 0..=4
         access [Read on Group]
+        authorize [in handler]
         handler reply(groups::membership::heartbeat(broker, ctx, request).await);
     LeaveGroup 0..=5
         access [Read on Group]
+        authorize [in handler]
         handler reply(groups::membership::leave_group(broker, ctx, request).await);
     // 10: topic ids instead of names (KIP-848).
     OffsetCommit 2..=10
@@ -202,6 +257,7 @@ declare_apis! {
             Read on Group,
             Read on Topic,
         ]
+        authorize [in handler]
         handler reply(groups::offsets::offset_commit(broker, ctx, request).await);
     OffsetFetch 1..=10
         access [
@@ -209,9 +265,11 @@ declare_apis! {
             Describe on Group,
             Describe on Topic,
         ]
+        authorize [in handler]
         handler reply(groups::offsets::offset_fetch(broker, ctx, request).await);
     DescribeGroups 0..=6
         access [Describe on Group]
+        authorize [in handler]
         handler reply(groups::admin::describe_groups(broker, ctx, request).await);
     ListGroups 0..=5
         access [
@@ -220,14 +278,17 @@ declare_apis! {
             Describe on Cluster,
             Describe on Group,
         ]
+        authorize [in handler]
         handler reply(groups::admin::list_groups(broker, ctx, request).await);
     // 3: an error message per group; answered in Shale's own types (a field kafka-protocol's
     // lack).
     DeleteGroups 0..=3
         access [Delete on Group]
+        authorize [in handler]
         handler answered(groups::admin::delete_groups(broker, ctx, request).await);
     OffsetDelete 0..=0
         access [Delete on Group, Read on Topic]
+        authorize [in handler]
         handler reply(groups::offsets::offset_delete(broker, ctx, request).await);
     // The transaction coordinator: versions 5 of AddPartitionsToTxn, EndTxn and
     // TxnOffsetCommit are transaction version 2 (KIP-890), which ApiVersions finalises;
@@ -239,6 +300,7 @@ declare_apis! {
             Write on TransactionalId,
             Write on Topic,
         ]
+        authorize [in handler]
         handler reply(txn::handlers::add_partitions_to_txn(broker, ctx, request).await);
     AddOffsetsToTxn 0..=4
         access [
@@ -246,30 +308,61 @@ declare_apis! {
             Write on TransactionalId,
             Read on Group,
         ]
+        authorize [in handler]
         handler reply(txn::handlers::add_offsets_to_txn(broker, ctx, request).await);
     EndTxn 0..=5
         access [Write on TransactionalId]
+        authorize [in handler]
         handler reply(txn::handlers::end_txn(broker, ctx, request).await);
     TxnOffsetCommit 0..=6
         access [Write on TransactionalId, Read on Group, Read on Topic]
+        authorize [in handler]
         handler reply(txn::handlers::txn_offset_commit(broker, ctx, request).await),
         newer answered(txn::topic_ids::txn_offset_commit(broker, ctx, request).await);
+    // ACLs: created and deleted through the controller, described from this broker's image.
+    DescribeAcls 1..=3
+        access [Describe on Cluster]
+        authorize [Describe on Cluster]
+            else { handlers::acls::refused(
+                handlers::acls::describe_is_malformed(&request),
+                handlers::cluster_refusals::describe_acls(code),
+            ) }
+        handler handlers::acls::describe_acls(broker, request);
+    CreateAcls 1..=3
+        access [Alter on Cluster]
+        authorize [Alter on Cluster]
+            else { handlers::acls::refused(
+                handlers::acls::create_is_malformed(&request),
+                handlers::cluster_refusals::create_acls(&request, code),
+            ) }
+        handler handlers::acls::create_acls(broker, request).await;
+    DeleteAcls 1..=3
+        access [Alter on Cluster]
+        authorize [Alter on Cluster]
+            else { handlers::acls::refused(
+                handlers::acls::delete_is_malformed(&request),
+                handlers::cluster_refusals::delete_acls(&request, code),
+            ) }
+        handler handlers::acls::delete_acls(broker, request).await;
     WriteTxnMarkers 1..=2
         access [
-            // Kafka's documentation lists both; its broker checks ClusterAction.
+            // Kafka's documentation lists both; its broker allows either.
             Alter on Cluster,
             ClusterAction on Cluster,
         ]
+        authorize [in handler]
         handler reply(txn::admin::write_txn_markers(broker, ctx, request).await),
         newer reply(txn::admin::write_txn_markers_v2(broker, ctx, request).await);
     DescribeTransactions 0..=0
         access [Describe on TransactionalId]
+        authorize [in handler]
         handler reply(txn::admin::describe_transactions(broker, ctx, request));
     ListTransactions 0..=2
         access [
             // Transactional ids refused are left out of the answer.
             Describe on TransactionalId,
         ]
+        authorize [in handler]
         handler reply(txn::admin::list_transactions(broker, ctx, request));
 }
 
@@ -289,8 +382,8 @@ pub fn advertised() -> Vec<(i16, i16, i16)> {
 /// The table as Markdown, for the README (kept in sync by a test).
 pub fn markdown_table() -> String {
     let mut out = String::from(
-        "| key | API | versions served | advertised | Kafka's authorization (not checked yet) |\n\
-         |---|---|---|---|---|\n",
+        "| key | API | versions served | advertised | Kafka's authorization | checked |\n\
+         |---|---|---|---|---|---|\n",
     );
     let mut entries: Vec<&ApiEntry> = API_TABLE.iter().collect();
     entries.sort_by_key(|e| e.key as i16);
@@ -305,8 +398,15 @@ pub fn markdown_table() -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "| {} | {:?} | {}-{} | {}-{} | {} |\n",
-            e.key as i16, e.key, e.accepted_min, e.max, e.advertised_min, e.max, access
+            "| {} | {:?} | {}-{} | {}-{} | {} | {} |\n",
+            e.key as i16,
+            e.key,
+            e.accepted_min,
+            e.max,
+            e.advertised_min,
+            e.max,
+            access,
+            e.enforcement
         ));
     }
     out

@@ -19,6 +19,7 @@ mod framing;
 mod idle;
 mod principal;
 mod sasl;
+mod scram_lookup;
 mod throttle;
 
 use std::net::SocketAddr;
@@ -93,6 +94,9 @@ pub async fn serve_tls(
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             debug!(%peer, listener = %listener_name, "closing connection: TLS handshake failed: {e}");
+            // As Kafka delays the close of a failed SSL handshake (KIP-306).
+            let delay_ms = broker.config.connection_failed_authentication_delay_ms;
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             return;
         }
         Err(_) => {

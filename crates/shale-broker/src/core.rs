@@ -11,7 +11,9 @@ use shale_metadata::{MetadataImage, MetadataNode};
 use shale_replica::{ReplicaManager, ReplicationSettings};
 use tokio::sync::watch;
 
+use crate::authorizer::{Authorizer, Authz};
 use crate::config::{BrokerConfig, Listener};
+use crate::request::RequestContext;
 
 /// The broker's foundation: config, metadata, replicas and its signals.
 pub struct BrokerCore {
@@ -25,6 +27,8 @@ pub struct BrokerCore {
     reconciled: watch::Sender<i64>,
     /// `config.properties` as a map, built once: config lookups on the produce path use it.
     static_props: HashMap<String, String>,
+    /// Kafka's StandardAuthorizer when `authorizer.class.name` names it.
+    authorizer: Option<Authorizer>,
 }
 
 impl std::fmt::Debug for BrokerCore {
@@ -49,6 +53,7 @@ impl BrokerCore {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             replication_settings,
+            authorizer: config.authorizer.clone().map(Authorizer::new),
             config,
             metadata,
             replicas,
@@ -72,6 +77,16 @@ impl BrokerCore {
 
     pub fn image(&self) -> Arc<MetadataImage> {
         self.metadata.image()
+    }
+
+    /// The authorization checks of a request, against the current image's ACLs.
+    pub fn authz<'a>(&'a self, ctx: &'a RequestContext) -> Authz<'a> {
+        Authz::new(self.authorizer.as_ref(), &self.image(), ctx)
+    }
+
+    /// Whether an authorizer is configured (the ACL APIs answer SECURITY_DISABLED without).
+    pub fn has_authorizer(&self) -> bool {
+        self.authorizer.is_some()
     }
 
     /// Records that the hosted partitions match metadata up to `offset`.

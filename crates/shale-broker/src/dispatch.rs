@@ -1,15 +1,17 @@
 //! How the API table's one declaration (`api_table.rs`) becomes what the broker serves:
-//! `declare_apis!` turns each entry (key, versions, the authorization it will need, its
-//! handler) into a row of `API_TABLE`, from which ApiVersions, admission and the README are
-//! derived, and into a route of `dispatch` (and of `dispatch_newer` for requests decoded into
-//! Shale's own types). A key therefore has a handler exactly when it is advertised.
+//! `declare_apis!` turns each entry (key, versions, the authorization Kafka checks and where
+//! Shale checks it, its handler) into a row of `API_TABLE`, from which ApiVersions, admission
+//! and the README are derived, and into a route of `dispatch` (and of `dispatch_newer` for
+//! requests decoded into Shale's own types). A key therefore has a handler exactly when it is
+//! advertised, and every API says how it is authorized: an entry checked on the cluster first
+//! is refused by its route before the handler runs.
 //!
 //! This module names no handler: the declaration does.
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 use shale_protocol::Response;
 
-use crate::authorization::Access;
+use crate::authorization::{Access, AclOperation, Enforcement};
 
 /// One served API.
 #[derive(Clone, Copy, Debug)]
@@ -20,9 +22,53 @@ pub struct ApiEntry {
     /// Lowest version actually accepted; below it the request is answered UNSUPPORTED_VERSION.
     pub accepted_min: i16,
     pub max: i16,
-    /// What Kafka's authorizer checks for this API. Not enforced: Shale has no authorizer
-    /// yet (see `authorization.rs`).
+    /// What Kafka's authorizer checks for this API (Kafka's documentation).
     pub access: &'static [Access],
+    /// Where Shale checks it.
+    pub enforcement: Enforcement,
+    /// The entry names the answer of a request its cluster check refuses.
+    pub has_refusal: bool,
+}
+
+/// The cluster operation a route checks before its handler, if any.
+pub(crate) const fn cluster_gate(enforcement: Enforcement) -> Option<AclOperation> {
+    match enforcement {
+        Enforcement::Cluster(op) => Some(op),
+        Enforcement::Nothing | Enforcement::InHandler => None,
+    }
+}
+
+/// An entry's `authorize [...]` clause as an `Enforcement`.
+macro_rules! enforcement {
+    (none) => {
+        $crate::authorization::Enforcement::Nothing
+    };
+    (in handler) => {
+        $crate::authorization::Enforcement::InHandler
+    };
+    ($operation:ident on Cluster) => {
+        $crate::authorization::Enforcement::Cluster($crate::authorization::AclOperation::$operation)
+    };
+}
+
+pub(crate) use enforcement;
+
+/// What a route's handler expression gives: an answer (or none), or a failure that closes
+/// the connection.
+pub(crate) trait Routed {
+    fn routed(self) -> Result<Option<Response>, crate::request::HandlerError>;
+}
+
+impl Routed for Option<Response> {
+    fn routed(self) -> Result<Option<Response>, crate::request::HandlerError> {
+        Ok(self)
+    }
+}
+
+impl Routed for Result<Option<Response>, crate::request::HandlerError> {
+    fn routed(self) -> Result<Option<Response>, crate::request::HandlerError> {
+        self
+    }
 }
 
 /// A handler's answer in kafka-protocol's types.
@@ -53,20 +99,27 @@ pub(crate) const fn given_or(given: &[i16], default: i16) -> i16 {
 /// ```text
 /// Key min..=max [, advertised from n]
 ///     access [Operation on Resource, ...]
+///     authorize [none | in handler | Operation on Cluster] [else { <refusal expression> }]
 ///     handler <expression giving Option<Response>>
 ///     [, newer <expression for the request decoded into Shale's own types>];
 /// ```
 ///
+/// `authorize [Operation on Cluster]` checks the operation before the handler; a refused
+/// request is answered by the `else` block, which sees `request` and `code`
+/// (CLUSTER_AUTHORIZATION_FAILED). A test holds that every cluster check has its refusal and
+/// that no entry with a `newer` route checks on the cluster (its handler does).
+///
 /// The first line names the handler's parameters (`(broker: &Arc<Broker>, ctx:
-/// &RequestContext, request)`); the handler expressions use those names, `request` being the
-/// decoded body of the entry's key.
+/// &RequestContext, request, code)`); the handler expressions use those names, `request`
+/// being the decoded body of the entry's key and `code` the refusal's error code.
 macro_rules! declare_apis {
     (
-        ($broker:ident: $broker_ty:ty, $ctx:ident: $ctx_ty:ty, $request:ident);
+        ($broker:ident: $broker_ty:ty, $ctx:ident: $ctx_ty:ty, $request:ident, $code:ident);
         $(
             $key:ident $accepted_min:literal ..= $max:literal
                 $(, advertised from $advertised_min:literal)?
             access [ $( $operation:ident on $resource:ident ),* $(,)? ]
+            authorize [ $( $mode:tt )* ] $( else $refusal:block )?
             handler $handler:expr
             $(, newer $newer:expr)? ;
         )*
@@ -90,6 +143,8 @@ macro_rules! declare_apis {
                             },
                         )*
                     ],
+                    enforcement: $crate::dispatch::enforcement!($( $mode )*),
+                    has_refusal: false $( || { let _ = stringify!($refusal); true } )?,
                 },
             )*
         ];
@@ -101,7 +156,23 @@ macro_rules! declare_apis {
             request: ::kafka_protocol::messages::RequestKind,
         ) -> Result<Option<::shale_protocol::Response>, $crate::request::HandlerError> {
             match request {
-                $( ::kafka_protocol::messages::RequestKind::$key($request) => Ok($handler), )*
+                $(
+                    ::kafka_protocol::messages::RequestKind::$key($request) => {
+                        let gate = $crate::dispatch::cluster_gate(
+                            $crate::dispatch::enforcement!($( $mode )*),
+                        );
+                        $(
+                            if let Some(operation) = gate {
+                                if !$broker.authz($ctx).allows_cluster(operation) {
+                                    let $code = $crate::errors::cluster_authorization_failed_code();
+                                    return $crate::dispatch::Routed::routed($refusal);
+                                }
+                            }
+                        )?
+                        let _ = gate;
+                        $crate::dispatch::Routed::routed($handler)
+                    }
+                )*
                 _ => Err($crate::request::HandlerError::NotServed("not in the API table")),
             }
         }
@@ -115,7 +186,9 @@ macro_rules! declare_apis {
             request: ::shale_protocol::NewerRequest,
         ) -> Result<Option<::shale_protocol::Response>, $crate::request::HandlerError> {
             match request {
-                $( $( ::shale_protocol::NewerRequest::$key($request) => Ok($newer), )? )*
+                $( $( ::shale_protocol::NewerRequest::$key($request) => {
+                    $crate::dispatch::Routed::routed($newer)
+                } )? )*
             }
         }
 

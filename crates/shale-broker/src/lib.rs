@@ -6,6 +6,7 @@
 
 pub mod api_table;
 pub mod authorization;
+pub mod authorizer;
 mod broker;
 pub mod config;
 mod connection;
@@ -19,6 +20,7 @@ mod handlers;
 mod internal_topics;
 mod ip_connections;
 mod log_config;
+mod peer;
 mod producer_id_source;
 mod quotas;
 pub mod replication;

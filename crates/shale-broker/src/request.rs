@@ -16,8 +16,7 @@ pub struct RequestContext {
     /// Who the client is, as Kafka's default principal builder names it: `User:ANONYMOUS`,
     /// on an SSL listener with a verified client certificate `User:` and the certificate's
     /// RFC 2253 subject (`User:CN=app,O=Example`), on a SASL listener `User:` and the name the
-    /// client authenticated with (`User:alice`). Recorded for the authorizer to come; nothing
-    /// checks it yet.
+    /// client authenticated with (`User:alice`). The authorizer checks it (`authorizer/`).
     pub principal: Arc<str>,
 }
 
@@ -35,4 +34,7 @@ impl RequestContext {
 pub enum HandlerError {
     #[error("request type not served: {0}")]
     NotServed(&'static str),
+    /// A request Kafka's request parsing refuses (which closes the connection there too).
+    #[error("malformed request: {0}")]
+    Malformed(&'static str),
 }

@@ -20,6 +20,7 @@ use crate::connection;
 use crate::core::BrokerCore;
 use crate::groups::GroupService;
 use crate::ip_connections::IpConnections;
+use crate::peer::ControllerPortSecurity;
 use crate::producer_id_source::ProducerIdSource;
 use crate::time::now_ms;
 use crate::txn::TxnService;
@@ -254,10 +255,33 @@ async fn metadata_node_config(config: &BrokerConfig) -> Result<MetadataNodeConfi
             voters: resolve_voters(config).await?,
         },
     };
+    // The controller port's connections, both ways, as the controller listener's protocol says.
+    let voter_addrs: Vec<(i32, SocketAddr)> = match &node.quorum {
+        QuorumMode::Single => Vec::new(),
+        QuorumMode::Voter { voters, .. } | QuorumMode::Observer { voters } => {
+            voters.iter().map(|v| (v.node_id, v.addr)).collect()
+        }
+    };
+    if let Some(security) = ControllerPortSecurity::from_config(config, &voter_addrs) {
+        info!(
+            listener = %security_listener(config),
+            "the controller port authenticates every connection"
+        );
+        node.peer_security = Arc::new(security);
+    }
     // Nodes of a quorum must share a cluster id: they are formatted (or given CLUSTER_ID)
     // first, as in Kafka. A single node makes its own.
     node.require_formatted = node.quorum != QuorumMode::Single;
     Ok(node)
+}
+
+fn security_listener(config: &BrokerConfig) -> String {
+    config
+        .controller_client
+        .as_ref()
+        .map_or_else(String::new, |c| {
+            format!("{} ({})", c.listener_name, c.security_protocol)
+        })
 }
 
 /// `controller.quorum.voters` with host names resolved (once, at start-up).

@@ -97,13 +97,68 @@ impl AclFilter {
     }
 }
 
-/// Checks a binding for CreateAcls; returns why it is invalid.
+/// Kafka's name of a resource type code (`ResourceType.fromCode`: UNKNOWN when unknown).
+fn resource_type_name(code: i8) -> &'static str {
+    match code {
+        resource_type::ANY => "ANY",
+        resource_type::TOPIC => "TOPIC",
+        resource_type::GROUP => "GROUP",
+        resource_type::CLUSTER => "CLUSTER",
+        resource_type::TRANSACTIONAL_ID => "TRANSACTIONAL_ID",
+        resource_type::DELEGATION_TOKEN => "DELEGATION_TOKEN",
+        resource_type::USER => "USER",
+        _ => "UNKNOWN",
+    }
+}
+
+fn pattern_type_name(code: i8) -> &'static str {
+    match code {
+        pattern_type::ANY => "ANY",
+        pattern_type::MATCH => "MATCH",
+        pattern_type::LITERAL => "LITERAL",
+        pattern_type::PREFIXED => "PREFIXED",
+        _ => "UNKNOWN",
+    }
+}
+
+fn permission_type_name(code: i8) -> &'static str {
+    match code {
+        permission_type::ANY => "ANY",
+        permission_type::DENY => "DENY",
+        permission_type::ALLOW => "ALLOW",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Checks a binding for CreateAcls as Kafka's AclControlManager does, in its order and with
+/// its messages; returns why it is invalid.
 pub fn validate_binding(acl: &AclEntry) -> Result<(), String> {
     if !(resource_type::TOPIC..=resource_type::USER).contains(&acl.resource_type) {
-        return Err(format!("Invalid resource type {}", acl.resource_type));
+        return Err(format!(
+            "Invalid resourceType {}",
+            resource_type_name(acl.resource_type)
+        ));
     }
     if acl.pattern_type != pattern_type::LITERAL && acl.pattern_type != pattern_type::PREFIXED {
-        return Err(format!("Invalid pattern type {}", acl.pattern_type));
+        return Err(format!(
+            "Invalid patternType {}",
+            pattern_type_name(acl.pattern_type)
+        ));
+    }
+    if !(operation::ALL..=operation::MAX).contains(&acl.operation) {
+        let name = if acl.operation == operation::ANY {
+            "ANY"
+        } else {
+            "UNKNOWN"
+        };
+        return Err(format!("Invalid operation {name}"));
+    }
+    if acl.permission_type != permission_type::ALLOW && acl.permission_type != permission_type::DENY
+    {
+        return Err(format!(
+            "Invalid permissionType {}",
+            permission_type_name(acl.permission_type)
+        ));
     }
     if acl.resource_name.is_empty() {
         return Err("Resource name should not be empty".into());
@@ -111,18 +166,12 @@ pub fn validate_binding(acl: &AclEntry) -> Result<(), String> {
     if acl.resource_type == resource_type::CLUSTER && acl.resource_name != "kafka-cluster" {
         return Err("The only valid name for the CLUSTER resource is kafka-cluster".into());
     }
-    if !(operation::ALL..=operation::MAX).contains(&acl.operation) {
-        return Err(format!("Invalid operation {}", acl.operation));
-    }
-    if acl.permission_type != permission_type::ALLOW && acl.permission_type != permission_type::DENY
-    {
-        return Err(format!("Invalid permission type {}", acl.permission_type));
-    }
     match acl.principal.split_once(':') {
         Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
         _ => {
             return Err(format!(
-                "Could not parse principal from `{}`",
+                "Could not parse principal from `{}` (no colon is present separating the \
+                 principal type from the principal name)",
                 acl.principal
             ))
         }
@@ -131,4 +180,55 @@ pub fn validate_binding(acl: &AclEntry) -> Result<(), String> {
         return Err("Host should not be empty".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding() -> AclEntry {
+        AclEntry {
+            id: uuid::Uuid::nil(),
+            resource_type: resource_type::TOPIC,
+            resource_name: "t".into(),
+            pattern_type: pattern_type::LITERAL,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: 3,
+            permission_type: permission_type::ALLOW,
+        }
+    }
+
+    /// A change that makes a binding invalid, and Kafka's message for it.
+    type Case = (fn(&mut AclEntry), &'static str);
+
+    #[test]
+    fn invalid_bindings_get_kafkas_messages() {
+        assert_eq!(validate_binding(&binding()), Ok(()));
+        let cases: [Case; 6] = [
+            (|a| a.resource_type = 99, "Invalid resourceType UNKNOWN"),
+            (
+                |a| a.resource_type = resource_type::ANY,
+                "Invalid resourceType ANY",
+            ),
+            (
+                |a| a.pattern_type = pattern_type::MATCH,
+                "Invalid patternType MATCH",
+            ),
+            (|a| a.operation = operation::ANY, "Invalid operation ANY"),
+            (
+                |a| a.permission_type = permission_type::ANY,
+                "Invalid permissionType ANY",
+            ),
+            (
+                |a| a.resource_name.clear(),
+                "Resource name should not be empty",
+            ),
+        ];
+        for (change, message) in cases {
+            let mut acl = binding();
+            change(&mut acl);
+            assert_eq!(validate_binding(&acl), Err(message.to_string()));
+        }
+    }
 }

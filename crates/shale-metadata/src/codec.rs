@@ -355,6 +355,7 @@ versioned_enum!(MetadataError {
     30 => InconsistentStorage(message),
     31 => Corrupt(message),
     32 => Io(message),
+    33 => EmptySaltedPassword,
 });
 
 versioned_struct!(ForwardRequest {

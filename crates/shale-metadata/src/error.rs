@@ -60,6 +60,10 @@ pub enum MetadataError {
     ResourceNotFound(String),
     #[error("{0}")]
     DuplicateResource(String),
+    /// A SCRAM upsertion whose salted password was empty, so no keys could be derived from
+    /// it (Kafka's controller fails it with an unexpected error).
+    #[error("the salted password of a SCRAM credential must not be empty")]
+    EmptySaltedPassword,
     #[error("This is not the correct controller for this cluster.")]
     NotController,
     /// The request's own `timeout_ms` passed before its outcome was applied; like Kafka's

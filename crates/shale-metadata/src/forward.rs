@@ -19,6 +19,10 @@
 //! (`ControllerRequest::FenceDeparted`) instead of waiting for `broker.session.timeout.ms`. A
 //! broker closing its link on purpose (another controller, shutdown) says goodbye first. A
 //! stopped or cut-off broker keeps its socket open, so only the session timeout fences it.
+//!
+//! **Security.** Every connection is secured by the node's `PeerSecurity` before its preamble
+//! (TLS, SASL: the broker supplies it from the controller listener's configuration), and the
+//! controller port hands this service only connections that authenticated as a node.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -26,8 +30,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shale_raft::encoding::{Decode, DecodeError, Encode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use shale_raft::{BoxedPeerStream, PeerSecurity};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -107,7 +111,7 @@ pub(crate) enum Answer {
 /// The local controller queue the RPC server feeds.
 pub(crate) type LocalSubmit = mpsc::Sender<Command>;
 
-async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+async fn read_frame<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len).await {
         Ok(_) => {}
@@ -126,18 +130,20 @@ async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> 
     Ok(Some(body))
 }
 
-async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+async fn write_frame<S: AsyncWrite + Unpin>(stream: &mut S, body: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(body.len())
         .ok()
         .filter(|len| *len as usize <= FRAME_BYTES_MAX)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
-    stream.write_all(&len.to_be_bytes()).await?;
-    stream.write_all(body).await?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(body);
+    stream.write_all(&frame).await?;
     stream.flush().await
 }
 
 /// Connections the Raft listener handed over (preamble read) for this service.
-pub(crate) type Connections = mpsc::Receiver<TcpStream>;
+pub(crate) type Connections = mpsc::Receiver<BoxedPeerStream>;
 
 /// The brokers whose session link to this node is open, with how many links each has.
 #[derive(Debug, Default)]
@@ -246,7 +252,7 @@ fn heartbeat_of(request: &ControllerRequest) -> Option<(i32, i64)> {
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, context: ServerContext) {
+async fn serve_connection(mut stream: BoxedPeerStream, context: ServerContext) {
     let mut session: Option<LinkSession> = None;
     let ending = serve_calls(&mut stream, &context, &mut session).await;
     drop(stream);
@@ -281,7 +287,7 @@ async fn serve_connection(mut stream: TcpStream, context: ServerContext) {
 }
 
 async fn serve_calls(
-    stream: &mut TcpStream,
+    stream: &mut BoxedPeerStream,
     context: &ServerContext,
     session: &mut Option<LinkSession>,
 ) -> Ending {
@@ -378,11 +384,13 @@ pub(crate) enum CallError {
 /// Sends one request to the controller at `addr` and waits for the answer.
 pub(crate) async fn call(
     addr: SocketAddr,
+    security: &dyn PeerSecurity,
     request: ForwardRequest,
     timeout: Duration,
 ) -> Result<ForwardResponse, CallError> {
     let cluster_id = request.cluster_id.clone();
-    match exchange(addr, &cluster_id, &Call::Controller(request), timeout).await? {
+    let call = Call::Controller(request);
+    match exchange(addr, security, &cluster_id, &call, timeout).await? {
         Answer::Controller(response) => Ok(response),
         Answer::DescribeQuorum(_) => Err(CallError::Lost),
     }
@@ -391,13 +399,14 @@ pub(crate) async fn call(
 /// Asks the voter at `addr` to describe the quorum (it answers only if it leads it).
 pub(crate) async fn describe_quorum(
     addr: SocketAddr,
+    security: &dyn PeerSecurity,
     cluster_id: &str,
     timeout: Duration,
 ) -> Result<QuorumDescription, MetadataError> {
     let call = Call::DescribeQuorum {
         cluster_id: cluster_id.to_string(),
     };
-    match exchange(addr, cluster_id, &call, timeout).await {
+    match exchange(addr, security, cluster_id, &call, timeout).await {
         Ok(Answer::DescribeQuorum(result)) => result,
         Ok(Answer::Controller(_)) | Err(_) => Err(MetadataError::NotController),
     }
@@ -405,6 +414,7 @@ pub(crate) async fn describe_quorum(
 
 async fn exchange(
     addr: SocketAddr,
+    security: &dyn PeerSecurity,
     cluster_id: &str,
     call: &Call,
     timeout: Duration,
@@ -413,8 +423,13 @@ async fn exchange(
     if body.len() > FRAME_BYTES_MAX {
         return Err(CallError::NotSent);
     }
-    let connect =
-        shale_raft::connect_service(addr, shale_raft::SERVICE_CONTROLLER, cluster_id, timeout);
+    let connect = shale_raft::connect_service(
+        addr,
+        shale_raft::SERVICE_CONTROLLER,
+        cluster_id,
+        security,
+        timeout,
+    );
     let Ok(mut stream) = connect.await else {
         return Err(CallError::NotSent);
     };
@@ -432,14 +447,14 @@ async fn exchange(
 }
 
 /// Tells the other side that this connection closes on purpose (best effort).
-async fn say_goodbye(stream: &mut TcpStream) {
+async fn say_goodbye(stream: &mut BoxedPeerStream) {
     let _ = write_frame(stream, &encode_body(&Call::Goodbye)).await;
 }
 
 /// One open session link: the connection and the controller at its other end.
 struct OpenLink {
     controller_id: i32,
-    stream: TcpStream,
+    stream: BoxedPeerStream,
 }
 
 /// The broker's side of its session link: one long-lived connection to the active
@@ -449,12 +464,20 @@ struct OpenLink {
 /// A call abandoned midway (its future dropped, which only happens when the node stops)
 /// closes the connection without a goodbye, so the controller fences the broker; by then it
 /// is shutting down anyway.
-#[derive(Default)]
 pub(crate) struct SessionLink {
     open: tokio::sync::Mutex<Option<OpenLink>>,
+    security: Arc<dyn PeerSecurity>,
 }
 
 impl SessionLink {
+    /// A link whose connections `security` secures; opened by the first call.
+    pub(crate) fn new(security: Arc<dyn PeerSecurity>) -> SessionLink {
+        SessionLink {
+            open: tokio::sync::Mutex::new(None),
+            security,
+        }
+    }
+
     /// Sends one request on the link to `controller_id` at `addr` (opening it if needed) and
     /// waits up to `timeout` for the answer.
     pub(crate) async fn call(
@@ -480,6 +503,7 @@ impl SessionLink {
                     addr,
                     shale_raft::SERVICE_CONTROLLER,
                     &cluster_id,
+                    self.security.as_ref(),
                     timeout,
                 );
                 let Ok(stream) = connect.await else {
@@ -560,7 +584,10 @@ mod tests {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let mut preamble = vec![0u8; 6 + CLUSTER.len()];
                 stream.read_exact(&mut preamble).await.unwrap();
-                to_server.send(stream).await.unwrap();
+                to_server
+                    .send(Box::new(stream) as BoxedPeerStream)
+                    .await
+                    .unwrap();
             }
         });
         let (submit, mut commands) = mpsc::channel::<Command>(8);
@@ -649,7 +676,7 @@ mod tests {
     #[tokio::test]
     async fn a_link_closed_without_a_goodbye_fences_its_broker() {
         let mut server = server().await;
-        let link = SessionLink::default();
+        let link = SessionLink::new(shale_raft::plaintext());
         for _ in 0..3 {
             let answer = link.call(1, server.addr, heartbeat(7, 42), WAIT_MAX).await;
             assert!(matches!(answer, Ok(ForwardResponse { result: Ok(_), .. })));
@@ -665,7 +692,7 @@ mod tests {
     #[tokio::test]
     async fn a_link_closed_with_a_goodbye_fences_nobody() {
         let mut server = server().await;
-        let link = SessionLink::default();
+        let link = SessionLink::new(shale_raft::plaintext());
         link.call(1, server.addr, heartbeat(7, 42), WAIT_MAX)
             .await
             .unwrap();
@@ -673,7 +700,14 @@ mod tests {
         link.close().await;
         until_unlinked(&server, 7).await;
         // A heartbeat on a connection of its own says goodbye too.
-        call(server.addr, heartbeat(8, 43), WAIT_MAX).await.unwrap();
+        call(
+            server.addr,
+            &shale_raft::Plaintext,
+            heartbeat(8, 43),
+            WAIT_MAX,
+        )
+        .await
+        .unwrap();
         until_unlinked(&server, 8).await;
         // The link reopens on the next call, and a new controller gets a link of its own.
         link.call(1, server.addr, heartbeat(7, 44), WAIT_MAX)

@@ -349,6 +349,13 @@ impl MetadataImage {
         self.acls.values()
     }
 
+    /// The ACLs by id, shared: a reader that indexes them keeps a clone of this `Arc`, and
+    /// since replay changes a shared map copy-on-write, a newer image whose map is another
+    /// `Arc` changed them.
+    pub fn acl_map(&self) -> &Arc<BTreeMap<Uuid, AclEntry>> {
+        &self.acls
+    }
+
     pub fn scram_credential(&self, user: &str, mechanism: i8) -> Option<&ScramCredential> {
         self.scram_credentials.get(&(user.to_string(), mechanism))
     }

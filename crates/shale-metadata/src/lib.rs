@@ -45,7 +45,8 @@ pub use config_defs::{resolve_topic_config, ConfigSource, ConfigType, ResolvedCo
 pub use controller::{
     validate_topic_name, AlterConfigOp, AlterConfigOpType, Controller, ControllerConfig,
     ControllerRequest, ControllerResponse, CreatableTopic, CreatePartitionsTopic, CreatedTopic,
-    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition,
+    ElectionType, HeartbeatReply, ProducerIdBlock, ReassignablePartition, ScramDeletion,
+    ScramUpsertion,
 };
 pub use error::MetadataError;
 pub use image::{
@@ -57,3 +58,5 @@ pub use quorum::{CommittedRead, QuorumDescription, QuorumLeader, QuorumLog, Repl
 pub use raft_log::RaftQuorumLog;
 pub use records::{ConfigResource, Endpoint, MetadataRecord, SecurityProtocol};
 pub use runtime::{MetadataNode, MetadataNodeConfig, QuorumIo, QuorumMode, QuorumVoter};
+/// How the controller port's connections are secured (see `MetadataNodeConfig::peer_security`).
+pub use shale_raft::{BoxedPeerStream, PeerSecurity, PeerStream, Plaintext, SecureFuture};

@@ -100,12 +100,15 @@ fn parse(components: &[QuotaFilterComponent]) -> Result<Filter, QuotaFilterError
     Ok(filter)
 }
 
+/// An entity and its quota values (key -> value).
+pub type QuotaMatch<'a> = (&'a QuotaEntity, &'a BTreeMap<String, f64>);
+
 /// The entities the filter matches, with their quotas, in the image's order.
 pub fn describe_client_quotas<'a>(
     image: &'a MetadataImage,
     components: &[QuotaFilterComponent],
     strict: bool,
-) -> Result<Vec<(&'a QuotaEntity, &'a BTreeMap<String, f64>)>, QuotaFilterError> {
+) -> Result<Vec<QuotaMatch<'a>>, QuotaFilterError> {
     let filter = parse(components)?;
     if filter.exact.is_empty() && filter.any_name.is_empty() {
         // No component: every entity, unless strict (which then matches none).
@@ -137,7 +140,8 @@ mod tests {
 
     fn image() -> MetadataImage {
         let mut image = MetadataImage::empty("c");
-        let quotas: [(&[(&str, Option<&str>)], f64); 4] = [
+        type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
+        let quotas: [(Entity, f64); 4] = [
             (&[("user", Some("alice"))], 1.0),
             (&[("user", Some("alice")), ("client-id", Some("app"))], 2.0),
             (&[("user", None)], 3.0),

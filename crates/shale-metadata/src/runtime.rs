@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
-use shale_raft::{LinkFaults, ObserverConfig, RaftConfig};
+use shale_raft::{LinkFaults, ObserverConfig, PeerSecurity, RaftConfig};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -129,6 +129,9 @@ pub struct MetadataNodeConfig {
     /// reported in its registration so the controller does not elect it from ISRs where it
     /// is the last member (KIP-966).
     pub unclean_shutdown: bool,
+    /// Secures every connection of the controller port, both ways: Raft, observer fetches
+    /// and forwarded requests (default: plain text, for trusted networks only).
+    pub peer_security: Arc<dyn PeerSecurity>,
 }
 
 impl MetadataNodeConfig {
@@ -151,6 +154,7 @@ impl MetadataNodeConfig {
             register_broker: true,
             require_formatted: false,
             unclean_shutdown: false,
+            peer_security: shale_raft::plaintext(),
         }
     }
 }
@@ -175,6 +179,8 @@ struct Forwarding {
     timeout: Duration,
     /// The local broker's session link to the active controller: its heartbeats.
     link: forward::SessionLink,
+    /// Secures the connections to the controllers.
+    security: Arc<dyn PeerSecurity>,
 }
 
 struct Inner {
@@ -762,12 +768,14 @@ impl MetadataNode {
                 }
                 let (to_service, from_listener) = mpsc::channel(CONTROLLER_CONNECTIONS_QUEUED);
                 raft_config.controller_service = Some(to_service);
+                raft_config.security = Arc::clone(&config.peer_security);
                 controller_connections = Some(from_listener);
                 Arc::new(RaftQuorumLog::start_voter(raft_config, io.listener, faults).await?)
             }
             QuorumMode::Observer { voters } => {
                 let mut observer_config = ObserverConfig::new(raft_id?, raft_voters(voters)?);
                 observer_config.cluster_id = cluster_id.clone();
+                observer_config.security = Arc::clone(&config.peer_security);
                 Arc::new(RaftQuorumLog::start_observer(observer_config, faults)?)
             }
         };
@@ -777,7 +785,8 @@ impl MetadataNode {
                 Some(Forwarding {
                     controller_addrs: voters.iter().map(|v| (v.node_id, v.addr)).collect(),
                     timeout: Duration::from_millis(config.quorum_request_timeout_ms.max(1)),
-                    link: forward::SessionLink::default(),
+                    link: forward::SessionLink::new(Arc::clone(&config.peer_security)),
+                    security: Arc::clone(&config.peer_security),
                 })
             }
         };
@@ -1062,7 +1071,8 @@ impl MetadataNode {
                         };
                         let answer = match route {
                             Route::OwnConnection => {
-                                forward::call(*addr, forwarded, remaining).await
+                                let security = forwarding.security.as_ref();
+                                forward::call(*addr, security, forwarded, remaining).await
                             }
                             Route::SessionLink => {
                                 forwarding.link.call(id, *addr, forwarded, remaining).await
@@ -1124,8 +1134,9 @@ impl MetadataNode {
                 Some(id) => {
                     if let Some(addr) = forwarding.controller_addrs.get(&id) {
                         let remaining = deadline.saturating_duration_since(Instant::now());
-                        match forward::describe_quorum(*addr, &self.inner.cluster_id, remaining)
-                            .await
+                        let security = forwarding.security.as_ref();
+                        let cluster_id = &self.inner.cluster_id;
+                        match forward::describe_quorum(*addr, security, cluster_id, remaining).await
                         {
                             Err(MetadataError::NotController) => {}
                             other => return other,

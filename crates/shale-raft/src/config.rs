@@ -3,10 +3,12 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
-use tokio::net::TcpStream;
+use std::sync::Arc;
+
 use tokio::sync::mpsc;
 
 use crate::error::RaftError;
+use crate::security::{BoxedPeerStream, PeerSecurity};
 
 /// Heartbeat period of the leader; well under the election timeout so one lost heartbeat does not
 /// trigger an election.
@@ -53,7 +55,9 @@ pub struct RaftConfig {
     pub cluster_id: String,
     /// Where connections to the controller listener that ask for
     /// [`crate::SERVICE_CONTROLLER`] are handed (their preamble read); `None` refuses them.
-    pub controller_service: Option<mpsc::Sender<TcpStream>>,
+    pub controller_service: Option<mpsc::Sender<BoxedPeerStream>>,
+    /// Secures every connection of the controller port, both ways (default: plain text).
+    pub security: Arc<dyn PeerSecurity>,
 }
 
 impl RaftConfig {
@@ -77,6 +81,7 @@ impl RaftConfig {
             rpc_timeout_ms: DEFAULT_RPC_TIMEOUT_MS,
             cluster_id: String::new(),
             controller_service: None,
+            security: crate::security::plaintext(),
         }
     }
 

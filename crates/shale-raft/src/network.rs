@@ -1,5 +1,6 @@
 //! TCP transport between voters (openraft's `RaftNetwork`), the server side of the controller
-//! listener, and a fault-injection switch for tests.
+//! listener, and a fault-injection switch for tests. Every connection, both ways, is secured by
+//! the node's [`PeerSecurity`] before its preamble (`security.rs`).
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ use tokio::task::JoinSet;
 
 use crate::log_store::LogStore;
 use crate::progress::ProgressTracker;
+use crate::security::{BoxedPeerStream, PeerSecurity};
 use crate::state_machine::SnapshotSlot;
 use crate::types::{NodeId, Raft, TypeConfig};
 use crate::wire::{
@@ -92,17 +94,31 @@ impl LinkFaults {
 }
 
 /// A lazily connected, request/response connection to one peer.
-#[derive(Debug)]
 pub struct PeerConnection {
     self_id: NodeId,
     target: NodeId,
     addr: Option<SocketAddr>,
-    stream: Option<BufReader<BufWriter<TcpStream>>>,
+    stream: Option<BufReader<BufWriter<BoxedPeerStream>>>,
     faults: Arc<LinkFaults>,
     /// Sent in the preamble; the peer refuses connections from another cluster.
     cluster_id: Arc<str>,
+    /// Secures each new connection before its preamble.
+    security: Arc<dyn PeerSecurity>,
     /// Told about every answer, for DescribeQuorum (voters only).
     progress: Option<Arc<ProgressTracker>>,
+    /// Whether the last connection attempt was refused authentication (logged once a run).
+    refused_last: bool,
+}
+
+impl std::fmt::Debug for PeerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerConnection")
+            .field("self_id", &self.self_id)
+            .field("target", &self.target)
+            .field("addr", &self.addr)
+            .field("connected", &self.stream.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +138,7 @@ impl PeerConnection {
         addr: Option<SocketAddr>,
         faults: Arc<LinkFaults>,
         cluster_id: Arc<str>,
+        security: Arc<dyn PeerSecurity>,
     ) -> Self {
         Self {
             self_id,
@@ -130,7 +147,9 @@ impl PeerConnection {
             stream: None,
             faults,
             cluster_id,
+            security,
             progress: None,
+            refused_last: false,
         }
     }
 
@@ -160,10 +179,26 @@ impl PeerConnection {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         if self.stream.is_none() {
-            let connect = tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await;
+            let connect = async {
+                let stream = TcpStream::connect(addr).await?;
+                let _ = stream.set_nodelay(true);
+                self.security.connect(stream, addr).await
+            };
+            let connect = tokio::time::timeout_at(deadline, connect).await;
             let mut stream = match connect {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
+                Ok(Ok(stream)) => {
+                    self.refused_last = false;
+                    stream
+                }
+                Ok(Err(e)) => {
+                    // A refused authentication is a configuration problem the operator must
+                    // see; retries repeat it, so it is logged once until a connection works.
+                    if e.kind() == std::io::ErrorKind::PermissionDenied && !self.refused_last {
+                        tracing::warn!(node = self.target, error = %e, "cannot authenticate to a controller listener");
+                    }
+                    self.refused_last = e.kind() == std::io::ErrorKind::PermissionDenied;
+                    return Err(CallError::Unreachable(self.target, e.to_string()));
+                }
                 Err(_) => {
                     return Err(CallError::Unreachable(
                         self.target,
@@ -171,10 +206,12 @@ impl PeerConnection {
                     ))
                 }
             };
-            let _ = stream.set_nodelay(true);
             let preamble = wire::encode_preamble(SERVICE_RAFT, &self.cluster_id)
                 .map_err(|e| CallError::Unreachable(self.target, e.to_string()))?;
-            let hello = stream.write_all(&preamble);
+            let hello = async {
+                stream.write_all(&preamble).await?;
+                stream.flush().await
+            };
             match tokio::time::timeout_at(deadline, hello).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(CallError::Unreachable(self.target, e.to_string())),
@@ -214,20 +251,24 @@ impl PeerConnection {
     }
 }
 
-/// Opens a connection to `service` on a controller listener: connects and sends the preamble.
-/// The metadata layer uses it to reach the active controller on the port Raft uses.
+/// Opens a connection to `service` on a controller listener: connects, secures the stream
+/// with `security` and sends the preamble. The metadata layer uses it to reach the active
+/// controller on the port Raft uses.
 pub async fn connect_service(
     addr: SocketAddr,
     service: u8,
     cluster_id: &str,
+    security: &dyn PeerSecurity,
     timeout: Duration,
-) -> std::io::Result<TcpStream> {
+) -> std::io::Result<BoxedPeerStream> {
     let preamble = wire::encode_preamble(service, cluster_id)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let connect = async {
-        let mut stream = TcpStream::connect(addr).await?;
+        let stream = TcpStream::connect(addr).await?;
         let _ = stream.set_nodelay(true);
+        let mut stream = security.connect(stream, addr).await?;
         stream.write_all(&preamble).await?;
+        stream.flush().await?;
         Ok(stream)
     };
     tokio::time::timeout(timeout, connect)
@@ -253,6 +294,7 @@ pub struct NetworkFactory {
     pub self_id: NodeId,
     pub faults: Arc<LinkFaults>,
     pub cluster_id: Arc<str>,
+    pub security: Arc<dyn PeerSecurity>,
     pub(crate) progress: Arc<ProgressTracker>,
 }
 
@@ -266,6 +308,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             node.addr.parse().ok(),
             self.faults.clone(),
             self.cluster_id.clone(),
+            self.security.clone(),
         )
         .with_progress(self.progress.clone())
     }
@@ -358,7 +401,9 @@ pub struct ServerContext {
     /// Connections from another cluster are refused.
     pub cluster_id: Arc<str>,
     /// Where connections asking for [`wire::SERVICE_CONTROLLER`] go (preamble consumed).
-    pub controller_service: Option<mpsc::Sender<TcpStream>>,
+    pub controller_service: Option<mpsc::Sender<BoxedPeerStream>>,
+    /// Authenticates every accepted connection before its preamble is read.
+    pub security: Arc<dyn PeerSecurity>,
     pub(crate) progress: Arc<ProgressTracker>,
 }
 
@@ -373,7 +418,7 @@ pub fn spawn_server(listener: TcpListener, ctx: ServerContext) -> tokio::task::J
                     Ok((stream, peer)) => {
                         let ctx = ctx.clone();
                         connections.spawn(async move {
-                            if let Err(e) = serve_connection(stream, ctx).await {
+                            if let Err(e) = serve_connection(stream, peer, ctx).await {
                                 tracing::debug!(%peer, error = %e, "raft connection closed");
                             }
                         });
@@ -389,8 +434,25 @@ pub fn spawn_server(listener: TcpListener, ctx: ServerContext) -> tokio::task::J
     })
 }
 
-async fn serve_connection(mut stream: TcpStream, ctx: ServerContext) -> Result<(), FrameError> {
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    ctx: ServerContext,
+) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
+    // Nothing of a connection is read as a request before it authenticated as a node.
+    let secured = tokio::time::timeout(PREAMBLE_TIMEOUT, ctx.security.accept(stream, peer)).await;
+    let mut stream = match secured {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, error = %e, "refused a connection on the controller listener: not authenticated as a node");
+            return Ok(());
+        }
+        Err(_) => {
+            tracing::info!(%peer, "refused a connection on the controller listener: authentication timed out");
+            return Ok(());
+        }
+    };
     // Read unbuffered: a connection handed to another service must not lose buffered bytes.
     let (service, cluster_id) =
         wire::with_timeout(PREAMBLE_TIMEOUT, wire::read_preamble(&mut stream)).await?;

@@ -116,6 +116,7 @@ impl RaftNode {
             self_id: config.node_id,
             faults,
             cluster_id: cluster_id.clone(),
+            security: config.security.clone(),
             progress: progress.clone(),
         };
         let raft = Raft::new(config.node_id, openraft_config, network, log.clone(), sm)
@@ -130,6 +131,7 @@ impl RaftNode {
                 snapshots,
                 cluster_id,
                 controller_service: config.controller_service.clone(),
+                security: config.security.clone(),
                 progress: progress.clone(),
             },
         );

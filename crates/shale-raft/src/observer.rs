@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::RaftError;
 use crate::network::{LinkFaults, PeerConnection};
+use crate::security::PeerSecurity;
 use crate::state_machine::ReplicatedStateMachine;
 use crate::wire::{FetchBody, FetchRequest, Request, Response};
 
@@ -34,6 +35,8 @@ pub struct ObserverConfig {
     pub retry_backoff_ms: u64,
     /// The cluster the voters must belong to.
     pub cluster_id: String,
+    /// Secures each connection to a voter (default: plain text).
+    pub security: Arc<dyn PeerSecurity>,
 }
 
 impl ObserverConfig {
@@ -46,6 +49,7 @@ impl ObserverConfig {
             rpc_timeout_ms: crate::config::DEFAULT_RPC_TIMEOUT_MS,
             retry_backoff_ms: 100,
             cluster_id: String::new(),
+            security: crate::security::plaintext(),
         }
     }
 }
@@ -145,6 +149,7 @@ async fn follow(
                 Some(*addr),
                 faults.clone(),
                 cluster_id.clone(),
+                config.security.clone(),
             )
         })
         .collect();

@@ -254,10 +254,15 @@ async fn one_port_serves_the_controller_service_and_refuses_other_clusters() {
     .unwrap();
 
     // The controller service gets the connection after its preamble, bytes intact.
-    let mut client =
-        shale_raft::connect_service(addr, shale_raft::SERVICE_CONTROLLER, "cluster-a", WAIT)
-            .await
-            .unwrap();
+    let mut client = shale_raft::connect_service(
+        addr,
+        shale_raft::SERVICE_CONTROLLER,
+        "cluster-a",
+        &shale_raft::Plaintext,
+        WAIT,
+    )
+    .await
+    .unwrap();
     client.write_all(b"ping").await.unwrap();
     let mut served = tokio::time::timeout(WAIT, service_rx.recv())
         .await
@@ -268,10 +273,15 @@ async fn one_port_serves_the_controller_service_and_refuses_other_clusters() {
     assert_eq!(&got, b"ping");
 
     // A node of another cluster is answered with an error and disconnected.
-    let mut stranger =
-        shale_raft::connect_service(addr, shale_raft::SERVICE_RAFT, "cluster-b", WAIT)
-            .await
-            .unwrap();
+    let mut stranger = shale_raft::connect_service(
+        addr,
+        shale_raft::SERVICE_RAFT,
+        "cluster-b",
+        &shale_raft::Plaintext,
+        WAIT,
+    )
+    .await
+    .unwrap();
     let mut answer = Vec::new();
     tokio::time::timeout(WAIT, stranger.read_to_end(&mut answer))
         .await
@@ -293,4 +303,66 @@ async fn pipelined_proposals_commit_in_the_order_given() {
     cluster.wait_applied(&[1, 2, 3], last).await;
     let expected: Vec<Vec<u8>> = (0..40).map(payload).collect();
     cluster.assert_payloads(&[1, 2, 3], &expected);
+}
+
+/// A hook that authenticates nobody: every connection is refused before its preamble.
+#[derive(Debug)]
+struct RefuseAll;
+
+impl shale_raft::PeerSecurity for RefuseAll {
+    fn connect(
+        &self,
+        stream: tokio::net::TcpStream,
+        _addr: std::net::SocketAddr,
+    ) -> shale_raft::SecureFuture<'_> {
+        Box::pin(async move { Ok(Box::new(stream) as shale_raft::BoxedPeerStream) })
+    }
+
+    fn accept(
+        &self,
+        _stream: tokio::net::TcpStream,
+        _peer: std::net::SocketAddr,
+    ) -> shale_raft::SecureFuture<'_> {
+        Box::pin(async { Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_the_security_hook_refuses_reaches_no_service() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (service_tx, mut service_rx) = tokio::sync::mpsc::channel(4);
+    let mut config = RaftConfig::new(1, vec![(1, addr)], addr, dir.path());
+    config.cluster_id = "cluster-a".into();
+    config.controller_service = Some(service_tx);
+    config.security = Arc::new(RefuseAll);
+    let node = RaftNode::start_with_listener(
+        config,
+        Arc::new(RecordingMachine::default()),
+        listener,
+        shale_raft::LinkFaults::new(),
+    )
+    .await
+    .unwrap();
+    let mut client = shale_raft::connect_service(
+        addr,
+        shale_raft::SERVICE_CONTROLLER,
+        "cluster-a",
+        &shale_raft::Plaintext,
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let _ = client.write_all(b"ping").await;
+    // Closed without a byte of answer, and the controller service never saw it.
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(WAIT, client.read_to_end(&mut answer)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "{read:?} {answer:?}"
+    );
+    assert!(service_rx.try_recv().is_err());
+    node.shutdown().await.unwrap();
 }

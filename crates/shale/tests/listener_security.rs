@@ -1,7 +1,7 @@
-//! A SASL listener whose mechanisms Shale does not serve (anything but PLAIN, or Kafka's
-//! default GSSAPI) refuses to start: it must never come up weaker than configured. So do the
-//! TLS, SASL and per-listener keys Shale does not honour, and a TLS or SASL listener where
-//! brokers would need to speak it to each other.
+//! A SASL listener whose mechanisms Shale does not serve (GSSAPI, Kafka's default, and
+//! OAUTHBEARER), or a served mechanism without its JAAS entry, refuses to start: it must never
+//! come up weaker than configured. So do the TLS, SASL and per-listener keys Shale does not
+//! honour, and a TLS or SASL listener where brokers would need to speak it to each other.
 #![allow(clippy::unwrap_used)]
 
 use std::io::Read;
@@ -66,8 +66,9 @@ fn serve_expecting_exit(overrides: &[String]) -> (bool, String) {
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
                           user_alice=\"alice-secret\";";
 
-/// A SASL listener serves PLAIN only: without `sasl.enabled.mechanisms` (Kafka's default is
-/// GSSAPI), with another mechanism, or with PLAIN but no users, it refuses to start, naming
+/// A SASL listener serves PLAIN and SCRAM: without `sasl.enabled.mechanisms` (Kafka's default
+/// is GSSAPI), with another mechanism, with PLAIN but no users, or with SCRAM but no
+/// `ScramLoginModule` entry (or one asking for delegation tokens), it refuses to start, naming
 /// the key and the listener; so do SASL between brokers.
 #[test]
 fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
@@ -76,13 +77,26 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
         (vec![], "sasl.enabled.mechanisms", "GSSAPI"),
         (
             vec!["sasl.enabled.mechanisms=SCRAM-SHA-256".to_string()],
-            "sasl.enabled.mechanisms",
-            "SCRAM-SHA-256",
+            "listener.name.clients.scram-sha-256.sasl.jaas.config",
+            "ScramLoginModule",
         ),
         (
-            vec!["sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512".to_string()],
-            "sasl.enabled.mechanisms",
-            "SCRAM-SHA-512",
+            vec![
+                "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512".to_string(),
+                jaas.clone(),
+            ],
+            "listener.name.clients.scram-sha-512.sasl.jaas.config",
+            "ScramLoginModule",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
+                "listener.name.clients.scram-sha-512.sasl.jaas.config=\
+                 org.apache.kafka.common.security.scram.ScramLoginModule required tokenauth=true;"
+                    .to_string(),
+            ],
+            "listener.name.clients.scram-sha-512.sasl.jaas.config",
+            "delegation-token",
         ),
         (
             vec!["listener.name.clients.sasl.enabled.mechanisms=GSSAPI".to_string()],
@@ -106,16 +120,17 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
                 "listener.name.clients.scram-sha-256.sasl.jaas.config=x".to_string(),
             ],
             "listener.name.clients.scram-sha-256.sasl.jaas.config",
-            "PLAIN",
+            "not in the listener's sasl.enabled.mechanisms",
         ),
         (
             vec![
                 "sasl.enabled.mechanisms=PLAIN".to_string(),
                 jaas.clone(),
-                "sasl.mechanism.inter.broker.protocol=PLAIN".to_string(),
+                "inter.broker.listener.name=CLIENTS".to_string(),
+                "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256".to_string(),
             ],
             "sasl.mechanism.inter.broker.protocol",
-            "plain text",
+            "SCRAM between nodes is not served yet",
         ),
         (
             vec![
@@ -132,8 +147,8 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
                 jaas.clone(),
                 "inter.broker.listener.name=CLIENTS".to_string(),
             ],
-            "inter.broker.listener.name",
-            "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol",
+            "Kafka's default is GSSAPI",
         ),
     ];
     for (extra, key, text_named) in cases {
@@ -203,11 +218,12 @@ fn unserved_ssl_keys_refuse_to_start_beside_an_ssl_listener() {
             "listener.name.secure.sasl.enabled.mechanisms",
             "listener.name.secure.sasl.enabled.mechanisms",
         ),
+        // No listener is named SSL, and the SSL listener has no truststore to verify peers.
         (
             "security.inter.broker.protocol",
             "security.inter.broker.protocol",
         ),
-        ("inter.broker.listener.name", "inter.broker.listener.name"),
+        ("inter.broker.listener.name", "ssl.truststore.location"),
     ];
     for (key, named) in cases {
         let value = match *key {

@@ -30,6 +30,11 @@ const MAX_UNAUTHENTICATED_FRAME_BYTES: usize = 524_288;
 /// A broker with a PLAINTEXT listener (for the brokers) and a SASL listener of `protocol`;
 /// returns it and the SASL port.
 fn broker_with_sasl(protocol: &str, pki: Option<&Pki>) -> (Shale, u16) {
+    broker_with_sasl_and(protocol, pki, &[])
+}
+
+/// `broker_with_sasl` with more `key=value` overrides.
+fn broker_with_sasl_and(protocol: &str, pki: Option<&Pki>, extra: &[&str]) -> (Shale, u16) {
     let (plain, sasl) = (free_port(), free_port());
     let mut overrides = vec![
         format!("listeners=PLAINTEXT://127.0.0.1:{plain},CLIENTS://127.0.0.1:{sasl}"),
@@ -44,6 +49,7 @@ fn broker_with_sasl(protocol: &str, pki: Option<&Pki>) -> (Shale, u16) {
         overrides.push("ssl.keystore.type=PEM".to_string());
         overrides.push(format!("ssl.keystore.location={}", pki.path("server.pem")));
     }
+    overrides.extend(extra.iter().map(|e| e.to_string()));
     let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
     (Shale::start_with(&refs), sasl)
 }
@@ -160,6 +166,32 @@ fn sasl_plaintext_authenticates_with_plain_then_serves_produce_and_fetch() {
         ResponseKind::Metadata(r) => assert!(!r.brokers.is_empty()),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_refused_login_is_answered_after_connection_failed_authentication_delay_ms() {
+    let (_shale, port) = broker_with_sasl_and(
+        "SASL_PLAINTEXT",
+        None,
+        &["connection.failed.authentication.delay.ms=800"],
+    );
+    let mut conn = Conn::plain(port);
+    assert_eq!(handshake(&mut conn, 1, "PLAIN").unwrap().error_code, 0);
+    let asked = std::time::Instant::now();
+    let response = authenticate(&mut conn, "alice", "wrong").expect("a refusal is answered");
+    let waited = asked.elapsed();
+    assert_eq!(response.error_code, 58);
+    assert!(
+        waited >= std::time::Duration::from_millis(750),
+        "the refusal came after {waited:?}, before the configured delay"
+    );
+    assert!(closed_by_broker(&mut conn), "the connection must close");
+    // An unenabled mechanism is a refused login too.
+    let mut other = Conn::plain(port);
+    let asked = std::time::Instant::now();
+    let refused = handshake(&mut other, 1, "SCRAM-SHA-256").expect("a refusal is answered");
+    assert_eq!(refused.error_code, 33);
+    assert!(asked.elapsed() >= std::time::Duration::from_millis(750));
 }
 
 #[test]

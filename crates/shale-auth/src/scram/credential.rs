@@ -53,13 +53,40 @@ impl ScramCredential {
             return Err(CredentialError::EmptySalt);
         }
         let salted = crypto::salted_password(mechanism, password.as_bytes(), salt, iterations);
-        let client_key = crypto::hmac(mechanism, &salted, b"Client Key");
-        Ok(ScramCredential {
+        Ok(Self::from_salted(mechanism, salt, &salted, iterations))
+    }
+
+    /// A credential from a salted password (RFC 5802's `SaltedPassword`), which is what
+    /// Kafka's AlterUserScramCredentials carries: its admin client runs PBKDF2 itself, so the
+    /// broker sees neither the password nor anything it could derive it from, and keeps only
+    /// the keys. The iterations are not checked here: the controller decides on them.
+    pub fn from_salted_password(
+        mechanism: ScramMechanism,
+        salt: &[u8],
+        salted_password: &[u8],
+        iterations: u32,
+    ) -> Result<Self, CredentialError> {
+        // HMAC takes any key but an empty one is no secret at all (Java's SecretKeySpec
+        // refuses it, so Kafka's controller fails the upsertion).
+        if salted_password.is_empty() {
+            return Err(CredentialError::EmptySaltedPassword);
+        }
+        Ok(Self::from_salted(
+            mechanism,
+            salt,
+            salted_password,
+            iterations,
+        ))
+    }
+
+    fn from_salted(mechanism: ScramMechanism, salt: &[u8], salted: &[u8], iterations: u32) -> Self {
+        let client_key = crypto::hmac(mechanism, salted, b"Client Key");
+        ScramCredential {
             salt: salt.to_vec(),
             stored_key: crypto::hash(mechanism, &client_key),
-            server_key: crypto::hmac(mechanism, &salted, b"Server Key"),
+            server_key: crypto::hmac(mechanism, salted, b"Server Key"),
             iterations,
-        })
+        }
     }
 
     /// A credential as stored elsewhere (the metadata image's SCRAM records): its keys must

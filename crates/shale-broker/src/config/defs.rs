@@ -124,6 +124,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("queued.max.requests", Int, Some("500"), Some(1)),
     // Negative turns idle expiry off, as in Kafka's selector.
     def("connections.max.idle.ms", Long, Some("600000"), None),
+    def("connection.failed.authentication.delay.ms", Int, Some("100"), Some(0)),
     def("log.segment.bytes", Int, Some("1073741824"), Some(1_048_576)),
     def("log.roll.ms", Long, None, Some(1)),
     def("log.roll.hours", Int, Some("168"), Some(1)),
@@ -197,6 +198,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("compression.gzip.level", Int, Some("-1"), Some(-1)),
     def("compression.lz4.level", Int, Some("9"), Some(1)),
     def("compression.zstd.level", Int, Some("3"), Some(-131072)),
+    // Empty: no authorizer. Only Kafka's StandardAuthorizer is served (`config/authorizer.rs`).
+    def("authorizer.class.name", String, Some(""), None),
     accepted("num.network.threads", Int, Some("3")),
     accepted("num.io.threads", Int, Some("8")),
     // Kafka's 102400: with the kernel's autotuning (-1) a sendfile fetch answer queues whole

@@ -2,22 +2,27 @@
 //! (Apache Kafka container style, `KAFKA_LOG_DIRS` -> `log.dirs`) and `--override key=value`,
 //! in that order of precedence (later wins).
 
+mod authorizer;
 mod connection_limits;
 pub mod defs;
 mod error;
 pub mod kafka_keys;
 mod listener;
+mod peer;
 mod properties;
 mod sasl;
 mod security;
 mod static_props;
 mod storage;
 mod tls;
+mod tls_client;
 mod typed;
+mod unserved;
 
 pub use connection_limits::ConnectionsPerIp;
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
 pub use error::ConfigError;
+pub use peer::{PeerClient, SaslCredentials};
 pub use properties::parse_properties;
 pub use sasl::ListenerSasl;
 pub use static_props::{env_var_to_property, StaticProperties, ValueOrigin};
@@ -30,7 +35,12 @@ impl StaticProperties {
     pub fn unknown_keys(&self) -> Vec<String> {
         self.iter()
             .map(|(k, _)| k)
-            .filter(|k| defs::find(k).is_none() && !security::is_checked_key(k))
+            .filter(|k| {
+                defs::find(k).is_none()
+                    && !security::is_checked_key(k)
+                    && !authorizer::is_authorizer_key(k)
+                    && !unserved::is_unserved_key(k)
+            })
             .map(str::to_string)
             .collect()
     }

@@ -3,14 +3,18 @@
 //!
 //! Kafka's default `sasl.enabled.mechanisms` is GSSAPI, which Shale does not serve, so a SASL
 //! listener needs the key set (globally or as `listener.name.<listener>.sasl.enabled.mechanisms`).
-//! Only PLAIN is served; SCRAM-SHA-256/512, GSSAPI and OAUTHBEARER are refused by name. As on
-//! a Kafka broker, PLAIN's users come from the listener's
-//! `listener.name.<listener>.plain.sasl.jaas.config` (`user_<name>="<password>"` options of a
-//! `PlainLoginModule` entry).
+//! PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are served; GSSAPI and OAUTHBEARER are refused by
+//! name. As on a Kafka broker, each enabled mechanism needs its listener's JAAS entry,
+//! `listener.name.<listener>.<mechanism in lower case>.sasl.jaas.config`: PLAIN's holds the
+//! users (`user_<name>="<password>"` options of a `PlainLoginModule` entry); SCRAM's is a
+//! `ScramLoginModule` entry holding no users, since SCRAM credentials live in the cluster
+//! metadata (AlterUserScramCredentials) and are looked up when a client authenticates.
 
 use std::sync::Arc;
 
-use shale_auth::{Mechanism, PlainUsers};
+use shale_auth::jaas::{JaasEntry, SCRAM_LOGIN_MODULE};
+use shale_auth::scram::TOKEN_AUTH_EXTENSION;
+use shale_auth::{Mechanism, PlainUsers, ScramMechanism};
 
 use super::error::ConfigError;
 use super::listener::Listener;
@@ -23,8 +27,20 @@ pub(crate) const ENABLED_MECHANISMS_KEY: &str = "sasl.enabled.mechanisms";
 /// PLAIN's JAAS entry, after a listener's prefix.
 pub(crate) const PLAIN_JAAS_KEY: &str = "plain.sasl.jaas.config";
 
-/// Mechanisms Kafka knows that Shale does not serve yet.
-const UNSERVED_MECHANISMS: &[&str] = &["GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"];
+/// The SCRAM mechanisms' JAAS entries, after a listener's prefix.
+pub(crate) const SCRAM_JAAS_KEYS: [&str; 2] = [
+    "scram-sha-256.sasl.jaas.config",
+    "scram-sha-512.sasl.jaas.config",
+];
+
+/// Mechanisms Kafka knows that Shale does not serve.
+const UNSERVED_MECHANISMS: &[&str] = &["GSSAPI", "OAUTHBEARER"];
+
+/// The options of a broker's `ScramLoginModule` entry that Kafka reads: the credentials the
+/// broker itself would log in with as a client of that listener, which only an inter-broker
+/// listener does (Shale's brokers talk to each other in plain text), exactly as on a Kafka
+/// broker whose listener is not the inter-broker one.
+const SCRAM_LOGIN_OPTIONS: &[&str] = &["username", "password"];
 
 /// Whether a listener of this security protocol authenticates with SASL.
 pub(crate) fn is_sasl_protocol(protocol: &str) -> bool {
@@ -81,12 +97,15 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
     let mut mechanisms = Vec::new();
     for name in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let mechanism = match Mechanism::from_name(name) {
-            Some(Mechanism::Plain) => Mechanism::Plain,
-            _ if UNSERVED_MECHANISMS.contains(&name) || Mechanism::from_name(name).is_some() => {
+            Some(mechanism) => mechanism,
+            None if UNSERVED_MECHANISMS.contains(&name) => {
                 return Err(error(
                     &key,
                     &l.name,
-                    format!("mechanism {name} is not served yet; Shale serves PLAIN only"),
+                    format!(
+                        "mechanism {name} is not served; Shale serves PLAIN, SCRAM-SHA-256 and \
+                         SCRAM-SHA-512"
+                    ),
                 ))
             }
             _ => {
@@ -131,11 +150,72 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
             )),
             (false, None) => None,
         };
+    for (scram, jaas_key) in ScramMechanism::ALL.into_iter().zip(SCRAM_JAAS_KEYS) {
+        let jaas_key = format!("{prefix}{jaas_key}");
+        match (
+            mechanisms.contains(&Mechanism::Scram(scram)),
+            props.get(&jaas_key),
+        ) {
+            (true, Some(text)) => {
+                check_scram_entry(text).map_err(|r| error(&jaas_key, &l.name, r))?
+            }
+            (true, None) => {
+                return Err(error(
+                    &jaas_key,
+                    &l.name,
+                    format!(
+                        "not set; {scram} needs a ScramLoginModule entry, as on a Kafka broker: \
+                         {SCRAM_LOGIN_MODULE} required; (its users are created with \
+                         AlterUserScramCredentials, e.g. kafka-configs.sh --alter --add-config \
+                         '{scram}=[password=...]' --entity-type users --entity-name <user>)"
+                    ),
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(error(
+                    &jaas_key,
+                    &l.name,
+                    format!(
+                        "{scram} is not in the listener's sasl.enabled.mechanisms, so this key \
+                         would have no effect; remove it"
+                    ),
+                ))
+            }
+            (false, None) => {}
+        }
+    }
     Ok(ListenerSasl {
         listener_name: l.name.clone(),
         mechanisms,
         plain_users,
     })
+}
+
+/// A SCRAM mechanism's JAAS value: one `ScramLoginModule` entry with no options but the
+/// broker's own client login. `tokenauth` asks for delegation tokens, which are not served.
+fn check_scram_entry(text: &str) -> Result<(), String> {
+    let entry = JaasEntry::parse_single(text).map_err(|e| e.to_string())?;
+    if entry.login_module != SCRAM_LOGIN_MODULE {
+        return Err(format!(
+            "JAAS config names login module '{}', but SCRAM needs {SCRAM_LOGIN_MODULE}",
+            entry.login_module
+        ));
+    }
+    for option in entry.options.keys() {
+        if option == TOKEN_AUTH_EXTENSION {
+            return Err(format!(
+                "option {option} asks for delegation-token authentication, which Shale does not \
+                 serve; remove it"
+            ));
+        }
+        if !SCRAM_LOGIN_OPTIONS.contains(&option.as_str()) {
+            return Err(format!(
+                "option {option} of the ScramLoginModule entry is not read by Shale, so it \
+                 would have no effect; remove it"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -185,6 +265,52 @@ mod tests {
         assert_eq!(users.len(), 2);
     }
 
+    const SCRAM_JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
+
+    #[test]
+    fn scram_mechanisms_are_served_with_their_login_module_entries() {
+        let sasl = listener_sasl(
+            &props(&[
+                (
+                    "listener.name.external.sasl.enabled.mechanisms",
+                    "SCRAM-SHA-512,PLAIN,SCRAM-SHA-256",
+                ),
+                ("listener.name.external.plain.sasl.jaas.config", JAAS),
+                (
+                    "listener.name.external.scram-sha-256.sasl.jaas.config",
+                    SCRAM_JAAS,
+                ),
+                (
+                    "listener.name.external.scram-sha-512.sasl.jaas.config",
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                     username=\"admin\" password=\"admin-secret\";",
+                ),
+            ]),
+            &[listener("SASL_SSL")],
+        )
+        .unwrap();
+        assert_eq!(
+            sasl[0].mechanisms,
+            vec![
+                Mechanism::Scram(ScramMechanism::Sha512),
+                Mechanism::Plain,
+                Mechanism::Scram(ScramMechanism::Sha256),
+            ]
+        );
+        let scram_only = listener_sasl(
+            &props(&[
+                ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+                (
+                    "listener.name.external.scram-sha-256.sasl.jaas.config",
+                    SCRAM_JAAS,
+                ),
+            ]),
+            &[listener("SASL_PLAINTEXT")],
+        )
+        .unwrap();
+        assert!(scram_only[0].plain_users.is_none());
+    }
+
     #[test]
     fn the_listener_override_wins_and_each_refusal_names_its_key() {
         let ok = listener_sasl(
@@ -206,13 +332,58 @@ mod tests {
             (&[], "sasl.enabled.mechanisms", "GSSAPI"),
             (
                 &[("sasl.enabled.mechanisms", "SCRAM-SHA-256")],
-                "sasl.enabled.mechanisms",
-                "SCRAM-SHA-256 is not served",
+                "listener.name.external.scram-sha-256.sasl.jaas.config",
+                "ScramLoginModule",
             ),
             (
-                &[("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512")],
-                "sasl.enabled.mechanisms",
-                "SCRAM-SHA-512 is not served",
+                &[
+                    ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+                    (
+                        "listener.name.external.scram-sha-512.sasl.jaas.config",
+                        JAAS,
+                    ),
+                ],
+                "listener.name.external.scram-sha-512.sasl.jaas.config",
+                "SCRAM needs org.apache.kafka.common.security.scram.ScramLoginModule",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+                    (
+                        "listener.name.external.scram-sha-512.sasl.jaas.config",
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                         tokenauth=true;",
+                    ),
+                ],
+                "listener.name.external.scram-sha-512.sasl.jaas.config",
+                "delegation-token",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+                    (
+                        "listener.name.external.scram-sha-256.sasl.jaas.config",
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                         user_alice=\"x\";",
+                    ),
+                ],
+                "listener.name.external.scram-sha-256.sasl.jaas.config",
+                "option user_alice",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+                    (
+                        "listener.name.external.scram-sha-256.sasl.jaas.config",
+                        SCRAM_JAAS,
+                    ),
+                    (
+                        "listener.name.external.scram-sha-512.sasl.jaas.config",
+                        SCRAM_JAAS,
+                    ),
+                ],
+                "listener.name.external.scram-sha-512.sasl.jaas.config",
+                "not in the listener's sasl.enabled.mechanisms",
             ),
             (
                 &[("listener.name.external.sasl.enabled.mechanisms", "GSSAPI")],

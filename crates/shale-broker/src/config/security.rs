@@ -1,18 +1,19 @@
 //! What security this broker actually serves, checked before anything binds.
 //!
 //! Shale serves PLAINTEXT, SSL (TLS through rustls, see `tls`), SASL_PLAINTEXT and SASL_SSL
-//! listeners (SASL/PLAIN, see `sasl`). A listener must never come up weaker than configured:
+//! listeners (SASL/PLAIN and SCRAM, see `sasl`). A listener must never come up weaker than configured:
 //! a client or operator who configured a mechanism or a TLS setting would believe the port is
 //! protected by it. So every key Shale does not honour (a `sasl.*` key other than
 //! `sasl.enabled.mechanisms`, an `ssl.*` key outside `tls::SERVED_SSL_KEYS`, a per-listener
 //! override of anything but the SSL keys of an SSL or SASL_SSL listener and the SASL keys of a
 //! SASL listener) stops start-up with an error naming it; the mechanisms themselves are
-//! checked by `sasl`. Brokers still reach each other, and the controllers, in plain text: a
-//! TLS or SASL inter-broker or controller listener is refused too.
+//! checked by `sasl`. How this node reaches the other nodes (the inter-broker and controller
+//! listeners, their mechanisms and credentials) is decided by `peer`.
 
 use super::error::ConfigError;
 use super::listener::Listener;
-use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY};
+use super::peer::{CONTROLLER_MECHANISM_KEY, INTER_BROKER_MECHANISM_KEY};
+use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY, SCRAM_JAAS_KEYS};
 use super::static_props::StaticProperties;
 use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
@@ -44,60 +45,20 @@ pub(crate) fn check_listener(key: &str, listener: &Listener) -> Result<(), Confi
     Ok(())
 }
 
-/// Brokers connect to each other's inter-broker listener, and to the controllers, in plain
-/// text (`replication::client`, the Raft transport): a TLS listener there would be answered
-/// by a peer that does not speak TLS.
-pub(crate) fn check_plaintext_only_listeners(
-    listeners: &[Listener],
-    controller_listener_names: &[String],
-    inter_broker_listener_name: &str,
-) -> Result<(), ConfigError> {
-    for l in listeners
-        .iter()
-        .filter(|l| l.security_protocol != "PLAINTEXT")
-    {
-        if controller_listener_names.contains(&l.name) {
-            return Err(ConfigError::UnservedSecurityKey {
-                key: "controller.listener.names".to_string(),
-                reason: format!(
-                    "controller listener {} maps to {}; Shale's controllers speak PLAINTEXT only",
-                    l.name, l.security_protocol
-                ),
-            });
-        }
-        if l.name == inter_broker_listener_name {
-            return Err(ConfigError::UnservedSecurityKey {
-                key: "inter.broker.listener.name".to_string(),
-                reason: format!(
-                    "inter-broker listener {} maps to {}; brokers connect to each other in \
-                     plain text, so name a PLAINTEXT listener (and add one if there is none)",
-                    l.name, l.security_protocol
-                ),
-            });
-        }
-    }
-    Ok(())
+/// A listener per-listener keys may name: its name and security protocol. Besides
+/// `listeners`, a broker-only node names the controller listener it dials.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NamedListener<'a> {
+    pub name: &'a str,
+    pub security_protocol: &'a str,
 }
 
-/// Refuses SASL and `ssl.*` keys Shale does not honour, per-listener overrides other than the
-/// served SSL keys of a TLS listener and SASL keys of a SASL listener, and an inter-broker
-/// protocol other than PLAINTEXT.
+/// Refuses SASL and `ssl.*` keys Shale does not honour, and per-listener overrides other than
+/// the served SSL keys of a TLS listener and SASL keys of a SASL listener.
 pub(crate) fn check_keys(
     props: &StaticProperties,
-    listeners: &[Listener],
+    listeners: &[NamedListener<'_>],
 ) -> Result<(), ConfigError> {
-    if let Some(protocol) = props.get("security.inter.broker.protocol") {
-        let protocol = protocol.trim();
-        if protocol != "PLAINTEXT" {
-            return Err(ConfigError::UnservedSecurityKey {
-                key: "security.inter.broker.protocol".to_string(),
-                reason: format!(
-                    "brokers would talk to each other over {protocol}, which Shale does not \
-                     implement yet (only PLAINTEXT)"
-                ),
-            });
-        }
-    }
     for (key, _) in props.iter() {
         if let Some(reason) = refusal(key, listeners) {
             return Err(ConfigError::UnservedSecurityKey {
@@ -110,7 +71,7 @@ pub(crate) fn check_keys(
 }
 
 /// Why `key` is refused, or `None` when it is honoured (or not a security key).
-fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
+fn refusal(key: &str, listeners: &[NamedListener<'_>]) -> Option<String> {
     if key.starts_with("sasl.") {
         return sasl_refusal(key);
     }
@@ -123,10 +84,10 @@ fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
     };
     let listener = listeners
         .iter()
-        .find(|l| listener_prefix(&l.name) == format!("listener.name.{name}."));
+        .find(|l| listener_prefix(l.name) == format!("listener.name.{name}."));
     if listener_key.starts_with("ssl.") {
         return match listener {
-            Some(l) if is_tls_protocol(&l.security_protocol) => ssl_refusal(listener_key),
+            Some(l) if is_tls_protocol(l.security_protocol) => ssl_refusal(listener_key),
             Some(l) => Some(format!(
                 "listener {} maps to {}, not SSL, so this key would have no effect; remove it",
                 l.name, l.security_protocol
@@ -139,13 +100,17 @@ fn refusal(key: &str, listeners: &[Listener]) -> Option<String> {
     }
     if listener_key.contains("sasl.") {
         return match listener {
-            Some(l) if is_sasl_protocol(&l.security_protocol) => {
-                if listener_key == ENABLED_MECHANISMS_KEY || listener_key == PLAIN_JAAS_KEY {
+            Some(l) if is_sasl_protocol(l.security_protocol) => {
+                if listener_key == ENABLED_MECHANISMS_KEY
+                    || listener_key == PLAIN_JAAS_KEY
+                    || SCRAM_JAAS_KEYS.contains(&listener_key)
+                {
                     None
                 } else if listener_key.ends_with(".sasl.jaas.config") {
                     Some(
-                        "Shale serves the PLAIN mechanism only, so only \
-                         listener.name.<listener>.plain.sasl.jaas.config is read; remove this key"
+                        "Shale serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, so only \
+                         listener.name.<listener>.{plain,scram-sha-256,scram-sha-512}.sasl.jaas.config \
+                         are read; remove this key"
                             .to_string(),
                     )
                 } else {
@@ -177,14 +142,14 @@ fn is_tls_protocol(protocol: &str) -> bool {
 /// Why a `sasl.*` key (without its listener prefix) is refused, or `None` when it is served.
 fn sasl_refusal(key: &str) -> Option<String> {
     let reason = match key {
-        ENABLED_MECHANISMS_KEY => return None,
+        // Their values are checked where they are used (`peer`).
+        ENABLED_MECHANISMS_KEY | INTER_BROKER_MECHANISM_KEY | CONTROLLER_MECHANISM_KEY => {
+            return None
+        }
         "sasl.jaas.config" => {
             "a broker reads its listeners' JAAS entries from \
              listener.name.<listener>.<mechanism>.sasl.jaas.config (for PLAIN: \
              listener.name.<listener>.plain.sasl.jaas.config); remove this key"
-        }
-        "sasl.mechanism.inter.broker.protocol" => {
-            "brokers connect to each other in plain text, without SASL; remove this key"
         }
         _ => "Shale does not implement this SASL setting, so it would have no effect; remove it",
     };
@@ -221,6 +186,16 @@ mod tests {
             port: 19555,
             security_protocol: protocol.to_string(),
         }
+    }
+
+    fn named(listeners: &[Listener]) -> Vec<NamedListener<'_>> {
+        listeners
+            .iter()
+            .map(|l| NamedListener {
+                name: &l.name,
+                security_protocol: &l.security_protocol,
+            })
+            .collect()
     }
 
     fn props(pairs: &[(&str, &str)]) -> StaticProperties {
@@ -262,7 +237,6 @@ mod tests {
             "ssl.truststore.password",
             "ssl.keymanager.algorithm",
             "sasl.jaas.config",
-            "sasl.mechanism.inter.broker.protocol",
             "sasl.server.max.receive.size",
             "listener.name.sasl_ssl.plain.sasl.jaas.config",
             "listener.name.external.sasl.enabled.mechanisms",
@@ -274,7 +248,7 @@ mod tests {
             "listener.name.external.max.connections",
             "listener.name.external",
         ] {
-            let err = check_keys(&props(&[(key, "x")]), &listeners)
+            let err = check_keys(&props(&[(key, "x")]), &named(&listeners))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(key), "{err}");
@@ -288,16 +262,18 @@ mod tests {
             "sasl.enabled.mechanisms",
             "listener.name.external.sasl.enabled.mechanisms",
             "listener.name.external.plain.sasl.jaas.config",
+            "listener.name.external.scram-sha-256.sasl.jaas.config",
+            "listener.name.external.scram-sha-512.sasl.jaas.config",
             "listener.name.external.ssl.keystore.location",
         ] {
-            check_keys(&props(&[(key, "x")]), &listeners).unwrap();
+            check_keys(&props(&[(key, "x")]), &named(&listeners)).unwrap();
         }
         for key in [
-            "listener.name.external.scram-sha-256.sasl.jaas.config",
+            "listener.name.external.scram-sha-1.sasl.jaas.config",
             "listener.name.external.gssapi.sasl.jaas.config",
             "listener.name.external.sasl.server.callback.handler.class",
         ] {
-            let err = check_keys(&props(&[(key, "x")]), &listeners)
+            let err = check_keys(&props(&[(key, "x")]), &named(&listeners))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(key), "{err}");
@@ -305,7 +281,7 @@ mod tests {
         // A SASL_PLAINTEXT listener has no TLS to configure.
         let plain = [listener("SASL_PLAINTEXT")];
         let key = "listener.name.external.ssl.keystore.location";
-        let err = check_keys(&props(&[(key, "x")]), &plain)
+        let err = check_keys(&props(&[(key, "x")]), &named(&plain))
             .unwrap_err()
             .to_string();
         assert!(err.contains("SASL_PLAINTEXT"), "{err}");
@@ -315,41 +291,9 @@ mod tests {
     fn served_ssl_keys_and_their_listener_overrides_pass() {
         let listeners = [listener("SSL")];
         for key in SERVED_SSL_KEYS {
-            check_keys(&props(&[(key, "x")]), &listeners).unwrap();
+            check_keys(&props(&[(key, "x")]), &named(&listeners)).unwrap();
             let prefixed = format!("listener.name.external.{key}");
-            check_keys(&props(&[(&prefixed, "x")]), &listeners).unwrap();
+            check_keys(&props(&[(&prefixed, "x")]), &named(&listeners)).unwrap();
         }
-    }
-
-    #[test]
-    fn inter_broker_protocol_must_be_plaintext() {
-        check_keys(
-            &props(&[("security.inter.broker.protocol", "PLAINTEXT")]),
-            &[],
-        )
-        .unwrap();
-        for protocol in ["SASL_SSL", "SSL"] {
-            let err = check_keys(&props(&[("security.inter.broker.protocol", protocol)]), &[])
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains("security.inter.broker.protocol"), "{err}");
-            assert!(err.contains(protocol), "{err}");
-        }
-    }
-
-    #[test]
-    fn inter_broker_and_controller_listeners_must_be_plaintext() {
-        let listeners = [listener("SSL")];
-        check_plaintext_only_listeners(&listeners, &[], "PLAINTEXT").unwrap();
-        let err = check_plaintext_only_listeners(&listeners, &[], "EXTERNAL")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("inter.broker.listener.name"), "{err}");
-        assert!(err.contains("EXTERNAL"), "{err}");
-        let err =
-            check_plaintext_only_listeners(&listeners, &["EXTERNAL".to_string()], "PLAINTEXT")
-                .unwrap_err()
-                .to_string();
-        assert!(err.contains("controller.listener.names"), "{err}");
     }
 }

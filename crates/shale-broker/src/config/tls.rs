@@ -94,15 +94,15 @@ enum ClientAuth {
 
 /// Where a listener's settings come from: its `listener.name.<lower-case name>.` prefix first,
 /// then the global key. Errors name the key actually used and the listener.
-struct Lookup<'a> {
-    props: &'a StaticProperties,
-    prefix: Option<String>,
-    scope: String,
+pub(super) struct Lookup<'a> {
+    pub(super) props: &'a StaticProperties,
+    pub(super) prefix: Option<String>,
+    pub(super) scope: String,
 }
 
 impl Lookup<'_> {
     /// The value of `key` for this listener and the name it was found under.
-    fn get(&self, key: &str) -> Option<(String, &str)> {
+    pub(super) fn get(&self, key: &str) -> Option<(String, &str)> {
         if let Some(prefix) = &self.prefix {
             let prefixed = format!("{prefix}{key}");
             if let Some(v) = self.props.get(&prefixed) {
@@ -112,7 +112,7 @@ impl Lookup<'_> {
         self.props.get(key).map(|v| (key.to_string(), v))
     }
 
-    fn error(&self, key: &str, reason: impl Into<String>) -> ConfigError {
+    pub(super) fn error(&self, key: &str, reason: impl Into<String>) -> ConfigError {
         ConfigError::Ssl {
             key: key.to_string(),
             scope: self.scope.clone(),
@@ -122,15 +122,25 @@ impl Lookup<'_> {
 }
 
 /// Settings of one listener, each read and checked; absent ones stay `None`.
-struct SslSettings {
+pub(super) struct SslSettings {
     /// The certificate chain (leaf first) and its private key.
-    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    pub(super) identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
     /// The CAs client certificates must chain to, and the key they came from.
-    trusted: Option<(RootCertStore, String)>,
+    pub(super) trusted: Option<(RootCertStore, String)>,
     client_auth: (ClientAuth, String),
-    versions: Vec<&'static SupportedProtocolVersion>,
+    pub(super) versions: Vec<&'static SupportedProtocolVersion>,
     /// `None`: every suite rustls offers (Kafka's default of all the JDK enables).
-    cipher_suites: Option<(Vec<SupportedCipherSuite>, String)>,
+    pub(super) cipher_suites: Option<(Vec<SupportedCipherSuite>, String)>,
+    /// `ssl.endpoint.identification.algorithm`: whether this node, dialling out, checks that
+    /// the peer's certificate names the host it dialled (Kafka's default, `https`).
+    pub(super) verify_hostname: bool,
+}
+
+impl SslSettings {
+    /// Whether a client without a certificate is refused (`ssl.client.auth=required`).
+    pub(super) fn requires_client_certificates(&self) -> bool {
+        self.client_auth.0 == ClientAuth::Required
+    }
 }
 
 /// Builds the server configuration of every SSL listener in `listeners`. With none, the global
@@ -175,7 +185,7 @@ pub(crate) fn listener_prefix(listener_name: &str) -> String {
     format!("listener.name.{}.", listener_name.to_ascii_lowercase())
 }
 
-fn read_settings(lookup: &Lookup<'_>) -> Result<SslSettings, ConfigError> {
+pub(super) fn read_settings(lookup: &Lookup<'_>) -> Result<SslSettings, ConfigError> {
     let identity = read_keystore(lookup)?;
     let trusted = read_truststore(lookup)?;
     let client_auth = match lookup.get("ssl.client.auth") {
@@ -262,23 +272,33 @@ fn read_settings(lookup: &Lookup<'_>) -> Result<SslSettings, ConfigError> {
             }
         }
     };
-    // A client-side setting in Kafka (the broker verifies host names only when it connects
-    // out, which it does in plain text here); Kafka brokers accept it, so does Shale.
-    if let Some((key, value)) = lookup.get("ssl.endpoint.identification.algorithm") {
-        let value = value.trim();
-        if !value.is_empty() && !value.eq_ignore_ascii_case("https") {
-            return Err(lookup.error(
-                &key,
-                format!("{value:?} is not an algorithm Kafka knows; use https or leave it empty"),
-            ));
+    // A client-side setting: a broker verifies host names when it connects out to other
+    // brokers and to the controllers (`tls_client`), with Kafka's default of https.
+    let verify_hostname = match lookup.get("ssl.endpoint.identification.algorithm") {
+        None => true,
+        Some((key, value)) => {
+            let value = value.trim();
+            if value.is_empty() {
+                false
+            } else if value.eq_ignore_ascii_case("https") {
+                true
+            } else {
+                return Err(lookup.error(
+                    &key,
+                    format!(
+                        "{value:?} is not an algorithm Kafka knows; use https or leave it empty"
+                    ),
+                ));
+            }
         }
-    }
+    };
     Ok(SslSettings {
         identity,
         trusted,
         client_auth,
         versions,
         cipher_suites,
+        verify_hostname,
     })
 }
 

@@ -3,14 +3,18 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::authorizer::authorizer_settings;
 use super::connection_limits::ConnectionsPerIp;
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
+use super::peer::{self, PeerClient};
 use super::sasl::{self, ListenerSasl};
-use super::security;
+use super::security::{self, NamedListener};
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
+use super::unserved;
+use crate::authorizer::AuthorizerSettings;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessRole {
@@ -48,6 +52,10 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     pub controller_listener_names: Vec<String>,
     pub inter_broker_listener_name: String,
+    /// How this broker dials the other brokers' inter-broker listener.
+    pub inter_broker_client: PeerClient,
+    /// How this node dials the controllers' listener; `None` without a quorum.
+    pub controller_client: Option<PeerClient>,
     /// The TLS configuration of each SSL and SASL_SSL listener.
     pub listener_tls: Vec<ListenerTls>,
     /// The mechanisms and users of each SASL_PLAINTEXT and SASL_SSL listener.
@@ -70,6 +78,8 @@ pub struct BrokerConfig {
     pub queued_max_requests: usize,
     /// Quiet connections are closed after this long; negative: never.
     pub connections_max_idle_ms: i64,
+    /// How long a refused login waits before its answer and the close (KIP-306).
+    pub connection_failed_authentication_delay_ms: u64,
     pub log_retention_check_interval_ms: i64,
     pub log_flush_scheduler_interval_ms: i64,
     pub log_cleaner_enable: bool,
@@ -111,6 +121,9 @@ pub struct BrokerConfig {
     pub socket_send_buffer_bytes: i32,
     /// `socket.receive.buffer.bytes` of client listeners; -1 keeps the OS default.
     pub socket_receive_buffer_bytes: i32,
+    /// The StandardAuthorizer's settings when `authorizer.class.name` names it; `None`: no
+    /// authorizer, every request allowed (Kafka's default).
+    pub authorizer: Option<AuthorizerSettings>,
     /// The whole validated property set, for DescribeConfigs and the log defaults.
     pub properties: StaticProperties,
 }
@@ -180,23 +193,35 @@ impl BrokerConfig {
         for listener in &advertised_listeners {
             security::check_listener("advertised.listeners", listener)?;
         }
-        security::check_keys(&props, &listeners)?;
-        // Brokers reach each other in plain text: without a name, the first PLAINTEXT
-        // listener advertised (the first advertised when none is).
-        let inter_broker_listener_name = match props.get("inter.broker.listener.name") {
-            Some(name) => name.to_string(),
-            None => advertised_listeners
-                .iter()
-                .find(|l| l.security_protocol == "PLAINTEXT")
-                .or(advertised_listeners.first())
-                .map(|l| l.name.clone())
-                .unwrap_or_else(|| "PLAINTEXT".to_string()),
-        };
-        security::check_plaintext_only_listeners(
-            &listeners,
-            &controller_listener_names,
-            &inter_broker_listener_name,
-        )?;
+        // Per-listener keys may name the listeners this node binds and, on a broker-only node,
+        // the controller listener it dials.
+        let mut named: Vec<NamedListener<'_>> = listeners
+            .iter()
+            .map(|l| NamedListener {
+                name: &l.name,
+                security_protocol: &l.security_protocol,
+            })
+            .collect();
+        for name in &controller_listener_names {
+            if let Some(protocol) = peer::protocol_of(&protocol_map, name) {
+                if !named.iter().any(|l| l.name == name) {
+                    named.push(NamedListener {
+                        name,
+                        security_protocol: protocol,
+                    });
+                }
+            }
+        }
+        security::check_keys(&props, &named)?;
+        unserved::check_unserved_keys(&props)?;
+        let is_broker = process_roles.contains(&ProcessRole::Broker);
+        let broker_advertised: Vec<Listener> = advertised_listeners
+            .iter()
+            .filter(|l| !controller_listener_names.contains(&l.name))
+            .cloned()
+            .collect();
+        let (inter_broker_listener_name, inter_broker_protocol) =
+            peer::inter_broker_listener(&props, &broker_advertised, &protocol_map, is_broker)?;
         let listener_sasl = sasl::listener_sasl(&props, &listeners)?
             .into_iter()
             .map(Arc::new)
@@ -215,6 +240,25 @@ impl BrokerConfig {
             &controller_quorum_voters,
             &r.list("controller.quorum.bootstrap.servers"),
         )?;
+        let inter_broker_client =
+            peer::inter_broker_client(&props, &inter_broker_listener_name, &inter_broker_protocol)?;
+        let controller_client = match &quorum_role {
+            QuorumRole::Single => None,
+            QuorumRole::Voter {
+                controller_listener,
+            } => Some(peer::controller_client(
+                &props,
+                &controller_listener_names,
+                &protocol_map,
+                Some(controller_listener),
+            )?),
+            QuorumRole::Observer => Some(peer::controller_client(
+                &props,
+                &controller_listener_names,
+                &protocol_map,
+                None,
+            )?),
+        };
         let log_dirs: Vec<PathBuf> = match props.get("log.dirs") {
             Some(_) => r.list("log.dirs"),
             None => r.list("log.dir"),
@@ -240,6 +284,8 @@ impl BrokerConfig {
             advertised_listeners,
             controller_listener_names,
             inter_broker_listener_name,
+            inter_broker_client,
+            controller_client,
             listener_tls,
             listener_sasl,
             controller_quorum_voters,
@@ -261,6 +307,10 @@ impl BrokerConfig {
             )?,
             queued_max_requests: r.int("queued.max.requests")? as usize,
             connections_max_idle_ms: r.long("connections.max.idle.ms")?,
+            connection_failed_authentication_delay_ms: failed_authentication_delay_ms(
+                r.int("connection.failed.authentication.delay.ms")?,
+                r.long("connections.max.idle.ms")?,
+            )?,
             log_retention_check_interval_ms: r.long("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval_ms: r.long("log.flush.scheduler.interval.ms")?,
             log_cleaner_enable: r.boolean("log.cleaner.enable")?,
@@ -304,6 +354,7 @@ impl BrokerConfig {
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
+            authorizer: authorizer_settings(&props)?,
             properties: props,
         })
     }
@@ -397,6 +448,22 @@ fn parse_bool(value: &str) -> Option<bool> {
         "false" => Some(false),
         _ => None,
     }
+}
+
+/// Kafka's rule: a delayed refusal must be answered before the idle connection would be closed.
+fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64, ConfigError> {
+    if idle_max_ms >= 0 && i64::from(delay_ms) >= idle_max_ms {
+        return Err(invalid(
+            "connection.failed.authentication.delay.ms",
+            &delay_ms.to_string(),
+            &format!(
+                "connection.failed.authentication.delay.ms={delay_ms} should always be less than \
+                 connections.max.idle.ms={idle_max_ms} to prevent failed authentication \
+                 responses from timing out"
+            ),
+        ));
+    }
+    Ok(u64::try_from(delay_ms).unwrap_or(0))
 }
 
 fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
@@ -702,6 +769,39 @@ mod tests {
         assert_eq!(cfg.advertised_listeners, cfg.listeners);
         assert_eq!(cfg.log_dirs, vec![PathBuf::from("./data")]);
         assert_eq!(cfg.message_max_bytes, 1_048_588);
+    }
+
+    #[test]
+    fn the_failed_authentication_delay_must_be_shorter_than_the_idle_time() {
+        let config = BrokerConfig::from_properties(props(&[])).unwrap();
+        assert_eq!(config.connection_failed_authentication_delay_ms, 100);
+        assert_eq!(config.connections_max_idle_ms, 600_000);
+        let err = BrokerConfig::from_properties(props(&[
+            ("connections.max.idle.ms", "1000"),
+            ("connection.failed.authentication.delay.ms", "1000"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "connection.failed.authentication.delay.ms=1000 should always be less than \
+                 connections.max.idle.ms=1000 to prevent failed authentication responses from \
+                 timing out"
+            ),
+            "{err}"
+        );
+        // Idle expiry off: any delay, as in Kafka.
+        let config = BrokerConfig::from_properties(props(&[
+            ("connections.max.idle.ms", "-1"),
+            ("connection.failed.authentication.delay.ms", "5000"),
+        ]))
+        .unwrap();
+        assert_eq!(config.connection_failed_authentication_delay_ms, 5000);
+        assert!(BrokerConfig::from_properties(props(&[(
+            "connection.failed.authentication.delay.ms",
+            "-1"
+        )]))
+        .is_err());
     }
 
     #[test]

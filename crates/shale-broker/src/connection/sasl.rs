@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use shale_auth::{Mechanism, PlainServer, SaslServer, Step};
+use shale_auth::{Mechanism, PlainServer, SaslServer, ScramServer, Step};
 use shale_protocol::{Request, RequestHeader, Response};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
@@ -24,6 +24,7 @@ use tracing::debug;
 use super::admission::{admit, Admission};
 use super::framing::next_frame;
 use super::idle::IdleTimer;
+use super::scram_lookup::ImageScramCredentials;
 use crate::api_table;
 use crate::broker::Broker;
 use crate::config::ListenerSasl;
@@ -79,6 +80,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 Err(e) => {
                     debug!(%peer, "closing connection: SASL authentication failed: {e}");
+                    delay_refusal(broker).await;
                     return None;
                 }
             }
@@ -140,10 +142,11 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                 let names: Vec<&'static str> = sasl.mechanisms.iter().map(|m| m.name()).collect();
                 let chosen = Mechanism::from_name(request.mechanism.as_str())
                     .filter(|m| sasl.mechanisms.contains(m));
-                let server = chosen.and_then(|m| server_for(m, sasl));
+                let server = chosen.and_then(|m| server_for(broker, m, sasl));
                 let Some(server) = server else {
                     let response =
                         handshake_response(Some(SaslRefusal::UnsupportedMechanism), &names);
+                    delay_refusal(broker).await;
                     respond(stream, &header, ResponseKind::SaslHandshake(response)).await?;
                     debug!(%peer, mechanism = %request.mechanism.as_str(), "closing connection: SASL mechanism not enabled");
                     return None;
@@ -178,6 +181,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                         let message = e.client_message(server.mechanism(), false);
                         let response =
                             authenticate_refusal(SaslRefusal::AuthenticationFailed, message);
+                        delay_refusal(broker).await;
                         respond(stream, &header, ResponseKind::SaslAuthenticate(response)).await?;
                         debug!(%peer, "closing connection: SASL authentication failed: {e}");
                         return None;
@@ -198,13 +202,20 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-fn server_for(mechanism: Mechanism, sasl: &ListenerSasl) -> Option<Box<dyn SaslServer + Send>> {
+fn server_for(
+    broker: &Arc<Broker>,
+    mechanism: Mechanism,
+    sasl: &ListenerSasl,
+) -> Option<Box<dyn SaslServer + Send>> {
     match mechanism {
         Mechanism::Plain => {
             let users = sasl.plain_users.clone()?;
             Some(Box::new(PlainServer::new(users)))
         }
-        Mechanism::Scram(_) => None,
+        Mechanism::Scram(scram) => Some(Box::new(ScramServer::new(
+            scram,
+            ImageScramCredentials::new(broker.clone()),
+        ))),
     }
 }
 
@@ -234,6 +245,16 @@ async fn write<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> Option<()
 }
 
 /// A v0 exchange's server token: a length prefix and the bytes, without a Kafka header.
+/// `connection.failed.authentication.delay.ms` (KIP-306): a refused login is answered, and its
+/// connection closed, only after this long, so that a client retrying bad credentials in a
+/// loop costs the broker little.
+async fn delay_refusal(broker: &Broker) {
+    let delay_ms = broker.config.connection_failed_authentication_delay_ms;
+    if delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+    }
+}
+
 async fn write_raw<S: AsyncWrite + Unpin>(stream: &mut S, token: &[u8]) -> Option<()> {
     let len = u32::try_from(token.len()).ok()?;
     let mut frame = Vec::with_capacity(4 + token.len());

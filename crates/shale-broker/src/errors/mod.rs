@@ -3,6 +3,7 @@
 //! happened; every choice of a Kafka code is here, one file per domain, each with a test that
 //! pins every variant to Kafka's number.
 
+mod authorization;
 mod group;
 mod log;
 mod metadata;
@@ -12,6 +13,10 @@ mod replica;
 mod sasl;
 mod txn;
 
+pub use authorization::{
+    authorization_failed_code, cluster_authorization_failed_code, operation_not_attempted_code,
+    security_disabled_code, unknown_server_error_code,
+};
 pub use group::{delete_group_error_message, group_error_code};
 pub use log::{append_error_code, append_refusal, log_error_code, producer_error_code};
 pub use metadata::{

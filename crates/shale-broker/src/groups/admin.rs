@@ -17,12 +17,11 @@ use shale_protocol::newer::delete_groups_response as v3;
 use shale_protocol::{NewerResponse, Response};
 
 use super::{code, code_of};
+use crate::authorization::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::broker::Broker;
-use crate::errors::delete_group_error_message;
+use crate::errors::{authorization_failed_code, delete_group_error_message};
 use crate::request::RequestContext;
 
-/// Group operations allowed without an authorizer: READ, DELETE, DESCRIBE.
-const GROUP_ALL_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 /// The only group type this coordinator has.
 const GROUP_TYPE_CLASSIC: &str = "classic";
@@ -37,13 +36,24 @@ pub async fn describe_groups(
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
     let version = ctx.version();
-    let operations = if version >= 3 && request.include_authorized_operations {
-        GROUP_ALL_OPERATIONS
-    } else {
-        OPERATIONS_NOT_REQUESTED
-    };
-    let ids: Vec<String> = request.groups.iter().map(|g| g.0.to_string()).collect();
+    let authz = broker.authz(ctx);
+    let include_operations = version >= 3 && request.include_authorized_operations;
+    // DESCRIBE on each group: a refused one is answered GROUP_AUTHORIZATION_FAILED, empty.
+    let (ids, refused): (Vec<String>, Vec<String>) = request
+        .groups
+        .iter()
+        .map(|g| g.0.to_string())
+        .partition(|g| authz.allows(AclOperation::Describe, ResourceType::Group, g));
     let described = broker.groups.coordinator.describe_groups(ids).await;
+    let refused = refused.into_iter().map(|g| {
+        DescribedGroup::default()
+            .with_error_code(authorization_failed_code(ResourceType::Group))
+            .with_group_id(GroupId(s(g)))
+            .with_group_state(s(""))
+            .with_protocol_type(s(""))
+            .with_protocol_data(s(""))
+            .with_authorized_operations(OPERATIONS_NOT_REQUESTED)
+    });
     let groups = described
         .into_iter()
         .map(|g| {
@@ -52,6 +62,7 @@ pub async fn describe_groups(
                 Some(GroupError::GroupIdNotFound) if version < 6 => None,
                 other => other,
             };
+            let group_id = g.group_id.clone();
             DescribedGroup::default()
                 .with_error_code(code_of(&error))
                 .with_error_message(if version >= 6 {
@@ -81,18 +92,27 @@ pub async fn describe_groups(
                         })
                         .collect(),
                 )
-                .with_authorized_operations(operations)
+                .with_authorized_operations(if include_operations && error.is_none() {
+                    authz.authorized_operations(ResourceType::Group, &group_id)
+                } else {
+                    OPERATIONS_NOT_REQUESTED
+                })
         })
+        .chain(refused)
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
+/// With DESCRIBE on the cluster every group is listed; otherwise only the groups the principal
+/// may DESCRIBE (never CLUSTER_AUTHORIZATION_FAILED), as Kafka lists them.
 pub async fn list_groups(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
     let version = ctx.version();
+    let authz = broker.authz(ctx);
+    let every_group = authz.allows(AclOperation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     let state_names: Vec<String> = if version >= 4 {
         request
             .states_filter
@@ -124,6 +144,10 @@ pub async fn list_groups(
         Ok(listed) => ListGroupsResponse::default().with_groups(
             listed
                 .into_iter()
+                .filter(|g| {
+                    every_group
+                        || authz.allows(AclOperation::Describe, ResourceType::Group, &g.group_id)
+                })
                 .map(|g| {
                     ListedGroup::default()
                         .with_group_id(GroupId(s(g.group_id)))
@@ -144,12 +168,21 @@ pub async fn delete_groups(
     ctx: &RequestContext,
     request: DeleteGroupsRequest,
 ) -> Response {
-    let ids: Vec<String> = request
-        .groups_names
-        .iter()
-        .map(|g| g.0.to_string())
-        .collect();
+    let authz = broker.authz(ctx);
+    let mut ids: Vec<String> = Vec::new();
+    let mut refused: Vec<String> = Vec::new();
+    for g in request.groups_names.iter().map(|g| g.0.to_string()) {
+        if ids.contains(&g) || refused.contains(&g) {
+            continue;
+        }
+        if authz.allows(AclOperation::Delete, ResourceType::Group, &g) {
+            ids.push(g);
+        } else {
+            refused.push(g);
+        }
+    }
     let results = broker.groups.coordinator.delete_groups(ids).await;
+    let refused_code = authorization_failed_code(ResourceType::Group);
     if ctx.version() >= 3 {
         return Response::Newer(NewerResponse::DeleteGroups(v3::DeleteGroupsResponse {
             throttle_time_ms: 0,
@@ -164,6 +197,11 @@ pub async fn delete_groups(
                         .map(StrBytes::from_static_str),
                     group_id: s(r.group_id),
                 })
+                .chain(refused.into_iter().map(|g| v3::DeletableGroupResult {
+                    error_code: refused_code,
+                    error_message: None,
+                    group_id: s(g),
+                }))
                 .collect(),
         }));
     }
@@ -176,6 +214,11 @@ pub async fn delete_groups(
                         .with_group_id(GroupId(s(r.group_id)))
                         .with_error_code(code_of(&r.error))
                 })
+                .chain(refused.into_iter().map(|g| {
+                    DeletableGroupResult::default()
+                        .with_group_id(GroupId(s(g)))
+                        .with_error_code(refused_code)
+                }))
                 .collect(),
         ),
     ))

@@ -9,7 +9,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::OFFSETS_TOPIC;
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
+use crate::errors::authorization_failed_code;
 use crate::request::RequestContext;
 
 /// Key type of a consumer group; 1 is a transactional id.
@@ -67,6 +69,25 @@ async fn find(
             .with_error_code(error.code())
             .with_error_message(Some(StrBytes::from_string(message.to_owned())))
     };
+    // DESCRIBE on the group or the transactional id, checked first as in Kafka.
+    let checked = match key_type {
+        KEY_TYPE_GROUP => Some(ResourceType::Group),
+        KEY_TYPE_TRANSACTION => Some(ResourceType::TransactionalId),
+        _ => None,
+    };
+    if let Some(resource) = checked {
+        if !broker
+            .authz(ctx)
+            .allows(AclOperation::Describe, resource, &key)
+        {
+            return Coordinator::default()
+                .with_key(StrBytes::from_string(key))
+                .with_node_id(BrokerId(-1))
+                .with_host(StrBytes::from_static_str(""))
+                .with_port(-1)
+                .with_error_code(authorization_failed_code(resource));
+        }
+    }
     let leader = match key_type {
         KEY_TYPE_GROUP => {
             if key.is_empty() {

@@ -13,8 +13,19 @@ use shale_group::types as domain;
 use shale_group::GroupError;
 
 use super::{code, code_of};
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
+use crate::errors::authorization_failed_code;
 use crate::request::RequestContext;
+
+/// GROUP_AUTHORIZATION_FAILED when the principal may not READ `group`: every membership API
+/// needs it, checked before the coordinator is asked.
+fn refused(broker: &Broker, ctx: &RequestContext, group: &str) -> Option<i16> {
+    (!broker
+        .authz(ctx)
+        .allows(AclOperation::Read, ResourceType::Group, group))
+    .then(|| authorization_failed_code(ResourceType::Group))
+}
 
 fn s(value: impl Into<String>) -> StrBytes {
     StrBytes::from_string(value.into())
@@ -35,6 +46,14 @@ pub async fn join_group(
     request: JoinGroupRequest,
 ) -> JoinGroupResponse {
     let version = ctx.version();
+    if let Some(code) = refused(broker, ctx, request.group_id.0.as_str()) {
+        return JoinGroupResponse::default()
+            .with_error_code(code)
+            .with_generation_id(-1)
+            .with_protocol_name(if version >= 7 { None } else { Some(s("")) })
+            .with_leader(s(""))
+            .with_member_id(s(""));
+    }
     broker.groups.ensure_offsets_topic(broker).await;
     let member_id = request.member_id.to_string();
     let domain_request = domain::JoinGroupRequest {
@@ -125,6 +144,9 @@ pub async fn sync_group(
     request: SyncGroupRequest,
 ) -> SyncGroupResponse {
     let version = ctx.version();
+    if let Some(code) = refused(broker, ctx, request.group_id.0.as_str()) {
+        return SyncGroupResponse::default().with_error_code(code);
+    }
     let domain_request = domain::SyncGroupRequest {
         group_id: request.group_id.0.to_string(),
         generation_id: request.generation_id,
@@ -167,6 +189,9 @@ pub async fn heartbeat(
     ctx: &RequestContext,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
+    if let Some(code) = refused(broker, ctx, request.group_id.0.as_str()) {
+        return HeartbeatResponse::default().with_error_code(code);
+    }
     let domain_request = domain::HeartbeatRequest {
         group_id: request.group_id.0.to_string(),
         generation_id: request.generation_id,
@@ -187,6 +212,9 @@ pub async fn leave_group(
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
     let version = ctx.version();
+    if let Some(code) = refused(broker, ctx, request.group_id.0.as_str()) {
+        return LeaveGroupResponse::default().with_error_code(code);
+    }
     let members = if version >= 3 {
         request
             .members

@@ -23,7 +23,10 @@ use shale_group::GroupError;
 
 use super::topic_ids::{self, TOPIC_ID_MIN_VERSION};
 use super::{code, code_of};
+use crate::authorization::{AclOperation, ResourceType};
+use crate::authorizer::Authz;
 use crate::broker::Broker;
+use crate::errors::authorization_failed_code;
 use crate::request::RequestContext;
 
 fn topic_name(name: &str) -> TopicName {
@@ -36,6 +39,35 @@ pub async fn offset_commit(
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
     let version = ctx.version();
+    let authz = broker.authz(ctx);
+    // READ on the group first: refused, every partition answers GROUP_AUTHORIZATION_FAILED.
+    if !authz.allows(
+        AclOperation::Read,
+        ResourceType::Group,
+        request.group_id.0.as_str(),
+    ) {
+        let code = authorization_failed_code(ResourceType::Group);
+        let topics = request
+            .topics
+            .into_iter()
+            .map(|t| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name)
+                    .with_topic_id(t.topic_id)
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        return OffsetCommitResponse::default().with_topics(topics);
+    }
     broker.groups.ensure_offsets_topic(broker).await;
     let image = broker.image();
     let (request_topics, unknown_ids) = if version >= TOPIC_ID_MIN_VERSION {
@@ -43,12 +75,20 @@ pub async fn offset_commit(
     } else {
         (request.topics, Vec::new())
     };
-    // Topic existence is the broker's check; known topics go to the coordinator.
+    // READ on each topic (TOPIC_AUTHORIZATION_FAILED), then its existence, are the broker's
+    // checks; known topics go to the coordinator.
     let mut unknown: Vec<OffsetCommitResponseTopic> = Vec::new();
     let mut known: Vec<domain::OffsetCommitTopic> = Vec::new();
     for topic in request_topics {
         let name = topic.name.0.to_string();
-        if image.topic(&name).is_none() {
+        let refusal = if !authz.allows(AclOperation::Read, ResourceType::Topic, &name) {
+            Some(authorization_failed_code(ResourceType::Topic))
+        } else if image.topic(&name).is_none() {
+            Some(code(&GroupError::UnknownTopicOrPartition))
+        } else {
+            None
+        };
+        if let Some(error_code) = refusal {
             unknown.push(
                 OffsetCommitResponseTopic::default()
                     .with_name(topic_name(&name))
@@ -59,7 +99,7 @@ pub async fn offset_commit(
                             .map(|p| {
                                 OffsetCommitResponsePartition::default()
                                     .with_partition_index(p.partition_index)
-                                    .with_error_code(code(&GroupError::UnknownTopicOrPartition))
+                                    .with_error_code(error_code)
                             })
                             .collect(),
                     ),
@@ -164,6 +204,52 @@ pub async fn offset_commit(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
+/// The requested topics split into those the principal may DESCRIBE and those it may not.
+fn split_described(
+    authz: &Authz<'_>,
+    topics: Option<Vec<domain::OffsetFetchTopic>>,
+) -> (
+    Option<Vec<domain::OffsetFetchTopic>>,
+    Vec<domain::OffsetFetchTopic>,
+) {
+    match topics {
+        None => (None, Vec::new()),
+        Some(topics) => {
+            let (described, refused) = topics
+                .into_iter()
+                .partition(|t| authz.allows(AclOperation::Describe, ResourceType::Topic, &t.name));
+            (Some(described), refused)
+        }
+    }
+}
+
+/// The committed offsets of `group_id` the principal may see, as Kafka filters them: DESCRIBE
+/// on the group (else GROUP_AUTHORIZATION_FAILED); all-topics answers leave out topics without
+/// DESCRIBE, and named topics without it are returned apart (answered
+/// TOPIC_AUTHORIZATION_FAILED per partition by the caller). The error is a Kafka code.
+async fn fetch_described(
+    broker: &Arc<Broker>,
+    authz: &Authz<'_>,
+    group_id: String,
+    topics: Option<Vec<domain::OffsetFetchTopic>>,
+    require_stable: bool,
+) -> Result<(domain::OffsetFetchResponse, Vec<domain::OffsetFetchTopic>), i16> {
+    if !authz.allows(AclOperation::Describe, ResourceType::Group, &group_id) {
+        return Err(authorization_failed_code(ResourceType::Group));
+    }
+    let all_topics = topics.is_none();
+    let (described, refused) = split_described(authz, topics);
+    let mut fetched = fetch_group(broker, group_id, described, require_stable)
+        .await
+        .map_err(|e| code(&e))?;
+    if all_topics {
+        fetched
+            .topics
+            .retain(|t| authz.allows(AclOperation::Describe, ResourceType::Topic, &t.name));
+    }
+    Ok((fetched, refused))
+}
+
 /// One group's committed offsets, or the group-level error.
 async fn fetch_group(
     broker: &Arc<Broker>,
@@ -190,6 +276,8 @@ pub async fn offset_fetch(
 ) -> OffsetFetchResponse {
     let version = ctx.version();
     let require_stable = version >= 7 && request.require_stable;
+    let authz = broker.authz(ctx);
+    let refused_topic = authorization_failed_code(ResourceType::Topic);
     if version >= 8 {
         let image = broker.image();
         let mut groups = Vec::with_capacity(request.groups.len());
@@ -214,8 +302,8 @@ pub async fn offset_fetch(
             let entry = OffsetFetchResponseGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(group_id.clone())));
             groups.push(
-                match fetch_group(broker, group_id, topics, require_stable).await {
-                    Ok(fetched) => entry.with_topics(with_topic_ids(
+                match fetch_described(broker, &authz, group_id, topics, require_stable).await {
+                    Ok((fetched, refused)) => entry.with_topics(with_topic_ids(
                         &image,
                         version,
                         unknown_ids,
@@ -243,9 +331,25 @@ pub async fn offset_fetch(
                                             .collect(),
                                     )
                             })
+                            .chain(refused.into_iter().map(|t| {
+                                OffsetFetchResponseTopics::default()
+                                    .with_name(topic_name(&t.name))
+                                    .with_partitions(
+                                        t.partition_indexes
+                                            .into_iter()
+                                            .map(|p| {
+                                                OffsetFetchResponsePartitions::default()
+                                                    .with_partition_index(p)
+                                                    .with_committed_offset(-1)
+                                                    .with_committed_leader_epoch(-1)
+                                                    .with_error_code(refused_topic)
+                                            })
+                                            .collect(),
+                                    )
+                            }))
                             .collect(),
                     )),
-                    Err(error) => entry.with_error_code(code(&error)),
+                    Err(error_code) => entry.with_error_code(error_code),
                 },
             );
         }
@@ -267,8 +371,8 @@ pub async fn offset_fetch(
             .collect()
     });
     let group_id = request.group_id.0.to_string();
-    match fetch_group(broker, group_id, requested.clone(), require_stable).await {
-        Ok(fetched) => OffsetFetchResponse::default().with_topics(
+    match fetch_described(broker, &authz, group_id, requested.clone(), require_stable).await {
+        Ok((fetched, refused)) => OffsetFetchResponse::default().with_topics(
             fetched
                 .topics
                 .into_iter()
@@ -293,11 +397,30 @@ pub async fn offset_fetch(
                                 .collect(),
                         )
                 })
+                .chain(refused.into_iter().map(|t| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(&t.name))
+                        .with_partitions(
+                            t.partition_indexes
+                                .into_iter()
+                                .map(|p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(-1)
+                                        .with_committed_leader_epoch(-1)
+                                        .with_metadata(Some(StrBytes::from_static_str("")))
+                                        .with_error_code(refused_topic)
+                                })
+                                .collect(),
+                        )
+                }))
                 .collect(),
         ),
-        Err(error) if version >= 2 => OffsetFetchResponse::default().with_error_code(code(&error)),
+        Err(error_code) if version >= 2 => {
+            OffsetFetchResponse::default().with_error_code(error_code)
+        }
         // v1 has no top-level error: every requested partition carries it.
-        Err(error) => OffsetFetchResponse::default().with_topics(
+        Err(error_code) => OffsetFetchResponse::default().with_topics(
             requested
                 .unwrap_or_default()
                 .into_iter()
@@ -312,7 +435,7 @@ pub async fn offset_fetch(
                                         .with_partition_index(p)
                                         .with_committed_offset(-1)
                                         .with_metadata(Some(StrBytes::from_static_str("")))
-                                        .with_error_code(code(&error))
+                                        .with_error_code(error_code)
                                 })
                                 .collect(),
                         )
@@ -338,11 +461,22 @@ fn with_topic_ids(
     topics
 }
 
+/// DELETE on the group (else GROUP_AUTHORIZATION_FAILED), then READ on each topic (else
+/// TOPIC_AUTHORIZATION_FAILED per partition), as Kafka checks.
 pub async fn offset_delete(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
+    let authz = broker.authz(ctx);
+    if !authz.allows(
+        AclOperation::Delete,
+        ResourceType::Group,
+        request.group_id.0.as_str(),
+    ) {
+        return OffsetDeleteResponse::default()
+            .with_error_code(authorization_failed_code(ResourceType::Group));
+    }
     let image = broker.image();
     let mut unknown = Vec::new();
     let mut known = Vec::new();
@@ -350,7 +484,13 @@ pub async fn offset_delete(
         let name = topic.name.0.to_string();
         let partition_indexes: Vec<i32> =
             topic.partitions.iter().map(|p| p.partition_index).collect();
-        if image.topic(&name).is_none() {
+        let readable = authz.allows(AclOperation::Read, ResourceType::Topic, &name);
+        if !readable || image.topic(&name).is_none() {
+            let error_code = if readable {
+                code(&GroupError::UnknownTopicOrPartition)
+            } else {
+                authorization_failed_code(ResourceType::Topic)
+            };
             unknown.push(
                 OffsetDeleteResponseTopic::default()
                     .with_name(topic_name(&name))
@@ -360,7 +500,7 @@ pub async fn offset_delete(
                             .map(|p| {
                                 OffsetDeleteResponsePartition::default()
                                     .with_partition_index(p)
-                                    .with_error_code(code(&GroupError::UnknownTopicOrPartition))
+                                    .with_error_code(error_code)
                             })
                             .collect(),
                     ),

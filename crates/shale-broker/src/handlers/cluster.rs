@@ -18,12 +18,15 @@ use kafka_protocol::ResponseError;
 use shale_protocol::newer::describe_log_dirs_response as v5;
 use shale_protocol::{NewerResponse, Response};
 
-use super::metadata::CLUSTER_ALL_OPERATIONS;
+use crate::authorization::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::broker::Broker;
+use crate::errors::cluster_authorization_failed_code;
 use crate::request::RequestContext;
 
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
 
+/// Answered to every principal, as Kafka does; only the cluster's authorized operations
+/// depend on it (0 without DESCRIBE on the cluster).
 pub fn describe_cluster(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -68,7 +71,12 @@ pub fn describe_cluster(
         ))
         .with_brokers(brokers)
         .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
-            CLUSTER_ALL_OPERATIONS
+            let authz = broker.authz(ctx);
+            if authz.allows_cluster(AclOperation::Describe) {
+                authz.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            }
         } else {
             i32::MIN
         })
@@ -145,11 +153,16 @@ fn with_cordoned(response: DescribeLogDirsResponse) -> v5::DescribeLogDirsRespon
     }
 }
 
+/// Without DESCRIBE on the cluster Kafka answers no directory and CLUSTER_AUTHORIZATION_FAILED.
 fn describe_log_dirs_v4(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if !broker.authz(ctx).allows_cluster(AclOperation::Describe) {
+        return DescribeLogDirsResponse::default()
+            .with_error_code(cluster_authorization_failed_code());
+    }
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
         Some(list) => list

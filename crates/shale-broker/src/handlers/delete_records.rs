@@ -9,20 +9,24 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
 use super::leader_partition;
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
-use crate::errors::log_error_code;
+use crate::errors::{authorization_failed_code, log_error_code};
 use crate::request::RequestContext;
 
+/// Each topic needs DELETE (else TOPIC_AUTHORIZATION_FAILED).
 pub fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
+    let authz = broker.authz(ctx);
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
             let name = t.name.0.to_string();
+            let deletable = authz.allows(AclOperation::Delete, ResourceType::Topic, &name);
             let partitions = t
                 .partitions
                 .into_iter()
@@ -30,6 +34,10 @@ pub fn handle(
                     let base = DeleteRecordsPartitionResult::default()
                         .with_partition_index(p.partition_index)
                         .with_low_watermark(-1);
+                    if !deletable {
+                        return base
+                            .with_error_code(authorization_failed_code(ResourceType::Topic));
+                    }
                     let partition = match leader_partition(broker, &name, p.partition_index, -1) {
                         Ok(partition) => partition,
                         Err(code) => return base.with_error_code(code),

@@ -19,16 +19,21 @@ use shale_metadata::image::is_internal_topic;
 use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
-use super::metadata::{offline_replicas, partition_error_code, TOPIC_ALL_OPERATIONS};
+use super::metadata::{offline_replicas, partition_error_code};
+use crate::authorization::{AclOperation, ResourceType};
+use crate::authorizer::Authz;
 use crate::broker::Broker;
+use crate::errors::authorization_failed_code;
 use crate::request::RequestContext;
 
 /// Kafka's `max.request.partition.size.limit` default.
 const PARTITION_LIMIT_DEFAULT: i32 = 2000;
 
+/// Topics the principal may not DESCRIBE are left out of an all-topics answer and answered
+/// TOPIC_AUTHORIZATION_FAILED when named, as Kafka does.
 pub fn handle(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
     let configured_limit = broker
@@ -41,14 +46,17 @@ pub fn handle(
         .response_partition_limit
         .min(configured_limit)
         .max(1);
-    describe(&broker.image(), &request, limit)
+    describe(&broker.image(), &request, limit, &broker.authz(ctx))
 }
 
 fn describe(
     image: &MetadataImage,
     request: &DescribeTopicPartitionsRequest,
     limit: i32,
+    authz: &Authz<'_>,
 ) -> DescribeTopicPartitionsResponse {
+    let described = |name: &str| authz.allows(AclOperation::Describe, ResourceType::Topic, name);
+    let operations = |name: &str| authz.authorized_operations(ResourceType::Topic, name);
     let fetch_all = request.topics.is_empty();
     let cursor = request
         .cursor
@@ -59,7 +67,7 @@ fn describe(
         image
             .topics()
             .map(|t| t.name.clone())
-            .filter(|n| n.as_str() >= cursor_topic)
+            .filter(|n| n.as_str() >= cursor_topic && described(n))
             .collect()
     } else {
         request
@@ -83,9 +91,14 @@ fn describe(
             response.next_cursor = Some(cursor_at(&name, 0));
             break;
         }
+        if !described(&name) {
+            response.topics.push(refused_topic(name));
+            continue;
+        }
         let Some(topic) = image.topic(&name) else {
             if !fetch_all {
-                response.topics.push(unknown_topic(name));
+                let ops = operations(&name);
+                response.topics.push(unknown_topic(name, ops));
             }
             continue;
         };
@@ -93,7 +106,7 @@ fn describe(
             Some((t, index)) if *t == name => *index,
             _ => 0,
         };
-        let (entry, next) = topic_entry(image, topic, start, remaining);
+        let (entry, next) = topic_entry(image, topic, start, remaining, operations(&name));
         remaining -= entry.partitions.len() as i32;
         response.topics.push(entry);
         if let Some(next) = next {
@@ -126,7 +139,14 @@ fn invalid_cursor(request: &DescribeTopicPartitionsRequest) -> DescribeTopicPart
     DescribeTopicPartitionsResponse::default().with_topics(topics)
 }
 
-fn unknown_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
+fn refused_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
+    DescribeTopicPartitionsResponseTopic::default()
+        .with_error_code(authorization_failed_code(ResourceType::Topic))
+        .with_name(Some(TopicName(StrBytes::from_string(name))))
+        .with_topic_id(Uuid::nil())
+}
+
+fn unknown_topic(name: String, operations: i32) -> DescribeTopicPartitionsResponseTopic {
     let code = if shale_metadata::validate_topic_name(&name).is_ok() {
         ResponseError::UnknownTopicOrPartition.code()
     } else {
@@ -137,7 +157,7 @@ fn unknown_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
         .with_is_internal(is_internal_topic(&name))
         .with_name(Some(TopicName(StrBytes::from_string(name))))
         .with_topic_id(Uuid::nil())
-        .with_topic_authorized_operations(TOPIC_ALL_OPERATIONS)
+        .with_topic_authorized_operations(operations)
 }
 
 /// The topic's partitions from `start`, at most `max_count` of them, and the index where
@@ -147,6 +167,7 @@ fn topic_entry(
     topic: &TopicImage,
     start: i32,
     max_count: i32,
+    operations: i32,
 ) -> (DescribeTopicPartitionsResponseTopic, Option<i32>) {
     let upper = start.saturating_add(max_count);
     let partitions: Vec<DescribeTopicPartitionsResponsePartition> = topic
@@ -160,7 +181,7 @@ fn topic_entry(
         .with_topic_id(topic.topic_id)
         .with_is_internal(topic.is_internal())
         .with_partitions(partitions)
-        .with_topic_authorized_operations(TOPIC_ALL_OPERATIONS);
+        .with_topic_authorized_operations(operations);
     (entry, next)
 }
 
@@ -258,18 +279,23 @@ mod tests {
     #[test]
     fn pages_through_every_topic_in_name_order() {
         let image = image();
-        let first = describe(&image, &request(&[], None), 3);
+        let first = describe(&image, &request(&[], None), 3, &Authz::allow_all());
         assert_eq!(
             listed(&first),
             vec![("a".into(), vec![0, 1]), ("b".into(), vec![0])]
         );
         let next = first.next_cursor.unwrap();
         assert_eq!((next.topic_name.0.as_str(), next.partition_index), ("b", 1));
-        let second = describe(&image, &request(&[], Some(("b", 1))), 3);
+        let second = describe(
+            &image,
+            &request(&[], Some(("b", 1))),
+            3,
+            &Authz::allow_all(),
+        );
         assert_eq!(listed(&second), vec![("b".into(), vec![1, 2])]);
         assert!(second.next_cursor.is_none());
         // A page that ends exactly at a topic's end points at the next topic's start.
-        let exact = describe(&image, &request(&[], None), 2);
+        let exact = describe(&image, &request(&[], None), 2, &Authz::allow_all());
         let next = exact.next_cursor.unwrap();
         assert_eq!((next.topic_name.0.as_str(), next.partition_index), ("b", 0));
     }
@@ -277,7 +303,12 @@ mod tests {
     #[test]
     fn unknown_topics_and_elr_fields() {
         let image = image();
-        let r = describe(&image, &request(&["missing", "b"], None), 2000);
+        let r = describe(
+            &image,
+            &request(&["missing", "b"], None),
+            2000,
+            &Authz::allow_all(),
+        );
         assert_eq!(
             listed(&r),
             vec![("b".into(), vec![0, 1, 2]), ("missing".into(), vec![])]
@@ -298,10 +329,15 @@ mod tests {
         assert_eq!(r.topics[0].topic_id, Uuid::from_u128(2));
         assert_eq!(
             r.topics[0].topic_authorized_operations,
-            TOPIC_ALL_OPERATIONS
+            ResourceType::Topic.all_operations_bits()
         );
         // The cursor's topic must be among the requested ones.
-        let bad = describe(&image, &request(&["a"], Some(("b", 0))), 10);
+        let bad = describe(
+            &image,
+            &request(&["a"], Some(("b", 0))),
+            10,
+            &Authz::allow_all(),
+        );
         assert_eq!(
             bad.topics[0].error_code,
             ResponseError::InvalidRequest.code()

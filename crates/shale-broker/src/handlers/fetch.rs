@@ -26,8 +26,9 @@ use shale_replica::ReadRequest;
 use self::encode::{FetchAnswer, FileRecords};
 use super::leader_hints::LeaderHints;
 
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
-use crate::errors::{log_error_code, replica_error_code};
+use crate::errors::{authorization_failed_code, log_error_code, replica_error_code};
 use crate::request::RequestContext;
 
 const READ_COMMITTED: i8 = 1;
@@ -44,7 +45,8 @@ struct WantedPartition {
 struct WantedTopic {
     name: String,
     topic_id: Uuid,
-    unknown_code: i16,
+    /// The answer of its partitions when none is read: the topic is unknown or refused.
+    unread_code: i16,
 }
 
 pub async fn handle(
@@ -57,11 +59,52 @@ pub async fn handle(
         return refusal;
     }
     if let Some(follower) = follower::follower_id(&request, version) {
+        // A follower needs CLUSTER_ACTION; without it Kafka refuses every partition
+        // (CVE-2018-1288: a client posing as a replica must not read uncommitted data).
+        if !broker
+            .authz(ctx)
+            .allows_cluster(AclOperation::ClusterAction)
+        {
+            return refused_follower(request, version);
+        }
         return follower::handle(broker, version, follower, request).await;
     }
-    fetch(broker, version, ctx.listener_name.as_ref(), request)
-        .await
-        .into_response()
+    fetch(broker, ctx, request).await.into_response()
+}
+
+/// A follower's fetch without CLUSTER_ACTION: TOPIC_AUTHORIZATION_FAILED for every partition,
+/// as Kafka answers it.
+fn refused_follower(request: FetchRequest, version: i16) -> FetchResponse {
+    let code = authorization_failed_code(ResourceType::Topic);
+    let responses = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    PartitionData::default()
+                        .with_partition_index(p.partition)
+                        .with_error_code(code)
+                        .with_high_watermark(-1)
+                        .with_last_stable_offset(-1)
+                        .with_log_start_offset(-1)
+                        .with_preferred_read_replica(BrokerId(-1))
+                        .with_records(Some(bytes::Bytes::new()))
+                })
+                .collect();
+            let r = FetchableTopicResponse::default().with_partitions(partitions);
+            if version >= 13 {
+                r.with_topic_id(t.topic_id)
+            } else {
+                r.with_topic(t.topic)
+            }
+        })
+        .collect();
+    FetchResponse::default()
+        .with_session_id(0)
+        .with_responses(responses)
 }
 
 /// Whether [`handle_frame`] answers this request: fetches of consumers, not of followers
@@ -80,7 +123,7 @@ pub async fn handle_frame(
     let version = ctx.version();
     let answer = match session_refusal(&request, version) {
         Some(refusal) => FetchAnswer::without_partitions(refusal),
-        None => fetch(broker, version, ctx.listener_name.as_ref(), request).await,
+        None => fetch(broker, ctx, request).await,
     };
     answer.encode(ctx.header.correlation_id, version)
 }
@@ -101,13 +144,13 @@ fn session_refusal(request: &FetchRequest, version: i16) -> Option<FetchResponse
     )
 }
 
-async fn fetch(
-    broker: &Arc<Broker>,
-    version: i16,
-    listener: &str,
-    request: FetchRequest,
-) -> FetchAnswer {
+/// A consumer's fetch. Each topic needs READ (Kafka answers TOPIC_AUTHORIZATION_FAILED
+/// before looking the topic up; a topic id it does not know is UNKNOWN_TOPIC_ID first).
+async fn fetch(broker: &Arc<Broker>, ctx: &RequestContext, request: FetchRequest) -> FetchAnswer {
+    let version = ctx.version();
+    let listener = ctx.listener_name.as_ref();
     let image = broker.image();
+    let authz = broker.authz(ctx);
     let mut topics = Vec::new();
     let mut wanted = Vec::new();
     for t in request.topics {
@@ -116,24 +159,29 @@ async fn fetch(
         } else {
             image.topic(t.topic.0.as_str())
         };
-        let unknown_code = if version >= 13 {
+        let name = found
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| t.topic.0.to_string());
+        let refused = (version < 13 || found.is_some())
+            && !authz.allows(AclOperation::Read, ResourceType::Topic, &name);
+        let unread_code = if refused {
+            authorization_failed_code(ResourceType::Topic)
+        } else if version >= 13 {
             ResponseError::UnknownTopicId.code()
         } else {
             ResponseError::UnknownTopicOrPartition.code()
         };
-        let name = found
-            .map(|f| f.name.clone())
-            .unwrap_or_else(|| t.topic.0.to_string());
+        let readable = found.filter(|_| !refused);
         let topic_index = topics.len();
         topics.push(WantedTopic {
             name: name.clone(),
             topic_id: found.map(|f| f.topic_id).unwrap_or(t.topic_id),
-            unknown_code,
+            unread_code,
         });
         for p in t.partitions {
             wanted.push(WantedPartition {
                 topic_index,
-                tp: found.map(|_| TopicPartition {
+                tp: readable.map(|_| TopicPartition {
                     topic: name.clone(),
                     partition: p.partition,
                 }),
@@ -188,7 +236,7 @@ fn read_all(
             any_error = true;
             out.push((
                 w.topic_index,
-                base.with_error_code(topics[w.topic_index].unknown_code),
+                base.with_error_code(topics[w.topic_index].unread_code),
                 FileRecords::default(),
             ));
             continue;

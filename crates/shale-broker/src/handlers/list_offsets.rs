@@ -16,8 +16,9 @@ use kafka_protocol::ResponseError;
 use shale_log::{FoundRecord, LogError};
 
 use super::leader_partition;
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
-use crate::errors::log_error_code;
+use crate::errors::{authorization_failed_code, log_error_code};
 use crate::request::RequestContext;
 
 const LATEST: i64 = -1;
@@ -39,6 +40,7 @@ fn special_timestamp_min_version(timestamp: i64) -> Option<i16> {
     }
 }
 
+/// Each topic needs DESCRIBE (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -46,10 +48,16 @@ pub fn handle(
 ) -> ListOffsetsResponse {
     let version = ctx.version();
     let read_committed = version >= 2 && request.isolation_level == 1;
+    let authz = broker.authz(ctx);
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
+            let described = authz.allows(
+                AclOperation::Describe,
+                ResourceType::Topic,
+                t.name.0.as_str(),
+            );
             let partitions = t
                 .partitions
                 .into_iter()
@@ -59,6 +67,10 @@ pub fn handle(
                         .with_timestamp(-1)
                         .with_offset(-1)
                         .with_leader_epoch(-1);
+                    if !described {
+                        return base
+                            .with_error_code(authorization_failed_code(ResourceType::Topic));
+                    }
                     let partition = match leader_partition(
                         broker,
                         t.name.0.as_str(),
@@ -122,15 +134,25 @@ pub fn handle(
     ListOffsetsResponse::default().with_topics(topics)
 }
 
+/// A follower with CLUSTER_ACTION may ask for any topic; otherwise each topic needs
+/// DESCRIBE (else TOPIC_AUTHORIZATION_FAILED), as Kafka checks.
 pub fn offset_for_leader_epoch(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
+    let authz = broker.authz(ctx);
+    let cluster_action = authz.allows_cluster(AclOperation::ClusterAction);
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
+            let described = cluster_action
+                || authz.allows(
+                    AclOperation::Describe,
+                    ResourceType::Topic,
+                    t.topic.0.as_str(),
+                );
             let partitions = t
                 .partitions
                 .into_iter()
@@ -139,6 +161,10 @@ pub fn offset_for_leader_epoch(
                         .with_partition(p.partition)
                         .with_leader_epoch(-1)
                         .with_end_offset(-1);
+                    if !described {
+                        return base
+                            .with_error_code(authorization_failed_code(ResourceType::Topic));
+                    }
                     match leader_partition(
                         broker,
                         t.topic.0.as_str(),

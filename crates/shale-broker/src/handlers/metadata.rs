@@ -13,16 +13,12 @@ use shale_metadata::{MetadataImage, PartitionImage, TopicImage};
 use uuid::Uuid;
 
 use super::leader_hints::listener_endpoint;
+use crate::authorization::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::broker::Broker;
+use crate::errors::authorization_failed_code;
 use crate::request::RequestContext;
 use crate::topic_creation::auto_create;
 
-/// Authorized-operation bits of a topic with no authorizer (READ..ALTER_CONFIGS).
-pub const TOPIC_ALL_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-/// Cluster operations with no authorizer.
-pub const CLUSTER_ALL_OPERATIONS: i32 =
-    (1 << 4) | (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 
 enum Wanted {
@@ -30,6 +26,18 @@ enum Wanted {
     Some(Vec<(Option<String>, Uuid)>),
 }
 
+/// One topic of the answer, before it is written.
+enum Entry {
+    Found(String),
+    Unknown(Option<String>, Uuid),
+    /// Refused: TOPIC_AUTHORIZATION_FAILED with the name or the id the client gave.
+    Refused(Option<String>, Uuid),
+}
+
+/// Authorization as Kafka's KafkaApis: a topic the principal may not DESCRIBE is left out of
+/// an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (without its id
+/// when named by name, without its name when named by id); a missing topic is auto-created
+/// only with CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -46,6 +54,12 @@ pub async fn handle(
         ),
     };
     let allow_auto_create = version < 4 || request.allow_auto_topic_creation;
+    let authz = broker.authz(ctx);
+    let described = |name: &str| authz.allows(AclOperation::Describe, ResourceType::Topic, name);
+    let may_create_any = authz.allows_cluster(AclOperation::Create);
+    let may_create = |name: &str| {
+        may_create_any || authz.allows(AclOperation::Create, ResourceType::Topic, name)
+    };
 
     // Auto-create unknown topics first so that the answer already shows their leaders.
     if let Wanted::Some(ref list) = wanted {
@@ -54,7 +68,7 @@ pub async fn handle(
             let missing: Vec<String> = list
                 .iter()
                 .filter_map(|(name, _)| name.clone())
-                .filter(|n| image.topic(n).is_none())
+                .filter(|n| image.topic(n).is_none() && described(n) && may_create(n))
                 .collect();
             // Internal topics are created by their coordinators, with their own settings.
             if missing.iter().any(|n| n == crate::groups::OFFSETS_TOPIC) {
@@ -72,25 +86,53 @@ pub async fn handle(
 
     let image = broker.image();
     let include_ops = version >= 8 && request.include_topic_authorized_operations;
-    let topics = match wanted {
+    let auto_creating = allow_auto_create && broker.config.auto_create_topics_enable;
+    let entries: Vec<Entry> = match wanted {
         Wanted::All => image
             .topics()
-            .map(|t| topic_entry(&image, t, include_ops))
+            .filter(|t| described(&t.name))
+            .map(|t| Entry::Found(t.name.clone()))
             .collect(),
         Wanted::Some(list) => list
             .into_iter()
-            .map(|(name, id)| {
-                let found = match &name {
-                    Some(n) => image.topic(n),
-                    None => image.topic_by_id(id),
-                };
-                match found {
-                    Some(t) => topic_entry(&image, t, include_ops),
-                    None => unknown_topic(name, id),
-                }
+            .map(|(name, id)| match name {
+                Some(n) if !described(&n) => Entry::Refused(Some(n), Uuid::nil()),
+                Some(n) if image.topic(&n).is_some() => Entry::Found(n),
+                Some(n) if auto_creating && !may_create(&n) => Entry::Refused(Some(n), Uuid::nil()),
+                Some(n) => Entry::Unknown(Some(n), id),
+                None => match image.topic_by_id(id) {
+                    None => Entry::Unknown(None, id),
+                    Some(t) if !described(&t.name) => Entry::Refused(None, id),
+                    Some(t) => Entry::Found(t.name.clone()),
+                },
             })
             .collect(),
     };
+    let operations = |name: &str| {
+        if include_ops {
+            authz.authorized_operations(ResourceType::Topic, name)
+        } else {
+            OPERATIONS_NOT_REQUESTED
+        }
+    };
+    let topics = entries
+        .into_iter()
+        .map(|entry| match entry {
+            Entry::Found(name) => match image.topic(&name) {
+                Some(t) => topic_entry(&image, t, operations(&name)),
+                None => unknown_topic(Some(name), Uuid::nil()),
+            },
+            Entry::Unknown(name, id) => {
+                let ops = name.as_deref().map_or(OPERATIONS_NOT_REQUESTED, operations);
+                unknown_topic(name, id).with_topic_authorized_operations(ops)
+            }
+            Entry::Refused(name, id) => MetadataResponseTopic::default()
+                .with_error_code(authorization_failed_code(ResourceType::Topic))
+                .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
+                .with_topic_id(id)
+                .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
+        })
+        .collect();
 
     let listener = ctx.listener_name.as_ref();
     let brokers = image
@@ -109,7 +151,11 @@ pub async fn handle(
         .collect();
     let cluster_ops =
         if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-            CLUSTER_ALL_OPERATIONS
+            if authz.allows_cluster(AclOperation::Describe) {
+                authz.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            }
         } else {
             OPERATIONS_NOT_REQUESTED
         };
@@ -160,7 +206,7 @@ pub(super) fn partition_error_code(p: &PartitionImage) -> i16 {
     }
 }
 
-fn topic_entry(image: &MetadataImage, t: &TopicImage, include_ops: bool) -> MetadataResponseTopic {
+fn topic_entry(image: &MetadataImage, t: &TopicImage, operations: i32) -> MetadataResponseTopic {
     let partitions = t
         .partitions
         .iter()
@@ -184,9 +230,5 @@ fn topic_entry(image: &MetadataImage, t: &TopicImage, include_ops: bool) -> Meta
         .with_topic_id(t.topic_id)
         .with_is_internal(is_internal_topic(&t.name))
         .with_partitions(partitions)
-        .with_topic_authorized_operations(if include_ops {
-            TOPIC_ALL_OPERATIONS
-        } else {
-            OPERATIONS_NOT_REQUESTED
-        })
+        .with_topic_authorized_operations(operations)
 }

@@ -1,9 +1,11 @@
 //! One module per API family.
 
+pub mod acls;
 pub mod api_versions;
 pub(crate) mod broker_configs;
 pub mod client_quotas;
 pub mod cluster;
+pub mod cluster_refusals;
 pub mod configs;
 pub mod delete_records;
 pub mod describe_quorum;
@@ -15,6 +17,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer_ids;
 pub mod sasl;
+pub mod scram_credentials;
 pub(crate) mod topic_quota;
 pub mod topics;
 

@@ -16,15 +16,55 @@ use shale_replica::delayed_produce::{self, PendingAck};
 
 use super::leader_hints::LeaderHints;
 
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
-use crate::errors::{ack_error_code, append_refusal, replica_error_code};
+use crate::errors::{
+    ack_error_code, append_refusal, authorization_failed_code, replica_error_code,
+};
 use crate::request::RequestContext;
 use crate::time::now_ms;
 
 /// The first Produce version whose answers carry leader hints (KIP-951).
 const LEADER_HINTS_MIN_VERSION: i16 = 10;
 
+/// Whether a partition's records start with a transactional batch (Kafka's
+/// `RequestUtils.hasTransactionalRecords` looks at each partition's first batch).
+fn starts_transactional(records: Option<&bytes::Bytes>) -> bool {
+    records.is_some_and(|r| shale_log::BatchHeader::decode(r).is_ok_and(|h| h.is_transactional()))
+}
+
+/// Kafka's answer when the transactional id is refused: every partition refused with it.
+fn refused_whole(request: ProduceRequest, code: i16) -> ProduceResponse {
+    let responses = request
+        .topic_data
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .partition_data
+                .iter()
+                .map(|p| {
+                    PartitionProduceResponse::default()
+                        .with_index(p.index)
+                        .with_error_code(code)
+                        .with_base_offset(-1)
+                        .with_log_append_time_ms(-1)
+                        .with_log_start_offset(-1)
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(t.name)
+                .with_topic_id(t.topic_id)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    ProduceResponse::default().with_responses(responses)
+}
+
 /// Returns `None` for acks=0: the client expects no response.
+///
+/// Authorization as Kafka's KafkaApis: transactional records need WRITE on the transactional
+/// id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE
+/// (else TOPIC_AUTHORIZATION_FAILED, before the topic is even looked up).
 pub async fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -34,6 +74,20 @@ pub async fn handle(
     let acks = request.acks;
     let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
     let image = broker.image();
+    let authz = broker.authz(ctx);
+    let transactional = request
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .any(|p| starts_transactional(p.records.as_ref()));
+    if transactional
+        && !transactional_id
+            .as_deref()
+            .is_some_and(|id| authz.allows(AclOperation::Write, ResourceType::TransactionalId, id))
+    {
+        let code = authorization_failed_code(ResourceType::TransactionalId);
+        return (acks != 0).then(|| refused_whole(request, code));
+    }
     let now = now_ms();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut appended_any = false;
@@ -49,6 +103,9 @@ pub async fn handle(
         let name = topic_image
             .map(|t| t.name.clone())
             .unwrap_or_else(|| topic.name.0.to_string());
+        // A topic id names no topic to authorize until it is known.
+        let writable = (version < 13 || topic_image.is_some())
+            && authz.allows(AclOperation::Write, ResourceType::Topic, &name);
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for p in topic.partition_data {
             let base = PartitionProduceResponse::default()
@@ -56,6 +113,11 @@ pub async fn handle(
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
+            if (version < 13 || topic_image.is_some()) && !writable {
+                partitions
+                    .push(base.with_error_code(authorization_failed_code(ResourceType::Topic)));
+                continue;
+            }
             if !matches!(acks, -1..=1) {
                 partitions.push(base.with_error_code(ResponseError::InvalidRequiredAcks.code()));
                 continue;

@@ -14,10 +14,16 @@ use kafka_protocol::messages::{
 };
 
 use super::leader_partition;
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
-use crate::errors::metadata_error_code;
+use crate::errors::{authorization_failed_code, metadata_error_code};
 use crate::request::RequestContext;
 
+/// Authorization as Kafka's KafkaApis: a transactional producer needs WRITE on its
+/// transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one needs
+/// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679; else
+/// CLUSTER_AUTHORIZATION_FAILED). CVE-2018-17196: without this check anyone could obtain a
+/// producer id and write with it.
 pub async fn init_producer_id(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -28,8 +34,21 @@ pub async fn init_producer_id(
         .with_producer_epoch(-1)
         .with_ongoing_txn_producer_id(ProducerId(-1))
         .with_ongoing_txn_producer_epoch(-1);
-    if request.transactional_id.is_some() {
+    let authz = broker.authz(ctx);
+    if let Some(id) = &request.transactional_id {
+        if !authz.allows(
+            AclOperation::Write,
+            ResourceType::TransactionalId,
+            id.0.as_str(),
+        ) {
+            return base.with_error_code(authorization_failed_code(ResourceType::TransactionalId));
+        }
         return crate::txn::handlers::init_producer_id(broker, ctx, request, base).await;
+    }
+    if !authz.allows_cluster(AclOperation::IdempotentWrite)
+        && !authz.allows_some(AclOperation::Write, ResourceType::Topic)
+    {
+        return base.with_error_code(authorization_failed_code(ResourceType::Cluster));
     }
     // Kafka hands a non-transactional producer a fresh id on every call.
     match broker.producer_ids.next(broker).await {
@@ -38,21 +57,28 @@ pub async fn init_producer_id(
     }
 }
 
+/// Each topic needs READ (else TOPIC_AUTHORIZATION_FAILED).
 pub fn describe_producers(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
+    let authz = broker.authz(ctx);
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
             let name = t.name.0.to_string();
+            let readable = authz.allows(AclOperation::Read, ResourceType::Topic, &name);
             let partitions = t
                 .partition_indexes
                 .into_iter()
                 .map(|index| {
                     let base = PartitionResponse::default().with_partition_index(index);
+                    if !readable {
+                        return base
+                            .with_error_code(authorization_failed_code(ResourceType::Topic));
+                    }
                     match leader_partition(broker, &name, index, -1) {
                         Ok(p) => base.with_active_producers(
                             p.producer_entries()

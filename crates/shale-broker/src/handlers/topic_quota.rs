@@ -17,7 +17,9 @@ use crate::time::now_ms;
 
 pub(crate) struct TopicMutations<'a> {
     quota: MutationQuota<'a>,
-    /// The topics charged and their partitions, until settled.
+    /// `num.partitions`: what a CreateTopics without a count creates.
+    default_partitions: usize,
+    /// The topics charged and their partitions, until their answers are known.
     charged: Vec<(String, usize)>,
 }
 
@@ -33,12 +35,13 @@ impl<'a> TopicMutations<'a> {
         let strictness = Strictness::of_version(ctx.version(), strict_since);
         TopicMutations {
             quota: broker.quotas.mutation_quota(image, &client, strictness),
+            default_partitions: usize::try_from(broker.config.num_partitions).unwrap_or(1),
             charged: Vec::new(),
         }
     }
 
-    /// Charges `topic`; `false` when a strict quota is exhausted and the topic is refused.
-    pub fn admit(&mut self, topic: &str, partitions: usize) -> bool {
+    /// Charges `partitions` for `topic`; `false` when a strict quota is exhausted.
+    fn admit(&mut self, topic: &str, partitions: usize) -> bool {
         match self.quota.record(partitions, now_ms()) {
             Ok(()) => {
                 self.charged.push((topic.to_string(), partitions));
@@ -48,21 +51,58 @@ impl<'a> TopicMutations<'a> {
         }
     }
 
-    /// The controller's outcome for `topic`: a refused topic takes no credits.
-    pub fn settle(&mut self, topic: &str, succeeded: bool) {
-        if let Some(i) = self.charged.iter().position(|(t, _)| t == topic) {
-            let (_, partitions) = self.charged.swap_remove(i);
-            if !succeeded {
-                self.quota.refund(partitions, now_ms());
-            }
+    /// A topic to create with `num_partitions` (or as many as its assignments, or the
+    /// broker's default). One that exists or has a bad name is the controller's to refuse.
+    pub fn admit_creation(
+        &mut self,
+        image: &MetadataImage,
+        topic: &str,
+        num_partitions: i32,
+        assignments: usize,
+    ) -> bool {
+        if image.topic(topic).is_some() || shale_metadata::validate_topic_name(topic).is_err() {
+            return true;
+        }
+        let partitions = match (usize::try_from(num_partitions), assignments) {
+            (Ok(n @ 1..), _) => n,
+            (_, 0) => self.default_partitions,
+            (_, assigned) => assigned,
+        };
+        self.admit(topic, partitions)
+    }
+
+    /// A topic to delete: its partitions. An unknown one is the controller's to refuse.
+    pub fn admit_deletion(&mut self, image: &MetadataImage, topic: &str) -> bool {
+        match image.topic(topic) {
+            Some(t) => self.admit(topic, t.partitions.len()),
+            None => true,
         }
     }
 
-    /// Every charged topic failed (the controller call itself did).
-    pub fn settle_all_failed(&mut self) {
+    /// Partitions to add to `topic` to reach `count`. A count that adds none, or an unknown
+    /// topic, is the controller's to refuse.
+    pub fn admit_partitions(&mut self, image: &MetadataImage, topic: &str, count: i32) -> bool {
+        let Some(current) = image.topic(topic).map(|t| t.partitions.len()) else {
+            return true;
+        };
+        match usize::try_from(count).map(|c| c.saturating_sub(current)) {
+            Ok(added @ 1..) => self.admit(topic, added),
+            _ => true,
+        }
+    }
+
+    /// The answers per topic (name, error code): a charged topic not answered with success
+    /// takes no credits.
+    pub fn settle_answers<'n>(&mut self, answers: impl Iterator<Item = (&'n str, i16)>) {
+        let succeeded: Vec<&str> = answers
+            .filter(|(_, code)| *code == 0)
+            .map(|(name, _)| name)
+            .collect();
         let now = now_ms();
-        for (_, partitions) in self.charged.drain(..) {
-            self.quota.refund(partitions, now);
+        for (topic, partitions) in self.charged.drain(..) {
+            if !succeeded.contains(&topic.as_str()) {
+                self.quota.refund(partitions, now);
+            }
         }
     }
 

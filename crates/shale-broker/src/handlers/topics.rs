@@ -24,9 +24,10 @@ use shale_metadata::{
 };
 use tracing::warn;
 
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
 use crate::controller_calls::{submit_and_apply, within_timeout_ms};
-use crate::errors::metadata_error_code;
+use crate::errors::{authorization_failed_code, metadata_error_code};
 use crate::request::RequestContext;
 
 use super::topic_quota::TopicMutations;
@@ -35,12 +36,18 @@ fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
+/// Authorization as Kafka's ControllerApis: CREATE on the cluster, or else on each topic
+/// (TOPIC_AUTHORIZATION_FAILED "Authorization failed."); a created topic's configs are shown
+/// only with DESCRIBE_CONFIGS on it (else its config error is TOPIC_AUTHORIZATION_FAILED).
 pub async fn create_topics(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let version = ctx.version();
+    let authz = broker.authz(ctx);
+    let create_any = authz.allows_cluster(AclOperation::Create);
+    let topic_refused = authorization_failed_code(ResourceType::Topic);
     let mut seen = HashSet::new();
     let mut duplicates = HashSet::new();
     for t in &request.topics {
@@ -50,30 +57,10 @@ pub async fn create_topics(
     }
     let mut results: Vec<CreatableTopicResult> = Vec::new();
     let mut to_create = Vec::new();
-    let image = broker.image();
-    let mut mutations = TopicMutations::new(broker, &image, ctx, 6);
+    let before = broker.image();
+    let mut mutations = TopicMutations::new(broker, &before, ctx, 6);
     for t in request.topics {
         let name = t.name.0.to_string();
-        let partitions = match (t.num_partitions, t.assignments.len()) {
-            (n @ 1.., _) => n as usize,
-            (_, 0) => broker.config.num_partitions.max(0) as usize,
-            (_, assigned) => assigned,
-        };
-        let chargeable = !duplicates.contains(&name)
-            && image.topic(&name).is_none()
-            && shale_metadata::validate_topic_name(&name).is_ok();
-        if chargeable && !mutations.admit(&name, partitions) {
-            let (code, message) = TopicMutations::refusal();
-            results.push(
-                CreatableTopicResult::default()
-                    .with_name(TopicName(str_bytes(name)))
-                    .with_error_code(code)
-                    .with_error_message(Some(str_bytes(message)))
-                    .with_num_partitions(-1)
-                    .with_replication_factor(-1),
-            );
-            continue;
-        }
         if duplicates.contains(&name) {
             if !results.iter().any(|r| r.name.0.as_str() == name) {
                 results.push(
@@ -87,6 +74,29 @@ pub async fn create_topics(
                         .with_replication_factor(-1),
                 );
             }
+            continue;
+        }
+        if !create_any && !authz.allows(AclOperation::Create, ResourceType::Topic, &name) {
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_error_code(topic_refused)
+                    .with_error_message(Some(str_bytes("Authorization failed.")))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            );
+            continue;
+        }
+        if !mutations.admit_creation(&before, &name, t.num_partitions, t.assignments.len()) {
+            let (code, message) = TopicMutations::refusal();
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_error_code(code)
+                    .with_error_message(Some(str_bytes(message)))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            );
             continue;
         }
         to_create.push(CreatableTopic {
@@ -127,10 +137,21 @@ pub async fn create_topics(
         match outcome {
             Ok(ControllerResponse::CreateTopics(created)) => {
                 for (name, r) in created {
-                    mutations.settle(&name, r.is_ok());
                     let base = CreatableTopicResult::default()
                         .with_name(TopicName(str_bytes(name.clone())));
                     results.push(match r {
+                        Ok(c) if version >= 5
+                            && !authz.allows(
+                                AclOperation::DescribeConfigs,
+                                ResourceType::Topic,
+                                &name,
+                            ) =>
+                        {
+                            base.with_topic_id(c.topic_id)
+                                .with_num_partitions(c.num_partitions)
+                                .with_replication_factor(c.replication_factor)
+                                .with_topic_config_error_code(topic_refused)
+                        }
                         Ok(c) => {
                             let configs = (version >= 5).then(|| {
                                 let mut resolved = resolve_topic_config_for_broker(
@@ -179,7 +200,6 @@ pub async fn create_topics(
             }
             Ok(other) => {
                 warn!("unexpected controller answer: {other:?}");
-                mutations.settle_all_failed();
                 fail_all(
                     &mut results,
                     &to_create,
@@ -188,12 +208,12 @@ pub async fn create_topics(
                 );
             }
             Err(e) => {
-                mutations.settle_all_failed();
                 let (code, message) = metadata_error_code(&e);
                 fail_all(&mut results, &to_create, code, &message);
             }
         }
     }
+    mutations.settle_answers(results.iter().map(|r| (r.name.0.as_str(), r.error_code)));
     CreateTopicsResponse::default()
         .with_throttle_time_ms(mutations.throttle_time_ms())
         .with_topics(results)
@@ -217,62 +237,83 @@ fn fail_all(
     }
 }
 
+/// Authorization as Kafka's ControllerApis: DELETE on the cluster allows every topic;
+/// otherwise a topic named by name needs DESCRIBE (else TOPIC_AUTHORIZATION_FAILED, before
+/// looking it up) and DELETE (else TOPIC_AUTHORIZATION_FAILED), and one named by id that the
+/// principal may not delete is refused without its name unless it may DESCRIBE it.
 pub async fn delete_topics(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
     let version = ctx.version();
-    let (mut names, mut ids): (Vec<String>, Vec<uuid::Uuid>) = if version >= 6 {
-        let mut names = Vec::new();
-        let mut ids = Vec::new();
-        for t in request.topics {
-            match t.name {
-                Some(n) => names.push(n.0.to_string()),
-                None => ids.push(t.topic_id),
-            }
-        }
-        (names, ids)
-    } else {
-        (
-            request
-                .topic_names
-                .into_iter()
-                .map(|n| n.0.to_string())
-                .collect(),
-            Vec::new(),
-        )
-    };
+    let (names, ids) = requested_deletions(version, request.topic_names, request.topics);
+    let authz = broker.authz(ctx);
+    let delete_any = authz.allows_cluster(AclOperation::Delete);
+    let may = |op, name: &str| delete_any || authz.allows(op, ResourceType::Topic, name);
+    let refused = authorization_failed_code(ResourceType::Topic);
     let image = broker.image();
-    let mut mutations = TopicMutations::new(broker, &image, ctx, 5);
     let mut responses = Vec::new();
-    let (code, message) = TopicMutations::refusal();
-    let throttled = |r: DeletableTopicResult| {
-        r.with_error_code(code)
-            .with_error_message(Some(str_bytes(message.clone())))
-    };
-    names.retain(|n| {
-        let Some(t) = image.topic(n) else { return true };
-        let admitted = mutations.admit(n, t.partitions.len());
-        if !admitted {
-            responses.push(throttled(
-                DeletableTopicResult::default().with_name(Some(TopicName(str_bytes(n.clone())))),
-            ));
-        }
-        admitted
-    });
-    ids.retain(|id| {
-        let Some(t) = image.topic_by_id(*id) else {
-            return true;
-        };
-        let admitted = mutations.admit(&t.name, t.partitions.len());
-        if !admitted {
-            responses.push(throttled(
-                DeletableTopicResult::default().with_topic_id(*id),
-            ));
-        }
-        admitted
-    });
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 5);
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            let describable = may(AclOperation::Describe, name);
+            let allowed =
+                describable && (image.topic(name).is_none() || may(AclOperation::Delete, name));
+            if !allowed {
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(Some(TopicName(str_bytes(name.clone()))))
+                        .with_error_code(refused),
+                );
+            } else if !mutations.admit_deletion(&image, name) {
+                let (code, message) = TopicMutations::refusal();
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(Some(TopicName(str_bytes(name.clone()))))
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(message))),
+                );
+                return false;
+            }
+            allowed
+        })
+        .collect();
+    let ids: Vec<uuid::Uuid> = ids
+        .into_iter()
+        .filter(|id| {
+            let Some(topic) = image.topic_by_id(*id) else {
+                return true;
+            };
+            let allowed = may(AclOperation::Delete, &topic.name);
+            if !allowed {
+                let shown = may(AclOperation::Describe, &topic.name)
+                    .then(|| TopicName(str_bytes(topic.name.clone())));
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(shown)
+                        .with_topic_id(*id)
+                        .with_error_code(refused),
+                );
+            } else if !mutations.admit_deletion(&image, &topic.name) {
+                let (code, message) = TopicMutations::refusal();
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_topic_id(*id)
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(message))),
+                );
+                return false;
+            }
+            allowed
+        })
+        .collect();
+    if names.is_empty() && ids.is_empty() {
+        return DeleteTopicsResponse::default()
+            .with_throttle_time_ms(mutations.throttle_time_ms())
+            .with_responses(responses);
+    }
     let outcome = within_timeout_ms(
         request.timeout_ms,
         submit_and_apply(
@@ -284,10 +325,50 @@ pub async fn delete_topics(
         ),
     )
     .await;
+    let answer = delete_answers(version, outcome, names, ids, responses);
+    mutations.settle_answers(
+        answer
+            .responses
+            .iter()
+            .filter_map(|r| Some((r.name.as_ref()?.0.as_str(), r.error_code))),
+    );
+    answer.with_throttle_time_ms(mutations.throttle_time_ms())
+}
+
+/// The names and ids a DeleteTopics request names (ids from v6).
+fn requested_deletions(
+    version: i16,
+    topic_names: Vec<TopicName>,
+    topics: Vec<kafka_protocol::messages::delete_topics_request::DeleteTopicState>,
+) -> (Vec<String>, Vec<uuid::Uuid>) {
+    if version >= 6 {
+        let mut names = Vec::new();
+        let mut ids = Vec::new();
+        for t in topics {
+            match t.name {
+                Some(n) => names.push(n.0.to_string()),
+                None => ids.push(t.topic_id),
+            }
+        }
+        (names, ids)
+    } else {
+        (
+            topic_names.into_iter().map(|n| n.0.to_string()).collect(),
+            Vec::new(),
+        )
+    }
+}
+
+fn delete_answers(
+    version: i16,
+    outcome: Result<ControllerResponse, MetadataError>,
+    names: Vec<String>,
+    ids: Vec<uuid::Uuid>,
+    mut responses: Vec<DeletableTopicResult>,
+) -> DeleteTopicsResponse {
     match outcome {
         Ok(ControllerResponse::DeleteTopics { by_name, by_id }) => {
             for (name, r) in by_name {
-                mutations.settle(&name, r.is_ok());
                 let base =
                     DeletableTopicResult::default().with_name(Some(TopicName(str_bytes(name))));
                 responses.push(match r {
@@ -304,11 +385,6 @@ pub async fn delete_topics(
                 });
             }
             for (id, r) in by_id {
-                if let Ok(name) = &r {
-                    mutations.settle(name, true);
-                } else if let Some(t) = image.topic_by_id(id) {
-                    mutations.settle(&t.name, false);
-                }
                 let base = DeletableTopicResult::default().with_topic_id(id);
                 responses.push(match r {
                     Ok(name) => base.with_name(Some(TopicName(str_bytes(name)))),
@@ -321,7 +397,6 @@ pub async fn delete_topics(
             }
         }
         other => {
-            mutations.settle_all_failed();
             let (code, message) = match other {
                 Err(e) => metadata_error_code(&e),
                 Ok(_) => (
@@ -347,21 +422,47 @@ pub async fn delete_topics(
             }
         }
     }
-    DeleteTopicsResponse::default()
-        .with_throttle_time_ms(mutations.throttle_time_ms())
-        .with_responses(responses)
+    DeleteTopicsResponse::default().with_responses(responses)
 }
 
+/// Each topic needs ALTER (else TOPIC_AUTHORIZATION_FAILED).
 pub async fn create_partitions(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let authz = broker.authz(ctx);
+    let (allowed, refused): (Vec<_>, Vec<_>) = request
+        .topics
+        .into_iter()
+        .partition(|t| authz.allows(AclOperation::Alter, ResourceType::Topic, t.name.0.as_str()));
+    let refused: Vec<CreatePartitionsTopicResult> = refused
+        .into_iter()
+        .map(|t| {
+            CreatePartitionsTopicResult::default()
+                .with_name(t.name)
+                .with_error_code(authorization_failed_code(ResourceType::Topic))
+        })
+        .collect();
     let image = broker.image();
     let mut mutations = TopicMutations::new(broker, &image, ctx, 3);
-    let mut throttled = Vec::new();
-    let topics: Vec<CreatePartitionsTopic> = request
-        .topics
+    let (allowed, throttled): (Vec<_>, Vec<_>) = allowed
+        .into_iter()
+        .partition(|t| mutations.admit_partitions(&image, t.name.0.as_str(), t.count));
+    let (code, message) = TopicMutations::refusal();
+    let mut refused = refused;
+    refused.extend(throttled.into_iter().map(|t| {
+        CreatePartitionsTopicResult::default()
+            .with_name(t.name)
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(message.clone())))
+    }));
+    if allowed.is_empty() {
+        return CreatePartitionsResponse::default()
+            .with_throttle_time_ms(mutations.throttle_time_ms())
+            .with_results(refused);
+    }
+    let topics: Vec<CreatePartitionsTopic> = allowed
         .into_iter()
         .map(|t| CreatePartitionsTopic {
             name: t.name.0.to_string(),
@@ -371,26 +472,6 @@ pub async fn create_partitions(
                     .map(|x| x.broker_ids.into_iter().map(|b| b.0).collect())
                     .collect()
             }),
-        })
-        .filter(|t| {
-            let current = image.topic(&t.name).map_or(0, |i| i.partitions.len());
-            let Some(added @ 1..) = usize::try_from(t.count)
-                .ok()
-                .map(|c| c.saturating_sub(current))
-            else {
-                return true;
-            };
-            if current == 0 || mutations.admit(&t.name, added) {
-                return true;
-            }
-            let (code, message) = TopicMutations::refusal();
-            throttled.push(
-                CreatePartitionsTopicResult::default()
-                    .with_name(TopicName(str_bytes(t.name.clone())))
-                    .with_error_code(code)
-                    .with_error_message(Some(str_bytes(message))),
-            );
-            false
         })
         .collect();
     let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
@@ -405,11 +486,10 @@ pub async fn create_partitions(
         ),
     )
     .await;
-    let results: Vec<CreatePartitionsTopicResult> = match outcome {
+    let results = match outcome {
         Ok(ControllerResponse::CreatePartitions(results)) => results
             .into_iter()
             .map(|(name, r)| {
-                mutations.settle(&name, r.is_ok());
                 let base =
                     CreatePartitionsTopicResult::default().with_name(TopicName(str_bytes(name)));
                 match r {
@@ -423,7 +503,6 @@ pub async fn create_partitions(
             })
             .collect(),
         other => {
-            mutations.settle_all_failed();
             let (code, message) = match other {
                 Err(e) => metadata_error_code(&e),
                 Ok(_) => (
@@ -442,7 +521,10 @@ pub async fn create_partitions(
                 .collect()
         }
     };
+    let mut results: Vec<CreatePartitionsTopicResult> = results;
+    mutations.settle_answers(results.iter().map(|r| (r.name.0.as_str(), r.error_code)));
+    results.extend(refused);
     CreatePartitionsResponse::default()
         .with_throttle_time_ms(mutations.throttle_time_ms())
-        .with_results(throttled.into_iter().chain(results).collect())
+        .with_results(results)
 }

@@ -92,7 +92,6 @@ impl QuotaIndex {
         QuotaIndex { by_key }
     }
 
-
     /// The quota of `key` for a client authenticated as `user` with `client_id`, or `None`
     /// when no entity sets the key at all.
     pub fn applied(&self, key: &str, user: &str, client_id: &str) -> Option<Applied> {

@@ -1,11 +1,13 @@
 //! One connection from this broker to another broker's inter-broker listener, carrying
-//! requests one at a time (a follower's OffsetForLeaderEpoch and Fetch).
+//! requests one at a time (a follower's OffsetForLeaderEpoch and Fetch, WriteTxnMarkers),
+//! secured with the listener's protocol (TLS, SASL: `crate::peer`).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use shale_metadata::BoxedPeerStream;
 use shale_protocol::{
     decode_any_response, encode_newer_request, encode_request, frame_len, ProtocolError, Request,
     RequestHeader, Response,
@@ -13,7 +15,9 @@ use shale_protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::config::PeerClient;
 use crate::core::BrokerCore;
+use crate::peer::dial_secured;
 
 /// Largest response frame accepted from a leader; Fetch answers are bounded by the
 /// follower's own `replica.fetch.response.max.bytes` well below it.
@@ -32,8 +36,8 @@ pub enum ClientError {
 }
 
 /// Connects to broker `node_id` on its `inter.broker.listener.name` endpoint (its first
-/// listener when it has none of that name), as the followers and the transaction
-/// coordinator's peers do.
+/// listener when it has none of that name and that one has the same security protocol), as
+/// the followers and the transaction coordinator's peers do.
 pub async fn connect_inter_broker(
     core: &BrokerCore,
     node_id: i32,
@@ -44,22 +48,34 @@ pub async fn connect_inter_broker(
     let registration = image
         .broker(node_id)
         .ok_or_else(|| ClientError::Io(std::io::Error::other("broker not registered")))?;
+    let client = &core.config.inter_broker_client;
     let endpoint = registration
-        .listener(&core.config.inter_broker_listener_name)
-        .or_else(|| registration.listeners.first())
-        .ok_or_else(|| ClientError::Io(std::io::Error::other("broker has no listener")))?;
+        .listener(&client.listener_name)
+        .or_else(|| {
+            registration
+                .listeners
+                .first()
+                .filter(|l| l.security_protocol.name() == client.security_protocol)
+        })
+        .ok_or_else(|| {
+            ClientError::Io(std::io::Error::other(format!(
+                "broker {node_id} advertises no {} listener {}",
+                client.security_protocol, client.listener_name
+            )))
+        })?;
     let addr = format!("{}:{}", endpoint.host, endpoint.port);
-    BrokerClient::connect(&addr, client_id, timeout).await
+    BrokerClient::connect_secured(&addr, &endpoint.host, client, client_id, timeout).await
 }
 
 /// A connection to one broker.
 pub struct BrokerClient {
-    stream: TcpStream,
+    stream: BoxedPeerStream,
     client_id: String,
     next_correlation_id: i32,
 }
 
 impl BrokerClient {
+    /// A plain-text connection to `addr`.
     pub async fn connect(
         addr: &str,
         client_id: String,
@@ -70,9 +86,33 @@ impl BrokerClient {
             .map_err(|_| ClientError::Timeout)??;
         stream.set_nodelay(true)?;
         Ok(BrokerClient {
-            stream,
+            stream: Box::new(stream),
             client_id,
             next_correlation_id: 0,
+        })
+    }
+
+    /// A connection to `addr` (the listener at `host`) secured as `client` says: TLS, SASL.
+    /// `timeout` bounds the connect, the handshake and the authentication together.
+    pub async fn connect_secured(
+        addr: &str,
+        host: &str,
+        client: &PeerClient,
+        client_id: String,
+        timeout: Duration,
+    ) -> Result<BrokerClient, ClientError> {
+        let connect = async {
+            let stream = TcpStream::connect(addr).await?;
+            dial_secured(stream, host, client, &client_id).await
+        };
+        let stream = tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| ClientError::Timeout)??;
+        Ok(BrokerClient {
+            stream,
+            // SASL took correlation ids 0 and 1.
+            next_correlation_id: if client.sasl.is_some() { 2 } else { 0 },
+            client_id,
         })
     }
 

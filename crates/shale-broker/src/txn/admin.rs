@@ -25,18 +25,26 @@ use shale_txn::coordinator::{
 use shale_txn::TransactionVersion;
 
 use super::markers::{write_entry, TxnMarkerEntry};
+use crate::authorization::{AclOperation, ResourceType};
+use crate::authorizer::Authz;
 use crate::broker::Broker;
-use crate::errors::{invalid_pattern_error_code, txn_coordinator_error_code};
+use crate::errors::{
+    authorization_failed_code, cluster_authorization_failed_code, invalid_pattern_error_code,
+    txn_coordinator_error_code,
+};
 use crate::request::RequestContext;
 use crate::time::now_ms;
 use shale_log::control::ControlMarker;
 
-/// DescribeTransactions: the state of each transactional id this broker coordinates.
+/// DescribeTransactions: the state of each transactional id this broker coordinates. An id
+/// the principal may not DESCRIBE is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; the partitions
+/// of topics it may not DESCRIBE are left out, as Kafka does.
 pub fn describe_transactions(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
+    let authz = broker.authz(ctx);
     let states = request
         .transactional_ids
         .into_iter()
@@ -47,11 +55,21 @@ pub fn describe_transactions(
                 .with_transaction_start_time_ms(-1)
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1);
+            if !authz.allows(
+                AclOperation::Describe,
+                ResourceType::TransactionalId,
+                id.0.as_str(),
+            ) {
+                return base
+                    .with_error_code(authorization_failed_code(ResourceType::TransactionalId));
+            }
             match broker.txn.describe(broker, id.0.as_str()) {
                 Ok(m) => {
                     let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
                     for tp in &m.partitions {
-                        topics.entry(&tp.topic).or_default().push(tp.partition);
+                        if authz.allows(AclOperation::Describe, ResourceType::Topic, &tp.topic) {
+                            topics.entry(&tp.topic).or_default().push(tp.partition);
+                        }
                     }
                     base.with_transaction_state(StrBytes::from_static_str(m.state.name()))
                         .with_transaction_timeout_ms(m.txn_timeout_ms)
@@ -78,12 +96,14 @@ pub fn describe_transactions(
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }
 
-/// ListTransactions: the transactional ids of every partition this broker coordinates.
+/// ListTransactions: the transactional ids of every partition this broker coordinates that
+/// the principal may DESCRIBE.
 pub fn list_transactions(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: ListTransactionsRequest,
 ) -> ListTransactionsResponse {
+    let authz = broker.authz(ctx);
     let mut states = Vec::new();
     let mut unknown = Vec::new();
     for name in request.state_filters {
@@ -122,6 +142,13 @@ pub fn list_transactions(
             now_ms(),
         )
         .into_iter()
+        .filter(|m| {
+            authz.allows(
+                AclOperation::Describe,
+                ResourceType::TransactionalId,
+                &m.transactional_id,
+            )
+        })
         .map(|m| {
             ListedTxn::default()
                 .with_transactional_id(TransactionalId(StrBytes::from_string(m.transactional_id)))
@@ -137,9 +164,20 @@ pub fn list_transactions(
 /// checks its epoch as for version 1.
 pub async fn write_txn_markers(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
+    if marker_writer_refused(&broker.authz(ctx)) {
+        return refused_markers(request.markers.iter().map(|m| {
+            (
+                m.producer_id.0,
+                m.topics
+                    .iter()
+                    .map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice()))
+                    .collect(),
+            )
+        }));
+    }
     let entries = request
         .markers
         .into_iter()
@@ -167,9 +205,20 @@ pub async fn write_txn_markers(
 /// (its epoch must be newer than the producer's, the coordinator bumped it).
 pub async fn write_txn_markers_v2(
     broker: &Arc<Broker>,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: WriteTxnMarkersRequestV2,
 ) -> WriteTxnMarkersResponse {
+    if marker_writer_refused(&broker.authz(ctx)) {
+        return refused_markers(request.markers.iter().map(|m| {
+            (
+                m.producer_id,
+                m.topics
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.partition_indexes.as_slice()))
+                    .collect(),
+            )
+        }));
+    }
     let entries = request
         .markers
         .into_iter()
@@ -190,6 +239,46 @@ pub async fn write_txn_markers_v2(
         })
         .collect();
     write_entries(broker, entries).await
+}
+
+/// Kafka lets a principal with ALTER or CLUSTER_ACTION on the cluster write markers (brokers
+/// write them to each other).
+fn marker_writer_refused(authz: &Authz<'_>) -> bool {
+    !authz.allows_cluster(AclOperation::Alter) && !authz.allows_cluster(AclOperation::ClusterAction)
+}
+
+/// Every partition of every marker answered CLUSTER_AUTHORIZATION_FAILED.
+fn refused_markers<'a>(
+    markers: impl Iterator<Item = (i64, Vec<(&'a str, &'a [i32])>)>,
+) -> WriteTxnMarkersResponse {
+    let code = cluster_authorization_failed_code();
+    WriteTxnMarkersResponse::default().with_markers(
+        markers
+            .map(|(producer_id, topics)| {
+                WritableTxnMarkerResult::default()
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_topics(
+                        topics
+                            .into_iter()
+                            .map(|(name, partitions)| {
+                                WritableTxnMarkerTopicResult::default()
+                                    .with_name(TopicName(StrBytes::from_string(name.to_owned())))
+                                    .with_partitions(
+                                        partitions
+                                            .iter()
+                                            .map(|p| {
+                                                WritableTxnMarkerPartitionResult::default()
+                                                    .with_partition_index(*p)
+                                                    .with_error_code(code)
+                                            })
+                                            .collect(),
+                                    )
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
 }
 
 /// The marker rule of a transaction version level (the `transaction.version` feature):

@@ -24,9 +24,11 @@ use shale_log::records::BatchBuilder;
 use shale_txn::coordinator::{ProducerIdAndEpoch, TopicPartition as TxnTopicPartition, TxnReply};
 use shale_txn::{ProducerIdAllocator, TransactionVersion};
 
+use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
 use crate::errors::{
-    append_error_code, group_error_code, log_error_code, metadata_error_code,
+    append_error_code, authorization_failed_code, cluster_authorization_failed_code,
+    group_error_code, log_error_code, metadata_error_code, operation_not_attempted_code,
     txn_coordinator_error_code, verification_error_code,
 };
 use crate::groups::OFFSETS_TOPIC;
@@ -103,26 +105,42 @@ pub async fn add_partitions_to_txn(
     ctx: &RequestContext,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
+    let authz = broker.authz(ctx);
     if ctx.version() >= 4 {
+        // Partition leaders' batched verification: CLUSTER_ACTION, as Kafka requires.
+        if !authz.allows_cluster(AclOperation::ClusterAction) {
+            return AddPartitionsToTxnResponse::default()
+                .with_error_code(cluster_authorization_failed_code());
+        }
         return add_partitions_batched(broker, ctx, request).await;
     }
     let fenced_code = ctx.version() >= 2;
     let transactional_id = request.v3_and_below_transactional_id.0.to_string();
+    // A client's: WRITE on the transactional id (else every partition is refused with
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each topic.
+    let id_refused = !authz.allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        &transactional_id,
+    );
+    let writable = |topic: &str| authz.allows(AclOperation::Write, ResourceType::Topic, topic);
     let image = broker.image();
     let known = |topic: &str, partition: i32| {
         image
             .topic(topic)
             .is_some_and(|t| t.partitions.contains_key(&partition))
     };
-    let all_known = request
-        .v3_and_below_topics
-        .iter()
-        .all(|t| t.partitions.iter().all(|&p| known(t.name.0.as_str(), p)));
+    let all_known = !id_refused
+        && request.v3_and_below_topics.iter().all(|t| {
+            writable(t.name.0.as_str()) && t.partitions.iter().all(|&p| known(t.name.0.as_str(), p))
+        });
     let code_for = |topic: &str, partition: i32, error: Option<i16>| -> i16 {
         match error {
+            _ if id_refused => authorization_failed_code(ResourceType::TransactionalId),
             Some(code) => code,
             None if all_known => 0,
-            None if known(topic, partition) => ResponseError::OperationNotAttempted.code(),
+            None if !writable(topic) => authorization_failed_code(ResourceType::Topic),
+            None if known(topic, partition) => operation_not_attempted_code(),
             None => ResponseError::UnknownTopicOrPartition.code(),
         }
     };
@@ -290,6 +308,24 @@ pub async fn add_offsets_to_txn(
 ) -> AddOffsetsToTxnResponse {
     let fenced_code = ctx.version() >= 2;
     let transactional_id = request.transactional_id.0.to_string();
+    // WRITE on the transactional id, then READ on the group, as Kafka checks.
+    let authz = broker.authz(ctx);
+    if !authz.allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        &transactional_id,
+    ) {
+        return AddOffsetsToTxnResponse::default()
+            .with_error_code(authorization_failed_code(ResourceType::TransactionalId));
+    }
+    if !authz.allows(
+        AclOperation::Read,
+        ResourceType::Group,
+        request.group_id.0.as_str(),
+    ) {
+        return AddOffsetsToTxnResponse::default()
+            .with_error_code(authorization_failed_code(ResourceType::Group));
+    }
     broker.groups.ensure_offsets_topic(broker).await;
     let partition = broker
         .groups
@@ -333,6 +369,13 @@ pub async fn end_txn(
     let response = EndTxnResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
+    if !broker.authz(ctx).allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        &transactional_id,
+    ) {
+        return response.with_error_code(authorization_failed_code(ResourceType::TransactionalId));
+    }
     // The epoch bump of version 2 may exhaust the epochs: the producer continues under a new
     // id, fetched before the coordinator is locked because that may ask the controller.
     let mut producer_ids = ProducerIdAllocator::new();
@@ -377,10 +420,77 @@ pub async fn end_txn(
     }
 }
 
-/// TxnOffsetCommit: the group coordinator validates the commit, the offsets are written to
-/// the group's partition in the producer's transaction, and become visible with its COMMIT
-/// marker.
+/// Every partition of `topics` answered `code`.
+fn failed_topics(
+    topics: &[kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestTopic],
+    code: i16,
+) -> Vec<TxnOffsetCommitResponseTopic> {
+    topics
+        .iter()
+        .map(|t| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            TxnOffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect()
+}
+
+/// TxnOffsetCommit, authorized as Kafka does: WRITE on the transactional id, then READ on the
+/// group (else every partition carries that refusal), then READ on each topic (a refused
+/// topic's partitions are TOPIC_AUTHORIZATION_FAILED and the others are committed).
 pub async fn txn_offset_commit(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    mut request: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let authz = broker.authz(ctx);
+    let whole = if !authz.allows(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        request.transactional_id.0.as_str(),
+    ) {
+        Some(ResourceType::TransactionalId)
+    } else if !authz.allows(
+        AclOperation::Read,
+        ResourceType::Group,
+        request.group_id.0.as_str(),
+    ) {
+        Some(ResourceType::Group)
+    } else {
+        None
+    };
+    if let Some(resource) = whole {
+        return TxnOffsetCommitResponse::default().with_topics(failed_topics(
+            &request.topics,
+            authorization_failed_code(resource),
+        ));
+    }
+    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| authz.allows(AclOperation::Read, ResourceType::Topic, t.name.0.as_str()));
+    let refused = failed_topics(&refused, authorization_failed_code(ResourceType::Topic));
+    if allowed.is_empty() {
+        return TxnOffsetCommitResponse::default().with_topics(refused);
+    }
+    request.topics = allowed;
+    let mut response = commit_authorized_offsets(broker, ctx, request).await;
+    response.topics.extend(refused);
+    response
+}
+
+/// TxnOffsetCommit of authorized topics: the group coordinator validates the commit, the
+/// offsets are written to the group's partition in the producer's transaction, and become
+/// visible with its COMMIT marker.
+async fn commit_authorized_offsets(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
     request: TxnOffsetCommitRequest,

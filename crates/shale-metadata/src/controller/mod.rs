@@ -8,6 +8,7 @@ mod client_quotas;
 mod configs;
 mod partitions;
 mod placement;
+mod scram;
 mod security;
 mod topics;
 
@@ -28,7 +29,8 @@ use crate::image::{AclEntry, MetadataImage, PartitionImage, QuotaEntity};
 use crate::records::{ConfigResource, Endpoint, FeatureRange, MetadataRecord};
 
 pub use placement::{place_replicas, PlacementBroker};
-pub use security::{QuotaAlteration, ScramDeletion, ScramUpsertion, SCRAM_SHA_256, SCRAM_SHA_512};
+pub use scram::{ScramDeletion, ScramUpsertion, SCRAM_SHA_256, SCRAM_SHA_512};
+pub use security::QuotaAlteration;
 
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {

@@ -48,6 +48,8 @@ pub struct Node {
     pub client_port: Option<u16>,
     /// The controller listener (voters only).
     pub controller_port: Option<u16>,
+    /// A SASL_PLAINTEXT listener beside the Kafka one, when the cluster has them.
+    pub sasl_port: Option<u16>,
     pub data: PathBuf,
     child: Option<Child>,
     pub log: Arc<Mutex<Vec<String>>>,
@@ -79,9 +81,23 @@ pub struct Cluster {
     formatting: Formatting,
     /// Extra `key=value` overrides for every node.
     pub overrides: Vec<String>,
-    /// Start from the repository's `config/cluster/node-N.properties`, overriding only the
-    /// ports, the data directories and the fencing pace.
-    example_configs: bool,
+    /// Start from the repository's `config/<dir>/node-N.properties` (`cluster`,
+    /// `secure-cluster`), overriding only the ports, the data directories and the fencing
+    /// pace (and what `overrides` holds).
+    example_configs: Option<&'static str>,
+    /// The name of every broker's client listener (`PLAINTEXT` unless a test secures it;
+    /// its protocol then comes from the overrides' `listener.security.protocol.map`).
+    pub client_listener: String,
+    /// Overrides of single nodes, after the cluster's.
+    pub node_overrides: BTreeMap<i32, Vec<String>>,
+}
+
+/// Whether each broker also gets a SASL_PLAINTEXT listener (its mechanisms and JAAS entries
+/// come with the cluster's overrides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SaslListener {
+    No,
+    Yes,
 }
 
 fn shale() -> Command {
@@ -114,11 +130,44 @@ impl Cluster {
         Cluster::start_with(roles, Formatting::Command, overrides)
     }
 
+    /// `size` combined nodes, each with a SASL_PLAINTEXT listener (`Node::sasl_port`) beside
+    /// its PLAINTEXT one, which the brokers keep using between themselves.
+    pub fn combined_with_sasl(size: i32, overrides: &[&str]) -> Cluster {
+        let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_full(
+            roles,
+            Formatting::Command,
+            overrides,
+            None,
+            "PLAINTEXT",
+            SaslListener::Yes,
+        )
+    }
+
     /// The README's three-node cluster: the repository's `config/cluster/node-N.properties` as
     /// they are, on free ports and temporary data directories.
     pub fn from_example_configs() -> Cluster {
         let roles = (1..=3).map(|id| (id, Role::Combined)).collect();
-        Cluster::start_from(roles, Formatting::Command, &[], true)
+        Cluster::start_from(
+            roles,
+            Formatting::Command,
+            &[],
+            Some("cluster"),
+            "PLAINTEXT",
+        )
+    }
+
+    /// The README's secured three-node cluster: `config/secure-cluster/node-N.properties` on
+    /// free ports and temporary data directories, with `overrides` (the test's certificates).
+    pub fn from_secure_example_configs(overrides: &[&str]) -> Cluster {
+        let roles = (1..=3).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_from(
+            roles,
+            Formatting::Command,
+            overrides,
+            Some("secure-cluster"),
+            "SECURE",
+        )
     }
 
     pub fn start_with(
@@ -126,14 +175,40 @@ impl Cluster {
         formatting: Formatting,
         overrides: &[&str],
     ) -> Cluster {
-        Cluster::start_from(roles, formatting, overrides, false)
+        Cluster::start_from(roles, formatting, overrides, None, "PLAINTEXT")
+    }
+
+    /// `size` combined nodes whose client listener is named `client_listener` (its protocol,
+    /// and the controller listener's, set in `overrides`).
+    pub fn combined_secured(size: i32, client_listener: &str, overrides: &[&str]) -> Cluster {
+        let roles = (1..=size).map(|id| (id, Role::Combined)).collect();
+        Cluster::start_from(roles, Formatting::Command, overrides, None, client_listener)
     }
 
     fn start_from(
         roles: Vec<(i32, Role)>,
         formatting: Formatting,
         overrides: &[&str],
-        example_configs: bool,
+        example_configs: Option<&'static str>,
+        client_listener: &str,
+    ) -> Cluster {
+        Cluster::start_full(
+            roles,
+            formatting,
+            overrides,
+            example_configs,
+            client_listener,
+            SaslListener::No,
+        )
+    }
+
+    fn start_full(
+        roles: Vec<(i32, Role)>,
+        formatting: Formatting,
+        overrides: &[&str],
+        example_configs: Option<&'static str>,
+        client_listener: &str,
+        sasl: SaslListener,
     ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
@@ -145,6 +220,8 @@ impl Cluster {
                     role,
                     client_port: (role != Role::Controller).then(free_port),
                     controller_port: (role != Role::Broker).then(free_port),
+                    sasl_port: (role != Role::Controller && sasl == SaslListener::Yes)
+                        .then(free_port),
                     data: tmp.path().join(format!("node-{id}")),
                     child: None,
                     log: Default::default(),
@@ -172,18 +249,13 @@ impl Cluster {
             formatting,
             overrides: overrides.iter().map(|o| o.to_string()).collect(),
             example_configs,
+            client_listener: client_listener.to_string(),
+            node_overrides: BTreeMap::new(),
         };
         if formatting == Formatting::Command {
             let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
             for id in ids {
-                let out = shale()
-                    .arg("format")
-                    .arg("--cluster-id")
-                    .arg(&cluster.cluster_id)
-                    .args(cluster.node_args(id))
-                    .output()
-                    .unwrap();
-                assert!(out.status.success(), "format node {id}: {out:?}");
+                cluster.format(id);
             }
         }
         let ids: Vec<i32> = cluster.nodes.keys().copied().collect();
@@ -191,35 +263,89 @@ impl Cluster {
         cluster
     }
 
+    fn format(&self, id: i32) {
+        let out = shale()
+            .arg("format")
+            .arg("--cluster-id")
+            .arg(&self.cluster_id)
+            .args(self.node_args(id))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "format node {id}: {out:?}");
+    }
+
+    /// Adds node `id` with `role` and its own `overrides` to the running cluster and starts
+    /// it without waiting for it to become ready.
+    pub fn spawn_extra(&mut self, id: i32, role: Role, overrides: &[String]) {
+        let dir = self.nodes.values().next().expect("a node").data.clone();
+        let data = dir.with_file_name(format!("node-{id}"));
+        self.nodes.insert(
+            id,
+            Node {
+                id,
+                role,
+                client_port: (role != Role::Controller).then(free_port),
+                controller_port: None,
+                sasl_port: None,
+                data,
+                child: None,
+                log: Default::default(),
+                ready: None,
+            },
+        );
+        self.node_overrides.insert(id, overrides.to_vec());
+        if self.formatting == Formatting::Command {
+            self.format(id);
+        }
+        self.spawn(id);
+    }
+
+    /// Whether node `id` printed that it is ready.
+    pub fn became_ready(&self, id: i32) -> bool {
+        self.node(id)
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains(READY_LINE))
+    }
+
     /// `--override` arguments that make up node `id`'s configuration.
     pub fn node_args(&self, id: i32) -> Vec<String> {
         let node = &self.nodes[&id];
         let mut listeners = Vec::new();
         if let Some(port) = node.client_port {
-            listeners.push(format!("PLAINTEXT://127.0.0.1:{port}"));
+            listeners.push(format!("{}://127.0.0.1:{port}", self.client_listener));
         }
         if let Some(port) = node.controller_port {
             listeners.push(format!("CONTROLLER://127.0.0.1:{port}"));
+        }
+        if let Some(port) = node.sasl_port {
+            listeners.push(format!("SASL_PLAINTEXT://127.0.0.1:{port}"));
         }
         let roles = match node.role {
             Role::Combined => "broker,controller",
             Role::Controller => "controller",
             Role::Broker => "broker",
         };
-        if self.example_configs {
+        if let Some(dir) = self.example_configs {
             let file = format!(
-                "{}/../../config/cluster/node-{id}.properties",
+                "{}/../../config/{dir}/node-{id}.properties",
                 env!("CARGO_MANIFEST_DIR")
             );
             let port = node.client_port.expect("combined nodes");
-            let props = [
+            let mut props = vec![
                 format!("listeners={}", listeners.join(",")),
-                format!("advertised.listeners=PLAINTEXT://127.0.0.1:{port}"),
+                format!(
+                    "advertised.listeners={}://127.0.0.1:{port}",
+                    self.client_listener
+                ),
                 format!("controller.quorum.voters={}", self.voters),
                 format!("log.dirs={}", node.data.display()),
                 "broker.heartbeat.interval.ms=200".to_string(),
                 "broker.session.timeout.ms=2000".to_string(),
             ];
+            props.extend(self.overrides.iter().cloned());
             let mut args = vec!["--config".to_string(), file];
             args.extend(
                 props
@@ -245,6 +371,7 @@ impl Cluster {
             "broker.session.timeout.ms=2000".to_string(),
         ];
         props.extend(self.overrides.iter().cloned());
+        props.extend(self.node_overrides.get(&id).into_iter().flatten().cloned());
         props
             .into_iter()
             .flat_map(|p| ["--override".to_string(), p])

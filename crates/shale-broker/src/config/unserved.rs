@@ -1,0 +1,111 @@
+//! Kafka broker keys that would tighten security or limits if honoured and that Shale does not
+//! act on yet. Kept and ignored, they would leave a broker weaker than its configuration says
+//! (a client believed to re-authenticate, a custom principal builder believed to map names),
+//! so start-up stops naming them. A value equal to Kafka's default changes nothing and passes.
+
+use super::error::ConfigError;
+use super::static_props::StaticProperties;
+
+/// (key, Kafka's default if one means "off", why Shale refuses any other value).
+const UNSERVED_KEYS: &[(&str, Option<&str>, &str)] = &[
+    (
+        "connections.max.reauth.ms",
+        Some("0"),
+        "re-authentication (KIP-368) is not served: sessions last as long as their connection",
+    ),
+    (
+        "principal.builder.class",
+        None,
+        "Shale cannot load a Java principal builder; principals are User:<SASL name> or \
+         User:<certificate subject>",
+    ),
+    (
+        "client.quota.callback.class",
+        None,
+        "Shale cannot load a Java quota callback",
+    ),
+    (
+        "delegation.token.secret.key",
+        None,
+        "delegation tokens are not served",
+    ),
+    (
+        "delegation.token.master.key",
+        None,
+        "delegation tokens are not served",
+    ),
+    (
+        "security.providers",
+        None,
+        "Shale cannot load Java security providers",
+    ),
+    (
+        "max.connection.creation.rate",
+        Some("2147483647"),
+        "connection creation rates are not limited",
+    ),
+];
+
+/// Refuses a key of `UNSERVED_KEYS` set to anything but its "off" default.
+pub(crate) fn check_unserved_keys(props: &StaticProperties) -> Result<(), ConfigError> {
+    for (key, off, reason) in UNSERVED_KEYS {
+        let Some(value) = props.get(key) else {
+            continue;
+        };
+        let value = value.trim();
+        if value.is_empty() || Some(value) == *off {
+            continue;
+        }
+        return Err(ConfigError::UnservedSecurityKey {
+            key: key.to_string(),
+            reason: format!("{reason}; remove it (it is {value:?})"),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `key` is decided here, so that the binary does not also call it unknown.
+pub(crate) fn is_unserved_key(key: &str) -> bool {
+    UNSERVED_KEYS.iter().any(|(k, _, _)| *k == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::static_props::ValueOrigin;
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> StaticProperties {
+        let mut p = StaticProperties::default();
+        for (k, v) in pairs {
+            p.set(k, v, ValueOrigin::Override);
+        }
+        p
+    }
+
+    #[test]
+    fn a_key_shale_does_not_act_on_is_refused_by_name() {
+        for (key, value) in [
+            ("connections.max.reauth.ms", "3600000"),
+            ("principal.builder.class", "com.example.Builder"),
+            ("delegation.token.secret.key", "s3cret"),
+            ("max.connection.creation.rate", "10"),
+        ] {
+            let err = check_unserved_keys(&props(&[(key, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn kafkas_off_values_pass() {
+        check_unserved_keys(&props(&[
+            ("connections.max.reauth.ms", "0"),
+            ("max.connection.creation.rate", "2147483647"),
+            ("principal.builder.class", ""),
+        ]))
+        .unwrap();
+        assert!(is_unserved_key("connections.max.reauth.ms"));
+        assert!(!is_unserved_key("log.dirs"));
+    }
+}
