@@ -144,7 +144,10 @@ mod tests {
 
     const KEY: &str = "producer_byte_rate";
 
-    fn image(quotas: &[(&[(&str, Option<&str>)], f64)]) -> MetadataImage {
+    /// An entity as (type, name) pairs, and a quota set on it.
+    type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
+
+    fn image(quotas: &[(Entity, f64)]) -> MetadataImage {
         let mut image = MetadataImage::empty("c");
         for (entity, value) in quotas {
             image.replay(&MetadataRecord::ClientQuota {
@@ -167,7 +170,7 @@ mod tests {
     /// walks Kafka's order.
     #[test]
     fn the_eight_levels_in_kafkas_order() {
-        let levels: Vec<(&[(&str, Option<&str>)], f64)> = vec![
+        let levels: Vec<(Entity, f64)> = vec![
             (&[("user", Some("u")), ("client-id", Some("c"))], 1.0),
             (&[("user", Some("u")), ("client-id", None)], 2.0),
             (&[("user", Some("u"))], 3.0),
