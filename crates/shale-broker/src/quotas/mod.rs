@@ -24,7 +24,7 @@ mod rate;
 mod sensors;
 mod token_bucket;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use shale_metadata::MetadataImage;
 
@@ -33,7 +33,7 @@ use crate::config::BrokerConfig;
 pub use mutations::{MutationQuota, Strictness};
 pub use precedence::QuotaIndex;
 pub use rate::{SampledRate, Windows};
-use sensors::Sensors;
+use sensors::{locked, Sensors};
 pub use token_bucket::TokenBucket;
 
 pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
@@ -86,11 +86,6 @@ pub struct ClientQuotas {
     fetch: Mutex<Sensors<SampledRate>>,
     request: Mutex<Sensors<SampledRate>>,
     mutation: Mutex<Sensors<TokenBucket>>,
-}
-
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding a sensor map leaves numbers, never a broken invariant.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl ClientQuotas {

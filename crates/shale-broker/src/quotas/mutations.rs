@@ -16,10 +16,9 @@
 
 use std::sync::Mutex;
 
-use super::locked;
 use super::precedence::Applied;
 use super::rate::Windows;
-use super::sensors::Sensors;
+use super::sensors::{locked, Sensors};
 use super::token_bucket::TokenBucket;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! without bound over time.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 use super::precedence::SensorKey;
 use super::rate::SampledRate;
@@ -12,6 +13,11 @@ use super::token_bucket::TokenBucket;
 const INACTIVE_EXPIRATION_MS: i64 = 3_600_000;
 /// How often the map is swept for idle sensors.
 const SWEEP_INTERVAL_MS: i64 = 60_000;
+
+/// A sensor map's lock. A panic while holding one leaves numbers, never a broken invariant.
+pub fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// What a sensor measures with.
 pub trait Stat: Default {
