@@ -171,13 +171,19 @@ declare_apis! {
         authorize [Describe on Cluster]
             else { reply(handlers::cluster_refusals::describe_quorum(code)) }
         handler reply(handlers::describe_quorum::handle(broker, ctx, request).await);
-    // Client quotas are not enforced (none can be set): Kafka's tools read them before a
-    // user's SCRAM credentials.
+    // Client quotas: described from this node's image, altered through the controller,
+    // enforced by every broker (`quotas/`). Kafka's tools read them before a user's SCRAM
+    // credentials.
     DescribeClientQuotas 0..=1
         access [DescribeConfigs on Cluster]
         authorize [DescribeConfigs on Cluster]
             else { reply(handlers::cluster_refusals::describe_client_quotas(code)) }
         handler reply(handlers::client_quotas::describe(broker, ctx, request));
+    AlterClientQuotas 0..=1
+        access [AlterConfigs on Cluster]
+        authorize [AlterConfigs on Cluster]
+            else { reply(handlers::cluster_refusals::alter_client_quotas(&request, code)) }
+        handler reply(handlers::client_quotas::alter(broker, ctx, request).await);
     // SCRAM credentials (KIP-554): described from this node's image, altered through the
     // controller.
     DescribeUserScramCredentials 0..=0

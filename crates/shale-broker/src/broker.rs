@@ -15,6 +15,7 @@ use crate::core::BrokerCore;
 use crate::groups::GroupService;
 use crate::log_config::log_config_from;
 use crate::producer_id_source::ProducerIdSource;
+use crate::quotas::ClientQuotas;
 use crate::txn::TxnService;
 
 /// The running broker's shared state.
@@ -27,6 +28,8 @@ pub struct Broker {
     pub(crate) txn: Arc<TxnService>,
     /// Followers' fetchers.
     pub replication: Followers,
+    /// Client quotas: usage measured on this broker against the image's quotas.
+    pub(crate) quotas: ClientQuotas,
 }
 
 /// The broker reads as its core (`broker.config`, `broker.replicas`, `broker.image()`): the

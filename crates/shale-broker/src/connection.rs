@@ -20,6 +20,7 @@ mod idle;
 mod principal;
 mod sasl;
 mod scram_lookup;
+mod throttle;
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -43,11 +44,13 @@ use crate::broker::Broker;
 use crate::config::ListenerSasl;
 use crate::handlers::fetch;
 use crate::handlers::fetch::encode::FileRecords;
+use crate::quotas::poll_time::PollTimed;
 use crate::request::{HandlerError, RequestContext, ANONYMOUS_PRINCIPAL};
 use admission::{admit, Admission};
 use frame_writer::ResponseSink;
 use framing::next_frame;
 use idle::IdleTimer;
+use throttle::Mute;
 
 /// How long a client on an SSL listener has to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -164,8 +167,8 @@ pub async fn serve_sasl<S: ClientStream + AsyncRead + AsyncWrite + Unpin>(
 enum Job {
     /// Answered without running a handler (fallbacks, refusals).
     Ready(Outcome),
-    /// A request to handle.
-    Run(RequestContext, bytes::Bytes),
+    /// A request to handle, and its frame's size (what a produce quota counts).
+    Run(RequestContext, bytes::Bytes, usize),
 }
 
 /// What the writer does with one request's outcome.
@@ -219,21 +222,25 @@ async fn serve_buffered<S: ClientStream>(
 
     let processor = broker.clone();
     let writer_idle = idle.clone();
+    // Set after a throttled answer (client quotas): the reader reads nothing and the writer
+    // handles nothing until it passes.
+    let mute = Mute::default();
+    let writer_mute = mute.clone();
     let writer_task = tokio::spawn(async move {
         while let Some(job) = rx.recv().await {
-            let outcome = match job {
-                Job::Ready(o) => o,
+            let (outcome, throttle_ms) = match job {
+                Job::Ready(o) => (o, 0),
                 // A panicking handler closes this connection only. Caught here rather than
                 // by a task of its own: a task per request costs two extra wake-ups.
-                Job::Run(ctx, body) => {
-                    match AssertUnwindSafe(run(processor.clone(), ctx, body))
+                Job::Run(ctx, body, frame_bytes) => {
+                    match AssertUnwindSafe(run(processor.clone(), ctx, body, frame_bytes))
                         .catch_unwind()
                         .await
                     {
                         Ok(o) => o,
                         Err(_) => {
                             warn!(%peer, "request handler panicked");
-                            Outcome::Close
+                            (Outcome::Close, 0)
                         }
                     }
                 }
@@ -254,6 +261,10 @@ async fn serve_buffered<S: ClientStream>(
                 Outcome::Silent => {}
                 Outcome::Close => return,
             }
+            // KIP-219: the answer is out; now the connection waits out its throttle (still a
+            // request in flight, so it is not idle meanwhile).
+            writer_mute.start(throttle_ms);
+            writer_mute.wait().await;
             writer_idle.request_finished();
         }
     });
@@ -263,6 +274,7 @@ async fn serve_buffered<S: ClientStream>(
     // start of the next, when the client pipelines) instead of a read for the length prefix
     // and more for the body.
     loop {
+        mute.wait().await;
         let Some(frame) = next_frame(
             &mut reader,
             &mut buffered,
@@ -307,7 +319,7 @@ async fn serve_buffered<S: ClientStream>(
                     listener_name: listener_name.clone(),
                     principal: principal.clone(),
                 };
-                Job::Run(ctx, body)
+                Job::Run(ctx, body, frame.len())
             }
             Admission::ApiVersionsFallback => {
                 let bytes = shale_protocol::encode_api_versions_fallback(
@@ -330,34 +342,75 @@ async fn serve_buffered<S: ClientStream>(
     let _ = writer_task.await;
 }
 
-async fn run(broker: Arc<Broker>, ctx: RequestContext, body: bytes::Bytes) -> Outcome {
+/// Handles one request: its outcome and the time the connection is then throttled for.
+async fn run(
+    broker: Arc<Broker>,
+    ctx: RequestContext,
+    body: bytes::Bytes,
+    frame_bytes: usize,
+) -> (Outcome, i64) {
     // Which versions clients pick (`SHALE_LOG=shale_broker::connection=debug`).
     debug!(peer = %ctx.peer, principal = %ctx.principal, api_key = ctx.header.api_key, api_version = ctx.header.api_version, "request");
-    let request = match shale_protocol::decode_any_request(&ctx.header, body) {
+    // Decoding counts as handling time for the request quota.
+    let decode_started = std::time::Instant::now();
+    let decoded = shale_protocol::decode_any_request(&ctx.header, body);
+    let decode_nanos = u64::try_from(decode_started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let request = match decoded {
         Ok(Request::Kafka(r)) => r,
         Ok(Request::Newer(r)) => {
-            let answered = api_table::dispatch_newer(&broker, &ctx, r).await;
-            return respond(&ctx, answered);
+            let handled = std::pin::pin!(api_table::dispatch_newer(&broker, &ctx, r));
+            let (mut answered, busy_nanos) = PollTimed::new(handled).await;
+            let throttle_ms = throttle::other(
+                &broker,
+                &ctx,
+                false,
+                busy_nanos.saturating_add(decode_nanos),
+                answered.as_mut().ok().and_then(Option::as_mut),
+            );
+            return (respond(&ctx, answered), throttle_ms);
         }
         Err(e) => {
             warn!(peer = %ctx.peer, api_key = ctx.header.api_key, "closing connection on a malformed request: {e}");
-            return Outcome::Close;
+            return (Outcome::Close, 0);
         }
     };
-    let request = match request {
-        RequestKind::Fetch(r) if fetch::served_as_frame(&r) => {
-            return match fetch::handle_frame(&broker, &ctx, r).await {
-                Ok(frame) => Outcome::RespondFetch(frame),
+    let (request, produce_acks, follower_fetch) = match request {
+        RequestKind::Fetch(mut r) if fetch::served_as_frame(&r) => {
+            throttle::cap_fetch(&broker, &ctx, &mut r);
+            let handled = std::pin::pin!(fetch::handle_frame(&broker, &ctx, r));
+            let (framed, busy_nanos) = PollTimed::new(handled).await;
+            let throttled = framed.and_then(|frame| {
+                throttle::fetch_frame(
+                    &broker,
+                    &ctx,
+                    frame,
+                    busy_nanos.saturating_add(decode_nanos),
+                )
+            });
+            return match throttled {
+                Ok((frame, throttle_ms)) => (Outcome::RespondFetch(frame), throttle_ms),
                 Err(e) => {
                     warn!(peer = %ctx.peer, "cannot encode response: {e}");
-                    Outcome::Close
+                    (Outcome::Close, 0)
                 }
             };
         }
-        other => other,
+        RequestKind::Produce(r) => {
+            let acks = r.acks;
+            (RequestKind::Produce(r), Some(acks), false)
+        }
+        RequestKind::Fetch(r) => (RequestKind::Fetch(r), None, true),
+        other => (other, None, false),
     };
-    let answered = api_table::dispatch(&broker, &ctx, request).await;
-    respond(&ctx, answered)
+    let handled = std::pin::pin!(api_table::dispatch(&broker, &ctx, request));
+    let (mut answered, busy_nanos) = PollTimed::new(handled).await;
+    let busy_nanos = busy_nanos.saturating_add(decode_nanos);
+    let response = answered.as_mut().ok().and_then(Option::as_mut);
+    let throttle_ms = match produce_acks {
+        Some(acks) => throttle::produce(&broker, &ctx, acks, frame_bytes, busy_nanos, response),
+        None => throttle::other(&broker, &ctx, follower_fetch, busy_nanos, response),
+    };
+    (respond(&ctx, answered), throttle_ms)
 }
 
 fn respond(ctx: &RequestContext, answered: Result<Option<Response>, HandlerError>) -> Outcome {

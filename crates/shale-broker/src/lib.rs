@@ -22,6 +22,7 @@ mod ip_connections;
 mod log_config;
 mod peer;
 mod producer_id_source;
+mod quotas;
 pub mod replication;
 mod request;
 mod server;

@@ -141,8 +141,10 @@ impl Broker {
             &image,
             groups.coordinator.clone(),
         ));
+        let quotas = crate::quotas::ClientQuotas::from_config(&core.config);
         let broker = Arc::new(Broker {
             producer_ids: ProducerIdSource::default(),
+            quotas,
             groups,
             txn,
             replication: Followers::new(

@@ -153,6 +153,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("num.recovery.threads.per.data.dir", Int, Some("2"), Some(1)),
     def("min.insync.replicas", Int, Some("1"), Some(1)),
     def("unclean.leader.election.enable", Boolean, Some("false"), None),
+    // Client quotas' sampling (Kafka's QuotaConfig).
+    def("quota.window.num", Int, Some("11"), Some(1)),
+    def("quota.window.size.seconds", Int, Some("1"), Some(1)),
+    def("controller.quota.window.num", Int, Some("11"), Some(1)),
+    def("controller.quota.window.size.seconds", Int, Some("1"), Some(1)),
     def("replica.lag.time.max.ms", Long, Some("30000"), Some(1)),
     def("replica.fetch.wait.max.ms", Int, Some("500"), Some(0)),
     def("replica.fetch.min.bytes", Int, Some("1"), Some(0)),

@@ -87,6 +87,13 @@ pub struct BrokerConfig {
     pub num_recovery_threads_per_data_dir: usize,
     pub min_insync_replicas: i32,
     pub unclean_leader_election_enable: bool,
+    /// `quota.window.num` and `quota.window.size.seconds`: the byte-rate and request quotas'
+    /// sampling.
+    pub quota_window_num: i32,
+    pub quota_window_size_seconds: i32,
+    /// `controller.quota.window.num` and `controller.quota.window.size.seconds`.
+    pub controller_quota_window_num: i32,
+    pub controller_quota_window_size_seconds: i32,
     pub broker_session_timeout_ms: i64,
     pub broker_heartbeat_interval_ms: i64,
     pub offsets_topic_num_partitions: i32,
@@ -311,6 +318,10 @@ impl BrokerConfig {
             num_recovery_threads_per_data_dir: r.int("num.recovery.threads.per.data.dir")? as usize,
             min_insync_replicas: r.int("min.insync.replicas")?,
             unclean_leader_election_enable: r.boolean("unclean.leader.election.enable")?,
+            quota_window_num: r.int("quota.window.num")?,
+            quota_window_size_seconds: r.int("quota.window.size.seconds")?,
+            controller_quota_window_num: r.int("controller.quota.window.num")?,
+            controller_quota_window_size_seconds: r.int("controller.quota.window.size.seconds")?,
             broker_session_timeout_ms: r.int("broker.session.timeout.ms")? as i64,
             broker_heartbeat_interval_ms: r.int("broker.heartbeat.interval.ms")? as i64,
             offsets_topic_num_partitions: r.int("offsets.topic.num.partitions")?,

@@ -22,7 +22,7 @@ pub use log::{append_error_code, append_refusal, log_error_code, producer_error_
 pub use metadata::{
     cluster_check_error_code, metadata_error_code, unknown_topic_id_code, ClusterCheck,
 };
-pub use quota::quota_filter_error_code;
+pub use quota::{quota_error, quota_filter_error_code, QuotaRefusal};
 pub use refusal::Refusal;
 pub use replica::{ack_error_code, replica_error_code};
 pub use sasl::{sasl_error_code, SaslRefusal};

@@ -15,15 +15,15 @@ use kafka_protocol::messages::list_partition_reassignments_response::{
     OngoingPartitionReassignment, OngoingTopicReassignment,
 };
 use kafka_protocol::messages::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse, DescribeClientQuotasResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+};
+use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, CreateAclsRequest,
     CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsResponse,
     DescribeQuorumResponse, ElectLeadersRequest, ElectLeadersResponse,
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-};
-use kafka_protocol::messages::{
-    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -140,6 +140,35 @@ pub fn delete_acls(request: &DeleteAclsRequest, code: i16) -> DeleteAclsResponse
 
 // Kafka's brokers refuse the next two with `Errors.CLUSTER_AUTHORIZATION_FAILED.exception`,
 // whose text is the code's default, which ApiError leaves out: no message.
+
+/// One entry per entry of the request, its entity echoed (as Kafka's getErrorResponse).
+pub fn alter_client_quotas(
+    request: &AlterClientQuotasRequest,
+    code: i16,
+) -> AlterClientQuotasResponse {
+    use kafka_protocol::messages::alter_client_quotas_response::{EntityData, EntryData};
+    AlterClientQuotasResponse::default().with_entries(
+        request
+            .entries
+            .iter()
+            .map(|e| {
+                EntryData::default()
+                    .with_error_code(code)
+                    .with_error_message(message())
+                    .with_entity(
+                        e.entity
+                            .iter()
+                            .map(|d| {
+                                EntityData::default()
+                                    .with_entity_type(d.entity_type.clone())
+                                    .with_entity_name(d.entity_name.clone())
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}
 
 pub fn describe_client_quotas(code: i16) -> DescribeClientQuotasResponse {
     DescribeClientQuotasResponse::default()

@@ -18,6 +18,7 @@ pub mod produce;
 pub mod producer_ids;
 pub mod sasl;
 pub mod scram_credentials;
+pub(crate) mod topic_quota;
 pub mod topics;
 
 use std::sync::Arc;

@@ -30,6 +30,8 @@ use crate::controller_calls::{submit_and_apply, within_timeout_ms};
 use crate::errors::{authorization_failed_code, metadata_error_code};
 use crate::request::RequestContext;
 
+use super::topic_quota::TopicMutations;
+
 fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
@@ -55,6 +57,8 @@ pub async fn create_topics(
     }
     let mut results: Vec<CreatableTopicResult> = Vec::new();
     let mut to_create = Vec::new();
+    let before = broker.image();
+    let mut mutations = TopicMutations::new(broker, &before, ctx, 6);
     for t in request.topics {
         let name = t.name.0.to_string();
         if duplicates.contains(&name) {
@@ -78,6 +82,18 @@ pub async fn create_topics(
                     .with_name(TopicName(str_bytes(name)))
                     .with_error_code(topic_refused)
                     .with_error_message(Some(str_bytes("Authorization failed.")))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            );
+            continue;
+        }
+        if !mutations.admit_creation(&before, &name, t.num_partitions, t.assignments.len()) {
+            let (code, message) = TopicMutations::refusal();
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_error_code(code)
+                    .with_error_message(Some(str_bytes(message)))
                     .with_num_partitions(-1)
                     .with_replication_factor(-1),
             );
@@ -197,7 +213,10 @@ pub async fn create_topics(
             }
         }
     }
-    CreateTopicsResponse::default().with_topics(results)
+    mutations.settle_answers(results.iter().map(|r| (r.name.0.as_str(), r.error_code)));
+    CreateTopicsResponse::default()
+        .with_throttle_time_ms(mutations.throttle_time_ms())
+        .with_topics(results)
 }
 
 fn fail_all(
@@ -235,6 +254,7 @@ pub async fn delete_topics(
     let refused = authorization_failed_code(ResourceType::Topic);
     let image = broker.image();
     let mut responses = Vec::new();
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 5);
     let names: Vec<String> = names
         .into_iter()
         .filter(|name| {
@@ -247,6 +267,15 @@ pub async fn delete_topics(
                         .with_name(Some(TopicName(str_bytes(name.clone()))))
                         .with_error_code(refused),
                 );
+            } else if !mutations.admit_deletion(&image, name) {
+                let (code, message) = TopicMutations::refusal();
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_name(Some(TopicName(str_bytes(name.clone()))))
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(message))),
+                );
+                return false;
             }
             allowed
         })
@@ -267,12 +296,23 @@ pub async fn delete_topics(
                         .with_topic_id(*id)
                         .with_error_code(refused),
                 );
+            } else if !mutations.admit_deletion(&image, &topic.name) {
+                let (code, message) = TopicMutations::refusal();
+                responses.push(
+                    DeletableTopicResult::default()
+                        .with_topic_id(*id)
+                        .with_error_code(code)
+                        .with_error_message(Some(str_bytes(message))),
+                );
+                return false;
             }
             allowed
         })
         .collect();
     if names.is_empty() && ids.is_empty() {
-        return DeleteTopicsResponse::default().with_responses(responses);
+        return DeleteTopicsResponse::default()
+            .with_throttle_time_ms(mutations.throttle_time_ms())
+            .with_responses(responses);
     }
     let outcome = within_timeout_ms(
         request.timeout_ms,
@@ -285,7 +325,14 @@ pub async fn delete_topics(
         ),
     )
     .await;
-    delete_answers(version, outcome, names, ids, responses)
+    let answer = delete_answers(version, outcome, names, ids, responses);
+    mutations.settle_answers(
+        answer
+            .responses
+            .iter()
+            .filter_map(|r| Some((r.name.as_ref()?.0.as_str(), r.error_code))),
+    );
+    answer.with_throttle_time_ms(mutations.throttle_time_ms())
 }
 
 /// The names and ids a DeleteTopics request names (ids from v6).
@@ -397,8 +444,23 @@ pub async fn create_partitions(
                 .with_error_code(authorization_failed_code(ResourceType::Topic))
         })
         .collect();
+    let image = broker.image();
+    let mut mutations = TopicMutations::new(broker, &image, ctx, 3);
+    let (allowed, throttled): (Vec<_>, Vec<_>) = allowed
+        .into_iter()
+        .partition(|t| mutations.admit_partitions(&image, t.name.0.as_str(), t.count));
+    let (code, message) = TopicMutations::refusal();
+    let mut refused = refused;
+    refused.extend(throttled.into_iter().map(|t| {
+        CreatePartitionsTopicResult::default()
+            .with_name(t.name)
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(message.clone())))
+    }));
     if allowed.is_empty() {
-        return CreatePartitionsResponse::default().with_results(refused);
+        return CreatePartitionsResponse::default()
+            .with_throttle_time_ms(mutations.throttle_time_ms())
+            .with_results(refused);
     }
     let topics: Vec<CreatePartitionsTopic> = allowed
         .into_iter()
@@ -460,6 +522,9 @@ pub async fn create_partitions(
         }
     };
     let mut results: Vec<CreatePartitionsTopicResult> = results;
+    mutations.settle_answers(results.iter().map(|r| (r.name.0.as_str(), r.error_code)));
     results.extend(refused);
-    CreatePartitionsResponse::default().with_results(results)
+    CreatePartitionsResponse::default()
+        .with_throttle_time_ms(mutations.throttle_time_ms())
+        .with_results(results)
 }

@@ -4,6 +4,7 @@
 //! memory on the active controller (broker heartbeat times), rebuilt after a failover.
 
 mod brokers;
+mod client_quotas;
 mod configs;
 mod partitions;
 mod placement;

@@ -15,43 +15,6 @@ pub struct QuotaAlteration {
     pub ops: Vec<(String, Option<f64>)>,
 }
 
-const QUOTA_KEYS: &[&str] = &[
-    "producer_byte_rate",
-    "consumer_byte_rate",
-    "request_percentage",
-    "controller_mutation_rate",
-];
-const IP_QUOTA_KEYS: &[&str] = &["connection_creation_rate"];
-
-fn validate_quota(alteration: &QuotaAlteration) -> Result<(), MetadataError> {
-    let bad = |m: String| Err(MetadataError::InvalidRequest(m));
-    let mut types = HashSet::new();
-    for (entity_type, _) in &alteration.entity {
-        if !matches!(entity_type.as_str(), "user" | "client-id" | "ip") {
-            return bad(format!("Unhandled client quota entity type: {entity_type}"));
-        }
-        if !types.insert(entity_type.as_str()) {
-            return bad(format!(
-                "Duplicate {entity_type} entity in the quota entity"
-            ));
-        }
-    }
-    let is_ip = types.contains("ip");
-    if types.is_empty() || (is_ip && types.len() > 1) {
-        return bad("Invalid quota entity combination".into());
-    }
-    for (key, value) in &alteration.ops {
-        let allowed = if is_ip { IP_QUOTA_KEYS } else { QUOTA_KEYS };
-        if !allowed.contains(&key.as_str()) {
-            return bad(format!("Invalid configuration key {key}"));
-        }
-        if value.is_some_and(|v| !v.is_finite() || v <= 0.0) {
-            return bad(format!("Illegal value for {key}: must be positive"));
-        }
-    }
-    Ok(())
-}
-
 impl Controller {
     pub(crate) fn create_acls(
         &mut self,
@@ -125,22 +88,7 @@ impl Controller {
         entries: Vec<QuotaAlteration>,
         validate_only: bool,
     ) -> Vec<(QuotaEntity, Result<(), MetadataError>)> {
-        entries
-            .into_iter()
-            .map(|mut alteration| {
-                alteration.entity.sort();
-                let result = validate_quota(&alteration);
-                if result.is_ok() && !validate_only {
-                    for (key, value) in &alteration.ops {
-                        batch.push(MetadataRecord::ClientQuota {
-                            entity: alteration.entity.clone(),
-                            key: key.clone(),
-                            value: *value,
-                        });
-                    }
-                }
-                (alteration.entity, result)
-            })
-            .collect()
+        // Kafka's rules live with the quota keys they name.
+        super::client_quotas::alter(batch, entries, validate_only)
     }
 }
