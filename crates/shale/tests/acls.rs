@@ -22,7 +22,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DescribeAclsRequest, FetchRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest,
-    RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest, TransactionalId,
+    RequestKind, ResponseKind, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -81,26 +81,7 @@ fn broker(authorizer: Option<&str>) -> (Shale, u16) {
 
 fn login(port: u16, user: &str) -> Conn {
     let mut conn = Conn::plain(port);
-    let handshake =
-        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-    match conn.call(
-        ApiKey::SaslHandshake,
-        1,
-        RequestKind::SaslHandshake(handshake),
-    ) {
-        ResponseKind::SaslHandshake(r) => assert_eq!(r.error_code, 0),
-        other => panic!("{other:?}"),
-    }
-    let token = format!("\0{user}\0{user}-secret");
-    let auth = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
-    match conn.call(
-        ApiKey::SaslAuthenticate,
-        2,
-        RequestKind::SaslAuthenticate(auth),
-    ) {
-        ResponseKind::SaslAuthenticate(r) => assert_eq!(r.error_code, 0, "{:?}", r.error_message),
-        other => panic!("{other:?}"),
-    }
+    conn.plain_login(user, &format!("{user}-secret"));
     conn
 }
 

@@ -9,19 +9,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::api_versions_frame;
 use common::{free_port, Shale};
-
-/// ApiVersions v0 with correlation id `id` and no client id, as a frame.
-fn api_versions_frame(id: i32) -> Vec<u8> {
-    let mut body = Vec::new();
-    body.extend_from_slice(&18i16.to_be_bytes());
-    body.extend_from_slice(&0i16.to_be_bytes());
-    body.extend_from_slice(&id.to_be_bytes());
-    body.extend_from_slice(&(-1i16).to_be_bytes());
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    frame
-}
 
 /// Sends ApiVersions and reads its answer; panics unless it comes.
 fn ask(stream: &mut TcpStream, id: i32) {

@@ -25,7 +25,7 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, MetadataRequest, MetadataResponse,
-    ProduceRequest, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
+    ProduceRequest, RequestKind, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use shale_testkit::{wait_for, wait_until};
@@ -132,26 +132,7 @@ fn client(cluster: &Cluster, id: i32, mode: Mode, pki: &Pki) -> Conn {
     match mode {
         Mode::SaslSsl => {
             let mut conn = Conn::tls(port, pki.client_config(None));
-            let handshake =
-                SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-            match conn.call(
-                ApiKey::SaslHandshake,
-                1,
-                RequestKind::SaslHandshake(handshake),
-            ) {
-                ResponseKind::SaslHandshake(r) => assert_eq!(r.error_code, 0),
-                other => panic!("{other:?}"),
-            }
-            let authenticate = SaslAuthenticateRequest::default()
-                .with_auth_bytes(Bytes::from_static(b"\0alice\0alice-secret"));
-            match conn.call(
-                ApiKey::SaslAuthenticate,
-                2,
-                RequestKind::SaslAuthenticate(authenticate),
-            ) {
-                ResponseKind::SaslAuthenticate(r) => assert_eq!(r.error_code, 0, "{r:?}"),
-                other => panic!("{other:?}"),
-            }
+            conn.plain_login("alice", "alice-secret");
             conn
         }
         Mode::MutualTls => {

@@ -13,72 +13,28 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::{free_port, Shale};
-use kafka_conn::{ca, create_topic, fetch, leaf, metadata, produce, Conn, Pki};
-use kafka_protocol::messages::{
-    ApiKey, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
-};
-use kafka_protocol::protocol::StrBytes;
-
-/// A CA and the node's certificate for `localhost` and `127.0.0.1` (it dials its own
-/// controller at 127.0.0.1), as `scripts/make-test-ca.sh` makes them.
-fn pki() -> Pki {
-    let dir = tempfile::tempdir().unwrap();
-    let trusted = ca("shale single node ca");
-    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-    let (node_chain, node_key) = leaf(names, "node-1", &trusted);
-    std::fs::write(dir.path().join("node-1.pem"), node_key + &node_chain).unwrap();
-    std::fs::write(dir.path().join("ca.pem"), trusted.0.pem()).unwrap();
-    let (client_chain_pem, client_key_pem) = leaf(Vec::new(), "client", &trusted);
-    let stranger = ca("stranger ca");
-    let (stranger_chain_pem, stranger_key_pem) = leaf(Vec::new(), "client", &stranger);
-    Pki {
-        ca_pem: trusted.0.pem(),
-        dir,
-        client_chain_pem,
-        client_key_pem,
-        stranger_chain_pem,
-        stranger_key_pem,
-    }
-}
+use kafka_conn::{create_topic, fetch, metadata, produce, Conn, Pki};
+use kafka_protocol::messages::ResponseKind;
 
 /// A TLS connection to `port` logged in with SASL/PLAIN as `user`.
 fn login(port: u16, pki: &Pki, user: &str, password: &str) -> Conn {
     let mut conn = Conn::tls(port, pki.client_config(None));
-    let handshake =
-        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-    match conn.call(
-        ApiKey::SaslHandshake,
-        1,
-        RequestKind::SaslHandshake(handshake),
-    ) {
-        ResponseKind::SaslHandshake(r) => assert_eq!(r.error_code, 0),
-        other => panic!("{other:?}"),
-    }
-    let token = Bytes::from(format!("\0{user}\0{password}"));
-    let request = SaslAuthenticateRequest::default().with_auth_bytes(token);
-    match conn.call(
-        ApiKey::SaslAuthenticate,
-        2,
-        RequestKind::SaslAuthenticate(request),
-    ) {
-        ResponseKind::SaslAuthenticate(r) => assert_eq!(r.error_code, 0, "{r:?}"),
-        other => panic!("{other:?}"),
-    }
+    conn.plain_login(user, password);
     conn
 }
 
 #[test]
 fn the_secured_single_node_config_serves_sasl_ssl_with_acls_only() {
-    let pki = pki();
+    // The node's certificate names localhost and 127.0.0.1, as scripts/make-test-ca.sh makes it.
+    let pki = Pki::for_server(&["localhost", "127.0.0.1"], "node-1");
     let client_port = free_port();
     let config = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../config/secure-single-node/server.properties");
     let overrides = [
         format!("listeners=SECURE://127.0.0.1:{client_port}"),
         format!("advertised.listeners=SECURE://127.0.0.1:{client_port}"),
-        format!("ssl.keystore.location={}", pki.path("node-1.pem")),
+        format!("ssl.keystore.location={}", pki.path("server.pem")),
         format!("ssl.truststore.location={}", pki.path("ca.pem")),
     ];
     let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();

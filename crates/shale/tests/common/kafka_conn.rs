@@ -14,7 +14,8 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, MetadataRequest,
-    ProduceRequest, RequestKind, ResponseKind, TopicName,
+    ProduceRequest, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
@@ -60,10 +61,13 @@ pub fn leaf(
 }
 
 impl Pki {
-    pub fn new() -> Pki {
+    /// Like `new`, with the server certificate (`server.pem`) naming `names` and signed as
+    /// `common_name`.
+    pub fn for_server(names: &[&str], common_name: &str) -> Pki {
         let dir = tempfile::tempdir().unwrap();
         let trusted = ca("shale test ca");
-        let (server_chain, server_key) = leaf(vec!["localhost".to_string()], "broker", &trusted);
+        let names = names.iter().map(|n| n.to_string()).collect();
+        let (server_chain, server_key) = leaf(names, common_name, &trusted);
         std::fs::write(
             dir.path().join("server.pem"),
             format!("{server_key}{server_chain}"),
@@ -81,6 +85,10 @@ impl Pki {
             stranger_chain_pem,
             stranger_key_pem,
         }
+    }
+
+    pub fn new() -> Pki {
+        Pki::for_server(&["localhost"], "broker")
     }
 
     pub fn path(&self, file: &str) -> String {
@@ -195,6 +203,33 @@ impl Conn {
             .with_client_software_name(StrBytes::from_static_str("ssl-test"))
             .with_client_software_version(StrBytes::from_static_str("1"));
         self.try_call(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(request))
+    }
+
+    /// SaslHandshake v1 and SaslAuthenticate v2 with PLAIN as `user`; panics unless both
+    /// succeed.
+    pub fn plain_login(&mut self, user: &str, password: &str) {
+        let handshake =
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+        match self.call(
+            ApiKey::SaslHandshake,
+            1,
+            RequestKind::SaslHandshake(handshake),
+        ) {
+            ResponseKind::SaslHandshake(r) => assert_eq!(r.error_code, 0),
+            other => panic!("{other:?}"),
+        }
+        let token = Bytes::from(format!("\0{user}\0{password}"));
+        let authenticate = SaslAuthenticateRequest::default().with_auth_bytes(token);
+        match self.call(
+            ApiKey::SaslAuthenticate,
+            2,
+            RequestKind::SaslAuthenticate(authenticate),
+        ) {
+            ResponseKind::SaslAuthenticate(r) => {
+                assert_eq!(r.error_code, 0, "{:?}", r.error_message)
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
 

@@ -23,6 +23,18 @@ pub struct Shale {
 
 pub use shale_testkit::free_port;
 
+/// ApiVersions v0 with correlation id `id` and no client id, as a frame.
+pub fn api_versions_frame(id: i32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&18i16.to_be_bytes());
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&id.to_be_bytes());
+    body.extend_from_slice(&(-1i16).to_be_bytes());
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
 impl Shale {
     pub fn start() -> Shale {
         Shale::start_with(&[])
