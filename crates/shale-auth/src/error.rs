@@ -58,6 +58,22 @@ pub enum AuthError {
     InvalidProof,
     #[error("could not draw the server nonce")]
     Random(#[source] RandomError),
+
+    #[error("Invalid OAUTHBEARER client first message{reason}")]
+    InvalidOAuthBearerClientFirst { reason: &'static str },
+    #[error("Invalid scheme in OAUTHBEARER client first message: {scheme}")]
+    InvalidOAuthBearerScheme { scheme: String },
+    /// The client acknowledged the JSON error sent for its token; Kafka ends the exchange with
+    /// that JSON as the message.
+    #[error("{json}")]
+    OAuthBearerTokenRefused { json: String },
+    #[error(
+        "Authentication failed: Client requested an authorization id ({authorization_id}) that is different from the token's principal name ({principal})"
+    )]
+    OAuthBearerAuthorizationIdMismatch {
+        authorization_id: String,
+        principal: String,
+    },
 }
 
 impl AuthError {
@@ -73,6 +89,8 @@ impl AuthError {
                 | AuthError::PlainCheckFailed(_)
                 | AuthError::InvalidUsernameOrPassword
                 | AuthError::AuthorizationIdMismatch
+                | AuthError::OAuthBearerTokenRefused { .. }
+                | AuthError::OAuthBearerAuthorizationIdMismatch { .. }
         )
     }
 
@@ -181,6 +199,10 @@ pub enum JaasError {
     UnterminatedQuote { offset: usize },
     #[error("Unterminated /* comment starting at offset {offset} of the JAAS config")]
     UnterminatedComment { offset: usize },
+    #[error("option {key} of the {module} entry is not read by Shale, so it would have no effect; remove it")]
+    UnreadOption { key: String, module: &'static str },
+    #[error("invalid value of option {key}: {reason}")]
+    InvalidOption { key: String, reason: String },
     #[error("JAAS config names login module '{found}', but {mechanism} needs {expected}")]
     WrongLoginModule {
         found: String,

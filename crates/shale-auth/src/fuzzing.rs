@@ -3,11 +3,14 @@
 
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use crate::jaas::parse_jaas_config;
+use crate::oauthbearer::{ClientInitialResponse, UnsecuredJws};
 use crate::scram::messages::{ClientFinal, ClientFirst};
 use crate::{
-    PlainMessage, PlainServer, PlainUsers, SaslServer, ScramCredential, ScramCredentialTable,
-    ScramMechanism, ScramServer,
+    OAuthBearerServer, PlainMessage, PlainServer, PlainUsers, SaslServer, ScramCredential,
+    ScramCredentialTable, ScramMechanism, ScramServer, UnsecuredValidatorOptions,
 };
 
 /// The fuzz targets by name, as the regression replay finds them.
@@ -17,6 +20,7 @@ pub const TARGETS: &[&str] = &[
     "scram_exchange",
     "plain",
     "jaas",
+    "oauthbearer",
 ];
 
 /// Runs the fuzz target called `target`; unknown names do nothing.
@@ -33,6 +37,7 @@ pub fn run(target: &str, data: &[u8]) {
         "jaas" => {
             let _ = parse_jaas_config(&String::from_utf8_lossy(data));
         }
+        "oauthbearer" => oauthbearer(data),
         _ => {}
     }
 }
@@ -87,5 +92,21 @@ fn plain(data: &[u8]) {
         let mut server = PlainServer::new(users);
         let _ = server.step(data);
         let _ = server.step(data);
+    }
+}
+
+/// The initial-response grammar, the JWS reader on the raw input, and a whole exchange whose
+/// second token is the client's `\x01` acknowledgement.
+fn oauthbearer(data: &[u8]) {
+    let _ = ClientInitialResponse::parse(data);
+    let _ = UnsecuredJws::parse(&String::from_utf8_lossy(data), "sub", "scope");
+    let options = UnsecuredValidatorOptions {
+        required_scope: vec!["kafka".to_string()],
+        allowable_clock_skew_ms: 1000,
+        ..UnsecuredValidatorOptions::default()
+    };
+    let mut server = OAuthBearerServer::new(Arc::new(options), Arc::new(|| 1_700_000_000_000));
+    if server.step(data).is_ok() {
+        let _ = server.step(b"\x01");
     }
 }

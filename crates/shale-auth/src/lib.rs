@@ -1,5 +1,5 @@
 //! shale-auth: the server side of the SASL mechanisms Shale offers (PLAIN, SCRAM-SHA-256,
-//! SCRAM-SHA-512), as pure state machines with Kafka's semantics.
+//! SCRAM-SHA-512, OAUTHBEARER), as pure state machines with Kafka's semantics.
 //!
 //! Nothing here does I/O or knows the wire protocol: a connection feeds each client token of
 //! SaslAuthenticate (or of the v0 handshake's raw frames) to [`SaslServer::step`] and sends
@@ -13,6 +13,10 @@
 //!   through [`ScramCredentialLookup`], so the broker can back it by its metadata image. A
 //!   [`ScramCredential`] holds salt, stored key, server key and iterations, never the password.
 //!
+//! - OAUTHBEARER ([`OAuthBearerServer`], RFC 7628, Kafka's OAuthBearerSaslServer) checks an
+//!   unsecured JWS as Kafka's default broker validator does ([`UnsecuredValidatorOptions`]):
+//!   it trusts any well-formed token, so it is for test environments only.
+//!
 //! Errors ([`AuthError`]) carry Kafka's texts; [`AuthError::client_message`] says what Kafka
 //! would let the client read. Kafka error codes are chosen by the broker, not here.
 
@@ -21,6 +25,7 @@
 mod error;
 pub mod jaas;
 mod mechanism;
+pub mod oauthbearer;
 mod plain;
 mod random;
 pub mod scram;
@@ -35,6 +40,7 @@ mod fuzz_regression_tests;
 
 pub use error::{AuthError, CredentialError, JaasError, LookupError, RandomError};
 pub use mechanism::{Mechanism, ScramMechanism};
+pub use oauthbearer::{OAuthBearerServer, UnsecuredValidatorOptions};
 pub use plain::{PlainAuthenticator, PlainMessage, PlainServer, PlainUsers, JAAS_USER_PREFIX};
 pub use scram::{
     DelegationTokenCredential, ScramCredential, ScramCredentialLookup, ScramCredentialTable,

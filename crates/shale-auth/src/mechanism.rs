@@ -7,20 +7,24 @@ use std::fmt;
 pub enum Mechanism {
     Plain,
     Scram(ScramMechanism),
+    /// RFC 7628, with Kafka's unsecured JWS validator.
+    OAuthBearer,
 }
 
 impl Mechanism {
-    pub const ALL: [Mechanism; 3] = [
+    pub const ALL: [Mechanism; 4] = [
         Mechanism::Plain,
         Mechanism::Scram(ScramMechanism::Sha256),
         Mechanism::Scram(ScramMechanism::Sha512),
+        Mechanism::OAuthBearer,
     ];
 
-    /// The name on the wire: `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`.
+    /// The name on the wire: `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER`.
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(scram) => scram.name(),
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 

@@ -14,7 +14,8 @@ pub struct Principal {
     pub name: String,
     /// Authenticated with a delegation token (SCRAM's `tokenauth=true` extension).
     pub token_authenticated: bool,
-    /// When the delegation token expires; what bounds the session (KIP-368).
+    /// When the delegation token or the OAuth bearer token expires; what bounds the session
+    /// (KIP-368).
     pub token_expiry_timestamp_ms: Option<i64>,
 }
 

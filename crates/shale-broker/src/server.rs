@@ -76,6 +76,12 @@ impl Broker {
         // Bind first so that port 0 is resolved before the broker registers its endpoints.
         let mut bound_listeners = Vec::new();
         for l in config.client_listeners() {
+            if config
+                .sasl_of(&l.name)
+                .is_some_and(|s| s.oauthbearer.is_some())
+            {
+                warn!(listener = %l.name, "OAUTHBEARER is served with Kafka's unsecured validator: any client can present an unsigned token naming any principal; not for production");
+            }
             let addr = format!("{}:{}", l.host, l.port);
             let listener = TcpListener::bind(&addr)
                 .await

@@ -329,9 +329,11 @@ fn check_mechanism(
         "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
             "SCRAM between nodes is not served yet; nodes authenticate to each other with PLAIN"
         }
-        "GSSAPI" | "OAUTHBEARER" => {
-            "this mechanism is not served; nodes authenticate to each other with PLAIN"
+        "OAUTHBEARER" => {
+            "OAUTHBEARER is served to clients only (unsecured tokens); nodes authenticate to each \
+             other with PLAIN"
         }
+        "GSSAPI" => "this mechanism is not served; nodes authenticate to each other with PLAIN",
         _ => "not a SASL mechanism Kafka knows (names are case-sensitive); use PLAIN",
     };
     Err(invalid(key, value, reason))

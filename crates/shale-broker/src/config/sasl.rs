@@ -3,18 +3,24 @@
 //!
 //! Kafka's default `sasl.enabled.mechanisms` is GSSAPI, which Shale does not serve, so a SASL
 //! listener needs the key set (globally or as `listener.name.<listener>.sasl.enabled.mechanisms`).
-//! PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are served; GSSAPI and OAUTHBEARER are refused by
+//! PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are served; GSSAPI is refused by
 //! name. As on a Kafka broker, each enabled mechanism needs its listener's JAAS entry,
 //! `listener.name.<listener>.<mechanism in lower case>.sasl.jaas.config`: PLAIN's holds the
 //! users (`user_<name>="<password>"` options of a `PlainLoginModule` entry); SCRAM's is a
 //! `ScramLoginModule` entry holding no users, since SCRAM credentials live in the cluster
 //! metadata (AlterUserScramCredentials) and are looked up when a client authenticates.
+//! OAUTHBEARER's is an `OAuthBearerLoginModule` entry whose `unsecuredValidator*` options
+//! configure Kafka's default broker-side validator, the unsecured one: it is served only while
+//! no `oauthbearer.sasl.server.callback.handler.class` is set (that key, and every
+//! `sasl.oauthbearer.*` key of JWKS validation, is refused in `security`). It trusts any
+//! well-formed token, as Kafka documents: for test environments only.
 
 use std::sync::Arc;
 
 use shale_auth::jaas::{JaasEntry, SCRAM_LOGIN_MODULE};
+use shale_auth::oauthbearer::OAUTHBEARER_LOGIN_MODULE;
 use shale_auth::scram::TOKEN_AUTH_EXTENSION;
-use shale_auth::{Mechanism, PlainUsers, ScramMechanism};
+use shale_auth::{Mechanism, PlainUsers, ScramMechanism, UnsecuredValidatorOptions};
 
 use super::error::ConfigError;
 use super::listener::Listener;
@@ -33,8 +39,11 @@ pub(crate) const SCRAM_JAAS_KEYS: [&str; 2] = [
     "scram-sha-512.sasl.jaas.config",
 ];
 
+/// OAUTHBEARER's JAAS entry, after a listener's prefix.
+pub(crate) const OAUTHBEARER_JAAS_KEY: &str = "oauthbearer.sasl.jaas.config";
+
 /// Mechanisms Kafka knows that Shale does not serve.
-const UNSERVED_MECHANISMS: &[&str] = &["GSSAPI", "OAUTHBEARER"];
+const UNSERVED_MECHANISMS: &[&str] = &["GSSAPI"];
 
 /// The options of a broker's `ScramLoginModule` entry that Kafka reads: the credentials the
 /// broker itself would log in with as a client of that listener, which only an inter-broker
@@ -55,6 +64,8 @@ pub struct ListenerSasl {
     pub mechanisms: Vec<Mechanism>,
     /// PLAIN's users, when PLAIN is enabled.
     pub plain_users: Option<Arc<PlainUsers>>,
+    /// How OAUTHBEARER tokens are checked (Kafka's unsecured validator), when it is enabled.
+    pub oauthbearer: Option<Arc<UnsecuredValidatorOptions>>,
 }
 
 fn error(key: &str, listener: &str, reason: impl Into<String>) -> ConfigError {
@@ -103,8 +114,8 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
                     &key,
                     &l.name,
                     format!(
-                        "mechanism {name} is not served; Shale serves PLAIN, SCRAM-SHA-256 and \
-                         SCRAM-SHA-512"
+                        "mechanism {name} is not served; Shale serves PLAIN, SCRAM-SHA-256, \
+                         SCRAM-SHA-512 and OAUTHBEARER"
                     ),
                 ))
             }
@@ -184,11 +195,48 @@ fn read_listener(props: &StaticProperties, l: &Listener) -> Result<ListenerSasl,
             (false, None) => {}
         }
     }
+    let oauthbearer = read_oauthbearer(props, &prefix, l, &mechanisms)?;
     Ok(ListenerSasl {
         listener_name: l.name.clone(),
         mechanisms,
         plain_users,
+        oauthbearer,
     })
+}
+
+/// OAUTHBEARER's `OAuthBearerLoginModule` entry, read into the unsecured validator's options.
+fn read_oauthbearer(
+    props: &StaticProperties,
+    prefix: &str,
+    l: &Listener,
+    mechanisms: &[Mechanism],
+) -> Result<Option<Arc<UnsecuredValidatorOptions>>, ConfigError> {
+    let jaas_key = format!("{prefix}{OAUTHBEARER_JAAS_KEY}");
+    match (
+        mechanisms.contains(&Mechanism::OAuthBearer),
+        props.get(&jaas_key),
+    ) {
+        (true, Some(text)) => {
+            let options = UnsecuredValidatorOptions::from_jaas_config(text)
+                .map_err(|e| error(&jaas_key, &l.name, e.to_string()))?;
+            Ok(Some(Arc::new(options)))
+        }
+        (true, None) => Err(error(
+            &jaas_key,
+            &l.name,
+            format!(
+                "not set; OAUTHBEARER needs an OAuthBearerLoginModule entry, as on a Kafka \
+                 broker: {OAUTHBEARER_LOGIN_MODULE} required unsecuredLoginStringClaim_sub=\"admin\";"
+            ),
+        )),
+        (false, Some(_)) => Err(error(
+            &jaas_key,
+            &l.name,
+            "OAUTHBEARER is not in the listener's sasl.enabled.mechanisms, so this key would \
+             have no effect; remove it",
+        )),
+        (false, None) => Ok(None),
+    }
 }
 
 /// A SCRAM mechanism's JAAS value: one `ScramLoginModule` entry with no options but the
@@ -311,6 +359,33 @@ mod tests {
         assert!(scram_only[0].plain_users.is_none());
     }
 
+    const OAUTH_JAAS: &str = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                              required unsecuredLoginStringClaim_sub=\"admin\" \
+                              unsecuredValidatorRequiredScope=\"kafka\";";
+
+    #[test]
+    fn oauthbearer_reads_the_unsecured_validator_options_of_its_entry() {
+        let sasl = listener_sasl(
+            &props(&[
+                (
+                    "listener.name.external.sasl.enabled.mechanisms",
+                    "OAUTHBEARER",
+                ),
+                (
+                    "listener.name.external.oauthbearer.sasl.jaas.config",
+                    OAUTH_JAAS,
+                ),
+            ]),
+            &[listener("SASL_PLAINTEXT")],
+        )
+        .unwrap();
+        assert_eq!(sasl[0].mechanisms, vec![Mechanism::OAuthBearer]);
+        let options = sasl[0].oauthbearer.as_ref().unwrap();
+        assert_eq!(options.required_scope, vec!["kafka".to_string()]);
+        assert_eq!(options.principal_claim_name, "sub");
+        assert!(sasl[0].plain_users.is_none());
+    }
+
     #[test]
     fn the_listener_override_wins_and_each_refusal_names_its_key() {
         let ok = listener_sasl(
@@ -392,8 +467,37 @@ mod tests {
             ),
             (
                 &[("sasl.enabled.mechanisms", "OAUTHBEARER")],
-                "sasl.enabled.mechanisms",
-                "OAUTHBEARER is not served",
+                "listener.name.external.oauthbearer.sasl.jaas.config",
+                "OAuthBearerLoginModule",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+                    ("listener.name.external.oauthbearer.sasl.jaas.config", JAAS),
+                ],
+                "listener.name.external.oauthbearer.sasl.jaas.config",
+                "OAUTHBEARER needs org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+                    (
+                        "listener.name.external.oauthbearer.sasl.jaas.config",
+                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                         required unsecuredValidatorAllowableClockSkewMs=\"-5\";",
+                    ),
+                ],
+                "listener.name.external.oauthbearer.sasl.jaas.config",
+                "must not be negative",
+            ),
+            (
+                &[
+                    ("sasl.enabled.mechanisms", "PLAIN"),
+                    ("listener.name.external.plain.sasl.jaas.config", JAAS),
+                    ("listener.name.external.oauthbearer.sasl.jaas.config", OAUTH_JAAS),
+                ],
+                "listener.name.external.oauthbearer.sasl.jaas.config",
+                "not in the listener's sasl.enabled.mechanisms",
             ),
             (
                 &[("sasl.enabled.mechanisms", "plain")],

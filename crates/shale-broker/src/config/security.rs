@@ -13,7 +13,9 @@
 use super::error::ConfigError;
 use super::listener::Listener;
 use super::peer::{CONTROLLER_MECHANISM_KEY, INTER_BROKER_MECHANISM_KEY};
-use super::sasl::{is_sasl_protocol, ENABLED_MECHANISMS_KEY, PLAIN_JAAS_KEY, SCRAM_JAAS_KEYS};
+use super::sasl::{
+    is_sasl_protocol, ENABLED_MECHANISMS_KEY, OAUTHBEARER_JAAS_KEY, PLAIN_JAAS_KEY, SCRAM_JAAS_KEYS,
+};
 use super::static_props::StaticProperties;
 use super::tls::{listener_prefix, SERVED_SSL_KEYS};
 
@@ -103,13 +105,16 @@ fn refusal(key: &str, listeners: &[NamedListener<'_>]) -> Option<String> {
             Some(l) if is_sasl_protocol(l.security_protocol) => {
                 if listener_key == ENABLED_MECHANISMS_KEY
                     || listener_key == PLAIN_JAAS_KEY
+                    || listener_key == OAUTHBEARER_JAAS_KEY
                     || SCRAM_JAAS_KEYS.contains(&listener_key)
                 {
                     None
+                } else if let Some(reason) = oauthbearer_refusal(listener_key) {
+                    Some(reason)
                 } else if listener_key.ends_with(".sasl.jaas.config") {
                     Some(
-                        "Shale serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, so only \
-                         listener.name.<listener>.{plain,scram-sha-256,scram-sha-512}.sasl.jaas.config \
+                        "Shale serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, so only \
+                         listener.name.<listener>.{plain,scram-sha-256,scram-sha-512,oauthbearer}.sasl.jaas.config \
                          are read; remove this key"
                             .to_string(),
                     )
@@ -139,8 +144,31 @@ fn is_tls_protocol(protocol: &str) -> bool {
     matches!(protocol, "SSL" | "SASL_SSL")
 }
 
+/// Why a key of OAuth token validation is refused: Shale serves OAUTHBEARER only with Kafka's
+/// default broker validator, the unsecured one, so a server callback handler (Kafka's
+/// `OAuthBearerValidatorCallbackHandler` for JWKS) or a `sasl.oauthbearer.*` setting of
+/// signed-token validation would be ignored, and a listener would trust unsigned tokens its
+/// operator meant to refuse.
+fn oauthbearer_refusal(key: &str) -> Option<String> {
+    let reason = if key.ends_with("sasl.server.callback.handler.class") {
+        "a SASL server callback handler is not served: OAUTHBEARER is checked only by Kafka's \
+         default unsecured validator (unsecuredValidator* options of the OAuthBearerLoginModule \
+         entry); signature validation against a JWKS endpoint is not served yet; remove this key"
+    } else if key.contains("sasl.oauthbearer.") {
+        "OAuth token validation against a JWKS endpoint (and its audience, issuer, claim and \
+         retry settings) is not served yet: OAUTHBEARER is checked only by Kafka's unsecured \
+         validator, configured in the OAuthBearerLoginModule entry; remove this key"
+    } else {
+        return None;
+    };
+    Some(reason.to_string())
+}
+
 /// Why a `sasl.*` key (without its listener prefix) is refused, or `None` when it is served.
 fn sasl_refusal(key: &str) -> Option<String> {
+    if let Some(reason) = oauthbearer_refusal(key) {
+        return Some(reason);
+    }
     let reason = match key {
         // Their values are checked where they are used (`peer`).
         ENABLED_MECHANISMS_KEY | INTER_BROKER_MECHANISM_KEY | CONTROLLER_MECHANISM_KEY => {
@@ -264,9 +292,25 @@ mod tests {
             "listener.name.external.plain.sasl.jaas.config",
             "listener.name.external.scram-sha-256.sasl.jaas.config",
             "listener.name.external.scram-sha-512.sasl.jaas.config",
+            "listener.name.external.oauthbearer.sasl.jaas.config",
             "listener.name.external.ssl.keystore.location",
         ] {
             check_keys(&props(&[(key, "x")]), &named(&listeners)).unwrap();
+        }
+        // OAUTHBEARER is served with Kafka's unsecured validator only.
+        for key in [
+            "sasl.oauthbearer.jwks.endpoint.url",
+            "sasl.oauthbearer.expected.audience",
+            "sasl.oauthbearer.expected.issuer",
+            "sasl.server.callback.handler.class",
+            "listener.name.external.oauthbearer.sasl.server.callback.handler.class",
+            "listener.name.external.oauthbearer.sasl.oauthbearer.jwks.endpoint.url",
+        ] {
+            let err = check_keys(&props(&[(key, "x")]), &named(&listeners))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(err.contains("JWKS"), "{err}");
         }
         for key in [
             "listener.name.external.scram-sha-1.sasl.jaas.config",

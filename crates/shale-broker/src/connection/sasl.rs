@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use shale_auth::{Mechanism, PlainServer, SaslServer, ScramServer, Step};
+use shale_auth::{Mechanism, OAuthBearerServer, PlainServer, SaslServer, ScramServer, Step};
 use shale_protocol::{Request, RequestHeader, Response};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
@@ -216,7 +216,21 @@ fn server_for(
             scram,
             ImageScramCredentials::new(broker.clone()),
         ))),
+        Mechanism::OAuthBearer => {
+            let options = sasl.oauthbearer.clone()?;
+            Some(Box::new(OAuthBearerServer::new(
+                options,
+                Arc::new(wall_clock_ms),
+            )))
+        }
     }
+}
+
+/// Token times are wall-clock times (JWT NumericDate), as Kafka's `Time.SYSTEM`.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn decode(header: &RequestHeader, body: Bytes, peer: SocketAddr) -> Option<RequestKind> {
