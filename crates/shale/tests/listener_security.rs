@@ -105,8 +105,19 @@ fn sasl_listeners_without_a_served_mechanism_refuse_to_start() {
         ),
         (
             vec!["sasl.enabled.mechanisms=OAUTHBEARER".to_string()],
-            "sasl.enabled.mechanisms",
-            "OAUTHBEARER",
+            "listener.name.clients.oauthbearer.sasl.jaas.config",
+            "OAuthBearerLoginModule",
+        ),
+        (
+            vec![
+                "sasl.enabled.mechanisms=OAUTHBEARER".to_string(),
+                "listener.name.clients.oauthbearer.sasl.jaas.config=\
+                 org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                    .to_string(),
+                "sasl.oauthbearer.jwks.endpoint.url=https://127.0.0.1:1/jwks".to_string(),
+            ],
+            "sasl.oauthbearer.jwks.endpoint.url",
+            "JWKS",
         ),
         (
             vec!["sasl.enabled.mechanisms=PLAIN".to_string()],
