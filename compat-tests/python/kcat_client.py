@@ -13,14 +13,21 @@ import tempfile
 import threading
 import time
 
-from common import (CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, NotApplicable, Failure, check, check_eq,
-                    log, main, make_records, wait_until)
+from common import (AUTH_FAILURE_TIMEOUT_S, CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, NotApplicable, Failure,
+                    check, check_eq, log, main, make_records, normalise_error_text, report_auth_failure, wait_until)
 
 KCAT = os.environ.get("KCAT", "kcat")
 
 
+def connect_args(ctx):
+    """The broker and, in a security mode, the librdkafka properties file (-F) of
+    COMPAT_SECURITY_LIBRDKAFKA."""
+    security_file = os.environ.get("COMPAT_SECURITY_LIBRDKAFKA")
+    return ["-b", ctx.bootstrap, *(["-F", security_file] if security_file else [])]
+
+
 def kcat(ctx, *args, input_bytes=None, timeout=30, ok=True):
-    cmd = [KCAT, "-b", ctx.bootstrap, *args]
+    cmd = [KCAT, *connect_args(ctx), *args]
     proc = subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout)
     if ok and proc.returncode != 0:
         raise Failure(f"{' '.join(cmd[:12])} exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-800:]}")
@@ -152,7 +159,7 @@ class GroupMember:
     """A kcat balanced consumer running in the background; its stderr tells its assignment."""
 
     def __init__(self, ctx, group, pattern, *extra):
-        cmd = [KCAT, "-b", ctx.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-f", "",
+        cmd = [KCAT, *connect_args(ctx), "-G", group, "-X", "auto.offset.reset=earliest", "-f", "",
                "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
                "-X", "topic.metadata.refresh.interval.ms=1000", *extra, pattern]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -281,11 +288,24 @@ def scenario_errors(ctx):
     check("Message size too large" in err or "MSG_SIZE_TOO_LARGE" in err, f"record too large reported: {err[-300:]}")
 
 
+def scenario_auth_failure(ctx):
+    """kcat -L with the wrong settings: librdkafka logs why each connection failed (FAIL lines)
+    and kcat gives up when the metadata timeout passes."""
+    proc = kcat(ctx, "-L", "-m", str(AUTH_FAILURE_TIMEOUT_S // 3), timeout=AUTH_FAILURE_TIMEOUT_S, ok=False)
+    err = proc.stderr.decode(errors="replace")
+    log(err[-1500:])
+    check(proc.returncode != 0, f"kcat -L succeeded with the wrong settings: {proc.stdout.decode()[:300]}")
+    fails = [line.split("]: ", 1)[-1] for line in err.splitlines() if re.match(r"%\d\|[\d.]+\|FAIL\|", line)]
+    check(fails, "no FAIL line in kcat's output")
+    report_auth_failure(f"FAIL ({normalise_error_text(fails[0])})")
+
+
 def needs_admin(_ctx):
     raise NotApplicable("kcat has no admin operations")
 
 
 SCENARIOS = {
+    "auth_failure": scenario_auth_failure,
     "metadata": scenario_metadata,
     "topics": needs_admin,
     "codecs": scenario_codecs,
