@@ -14,7 +14,7 @@ import threading
 import time
 
 from common import (AUTH_FAILURE_TIMEOUT_S, CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, NotApplicable, Failure,
-                    check, check_eq, log, main, make_records, normalise_error_text, report_auth_failure, wait_until)
+                    check, check_eq, librdkafka_security, log, main, make_records, normalise_error_text, report_auth_failure, wait_until)
 
 KCAT = os.environ.get("KCAT", "kcat")
 
@@ -300,25 +300,68 @@ def scenario_auth_failure(ctx):
     report_auth_failure(f"FAIL ({normalise_error_text(fails[0])})")
 
 
+# librdkafka before 2.6.1 appends its client nonce a second time in the SCRAM client-final message
+# (librdkafka PR #4895); Kafka 4.x checks that nonce strictly (CVE-2024-56128) and refuses the
+# proof, so the Debian kcat (librdkafka 2.0.2) cannot log in with SCRAM to the reference broker.
+SCRAM_NONCE_FIXED = (2, 6, 1)
+
+
+def librdkafka_version():
+    out = subprocess.run([KCAT, "-V"], capture_output=True, text=True, timeout=10).stdout
+    match = re.search(r"librdkafka (\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def scram_login_refused():
+    """The mechanism when this kcat's SCRAM logins are refused by Kafka 4.x, else None."""
+    mechanism = librdkafka_security().get("sasl.mechanisms", "")
+    version = librdkafka_version()
+    if mechanism.startswith("SCRAM-") and version is not None and version < SCRAM_NONCE_FIXED:
+        return mechanism
+    return None
+
+
+def scram_guarded(fn, check_refusal=False):
+    """In a SCRAM mode with librdkafka < 2.6.1 the scenario cannot log in; the metadata scenario
+    then checks that the broker refuses the right password as Kafka 4.x does (a broker that
+    accepts librdkafka's doubled nonce fails it), the others are n/a."""
+    def run(ctx):
+        mechanism = scram_login_refused()
+        if mechanism is None:
+            return fn(ctx)
+        if not check_refusal:
+            raise NotApplicable(f"librdkafka {'.'.join(map(str, librdkafka_version()))} < 2.6.1 sends a SCRAM "
+                                "nonce Kafka 4.x refuses (librdkafka PR #4895); see the metadata scenario")
+        proc = kcat(ctx, "-L", "-m", "10", timeout=30, ok=False)
+        err = proc.stderr.decode(errors="replace")
+        log(err[-1500:])
+        check(proc.returncode != 0, "the broker accepted librdkafka's doubled SCRAM client nonce, which Kafka 4.x "
+                                    "refuses (CVE-2024-56128)")
+        expected = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+        check(expected in err, f"the right password refused with Kafka's message {expected!r}")
+        log("the right password is refused, as by Kafka 4.x: librdkafka < 2.6.1 repeats the client nonce")
+    return run
+
+
 def needs_admin(_ctx):
     raise NotApplicable("kcat has no admin operations")
 
 
 SCENARIOS = {
     "auth_failure": scenario_auth_failure,
-    "metadata": scenario_metadata,
+    "metadata": scram_guarded(scenario_metadata, check_refusal=True),
     "topics": needs_admin,
-    "codecs": scenario_codecs,
-    "large": scenario_large,
-    "idempotent": scenario_idempotent,
-    "group": scenario_group,
-    "rebalance": scenario_rebalance,
-    "cooperative": scenario_cooperative,
-    "static": scenario_static,
-    "offsets_for_times": scenario_offsets_for_times,
+    "codecs": scram_guarded(scenario_codecs),
+    "large": scram_guarded(scenario_large),
+    "idempotent": scram_guarded(scenario_idempotent),
+    "group": scram_guarded(scenario_group),
+    "rebalance": scram_guarded(scenario_rebalance),
+    "cooperative": scram_guarded(scenario_cooperative),
+    "static": scram_guarded(scenario_static),
+    "offsets_for_times": scram_guarded(scenario_offsets_for_times),
     "configs": needs_admin,
     "delete_records": needs_admin,
-    "errors": scenario_errors,
+    "errors": scram_guarded(scenario_errors),
 }
 
 if __name__ == "__main__":
