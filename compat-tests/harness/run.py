@@ -117,8 +117,9 @@ def parse_args():
     parser.add_argument("--bootstrap", help="use an already running broker instead of starting one")
     parser.add_argument("--no-build", action="store_true", help="do not run cargo build for Shale")
     parser.add_argument("--timeout", type=int, default=SCENARIO_TIMEOUT_S, help="seconds per scenario")
-    parser.add_argument("--security", choices=security.MODE_NAMES + ["all"],
-                        help="connect the clients over this security mode's listener (all: each mode in turn)")
+    parser.add_argument("--security", metavar="MODE[,MODE...]|all",
+                        help="connect the clients over these security modes' listeners, one broker per mode: "
+                             + ", ".join(security.MODE_NAMES))
     args = parser.parse_args()
     if args.security and args.bootstrap:
         parser.error("--security starts the broker with its listener and users; it cannot use --bootstrap")
@@ -135,7 +136,10 @@ def parse_args():
     args.client_list = pick(args.clients, list(CLIENTS), FAST_CLIENTS if args.fast else CLIENTS, "clients")
     default_scenarios = SECURITY_SCENARIOS if args.security else FAST_SCENARIOS if args.fast else SCENARIO_NAMES
     args.scenario_list = pick(args.scenarios, ALL_SCENARIO_NAMES, default_scenarios, "scenarios")
-    args.mode_list = (security.MODE_NAMES if args.security == "all" else [args.security]) if args.security else []
+    try:
+        args.mode_list = security.parse_modes(args.security) if args.security else []
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 

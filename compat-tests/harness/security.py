@@ -73,6 +73,17 @@ MODES = [
 MODE_NAMES = [m.name for m in MODES]
 
 
+def parse_modes(value: str) -> list:
+    """`all` or a comma-separated list of mode names, in the order given."""
+    if value == "all":
+        return list(MODE_NAMES)
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in MODE_NAMES]
+    if unknown or not names:
+        raise ValueError(f"unknown security mode {', '.join(unknown) or value!r} (known: all, {', '.join(MODE_NAMES)})")
+    return names
+
+
 def mode_named(name: str) -> Mode:
     return next(m for m in MODES if m.name == name)
 

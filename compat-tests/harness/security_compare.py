@@ -4,7 +4,7 @@ then against Shale, with the same broker properties and client files (harness/se
 every client's AUTH_FAILURE line (what it reported for the wrong password, the untrusted client
 certificate or the untrusted broker) must be the same on both.
 
-    python3 compat-tests/harness/security_compare.py --security MODE|all [--clients a,b] [--timeout N]
+    python3 compat-tests/harness/security_compare.py --security MODE[,MODE...]|all [--clients a,b] [--timeout N]
 
 Prints each target's matrices, then per mode a table client | Kafka | Shale. Exits 1 when a
 scenario fails on either broker or an AUTH_FAILURE line differs. Shale is the release build, or
@@ -27,7 +27,8 @@ TARGETS = ("kafka", "shale")
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--security", required=True, choices=security.MODE_NAMES + ["all"])
+    parser.add_argument("--security", required=True, metavar="MODE[,MODE...]|all",
+                        help="modes to compare: " + ", ".join(security.MODE_NAMES))
     parser.add_argument("--clients", help="comma-separated subset of: " + ",".join(run.CLIENTS))
     parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(run.ALL_SCENARIO_NAMES))
     parser.add_argument("--no-build", action="store_true", help="do not run cargo build for Shale")
@@ -43,7 +44,10 @@ def parse_args():
 
     args.client_list = pick(args.clients, list(run.CLIENTS), list(run.CLIENTS), "clients")
     args.scenario_list = pick(args.scenarios, run.ALL_SCENARIO_NAMES, run.SECURITY_SCENARIOS, "scenarios")
-    args.mode_list = security.MODE_NAMES if args.security == "all" else [args.security]
+    try:
+        args.mode_list = security.parse_modes(args.security)
+    except ValueError as exc:
+        parser.error(str(exc))
     args.bootstrap = None
     args.fast = False
     return args
