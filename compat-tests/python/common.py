@@ -244,7 +244,9 @@ def normalise_error_text(text):
     without addresses, ports and librdkafka's `(after N ms in state X)`."""
     text = str(text)
     # kafka-python's and aiokafka's errors start with their own name (and Kafka's error code).
-    text = re.sub(r"^(\[Error -?\d+\] )?\w+(Error|Failed|Exception): ", "", text)
+    prefix = re.compile(r"^(\[Error -?\d+\] )?\w+(Error|Failed|Exception): ")
+    while prefix.match(text):
+        text = prefix.sub("", text, count=1)
     match = re.search(r"\[SSL: ([A-Z0-9_]+)\]", text)
     if match:
         return match.group(1)
