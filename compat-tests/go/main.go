@@ -691,6 +691,10 @@ func main() {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
+				if na, ok := r.(errNotApplicable); ok {
+					fmt.Println("N/A:", na.reason)
+					os.Exit(notApplicable)
+				}
 				fmt.Println("FAIL:", r)
 				os.Exit(1)
 			}
