@@ -73,6 +73,7 @@ func ctxT(d time.Duration) context.Context {
 func newClient(opts ...kgo.Opt) *kgo.Client {
 	base := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.RequestTimeoutOverhead(20 * time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	base = append(base, securityOpts()...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	must(err, "new client")
 	return cl
@@ -669,6 +670,7 @@ func main() {
 		"delete_records":    scenarioDeleteRecords,
 		"errors":            scenarioErrors,
 		"transactions":      scenarioTransactions,
+		"auth_failure":      scenarioAuthFailure,
 	}
 	fn, ok := scenarios[*scenario]
 	if !ok {
@@ -689,6 +691,10 @@ func main() {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
+				if na, ok := r.(errNotApplicable); ok {
+					fmt.Println("N/A:", na.reason)
+					os.Exit(notApplicable)
+				}
 				fmt.Println("FAIL:", r)
 				os.Exit(1)
 			}

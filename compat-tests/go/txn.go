@@ -61,10 +61,10 @@ func scenarioTransactions() {
 	// Read-process-write: the consumed offsets commit with the produced record.
 	out := topic("out")
 	createTopic(adm, out, 1, nil)
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap), kgo.TransactionalID(prefix+"-rpw"),
-		kgo.ConsumerGroup(g), kgo.ConsumeTopics(t), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(bootstrap),
+		kgo.TransactionalID(prefix + "-rpw"), kgo.ConsumerGroup(g), kgo.ConsumeTopics(t),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic(out), kgo.RecordPartitioner(kgo.ManualPartitioner())}, securityOpts()...)...)
 	must(err, "group transact session")
 	defer sess.Close()
 	var consumed []string

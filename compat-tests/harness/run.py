@@ -4,21 +4,29 @@
 Each (client, scenario) pair runs as its own process with a timeout. The process exits 0 for a
 pass, 77 when the client cannot express the scenario (n/a), anything else for a failure; its
 output is kept under results/logs/<target>/.
+
+With --security MODE (or all) the broker gets a listener on that security protocol beside
+PLAINTEXT (harness/security.py) and the clients connect to it: one broker per mode, a matrix per
+mode and one of modes x clients; logs under results/logs/<target>-security/<mode>/.
 """
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import BrokerError, KafkaBroker, ShaleBroker  # noqa: E402
+from brokers import BrokerError, KafkaBroker, ShaleBroker, free_port  # noqa: E402
+import security  # noqa: E402
+from pki import make_pki  # noqa: E402
 
 COMPAT_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = COMPAT_DIR.parent
@@ -50,6 +58,13 @@ SCENARIOS = [
     ("wire44", "Kafka 4.4's newest request versions, sent and parsed by kafka-clients 4.4's own request classes"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
+# Scenarios of the security modes only (the clients answer n/a without a security mode).
+SECURITY_ONLY_SCENARIOS = [
+    ("auth_failure", "wrong password / untrusted client certificate / untrusted broker: the client's "
+                     "authentication or SSL error (AUTH_FAILURE line, compared by security_compare.py)"),
+]
+ALL_SCENARIO_NAMES = SCENARIO_NAMES + [name for name, _ in SECURITY_ONLY_SCENARIOS]
+SECURITY_SCENARIOS = ["metadata", "codecs", "group", "auth_failure"]
 
 
 def python_client(script):
@@ -98,11 +113,16 @@ def parse_args():
     parser.add_argument("--against", choices=["shale", "kafka"], default="shale")
     parser.add_argument("--fast", action="store_true", help="a CI-sized slice: a few clients, core scenarios")
     parser.add_argument("--clients", help="comma-separated subset of: " + ",".join(CLIENTS))
-    parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(SCENARIO_NAMES))
+    parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(ALL_SCENARIO_NAMES))
     parser.add_argument("--bootstrap", help="use an already running broker instead of starting one")
     parser.add_argument("--no-build", action="store_true", help="do not run cargo build for Shale")
     parser.add_argument("--timeout", type=int, default=SCENARIO_TIMEOUT_S, help="seconds per scenario")
+    parser.add_argument("--security", metavar="MODE[,MODE...]|all",
+                        help="connect the clients over these security modes' listeners, one broker per mode: "
+                             + ", ".join(security.MODE_NAMES))
     args = parser.parse_args()
+    if args.security and args.bootstrap:
+        parser.error("--security starts the broker with its listener and users; it cannot use --bootstrap")
 
     def pick(value, universe, default, what):
         if not value:
@@ -114,8 +134,12 @@ def parse_args():
         return chosen
 
     args.client_list = pick(args.clients, list(CLIENTS), FAST_CLIENTS if args.fast else CLIENTS, "clients")
-    args.scenario_list = pick(args.scenarios, SCENARIO_NAMES,
-                              FAST_SCENARIOS if args.fast else SCENARIO_NAMES, "scenarios")
+    default_scenarios = SECURITY_SCENARIOS if args.security else FAST_SCENARIOS if args.fast else SCENARIO_NAMES
+    args.scenario_list = pick(args.scenarios, ALL_SCENARIO_NAMES, default_scenarios, "scenarios")
+    try:
+        args.mode_list = security.parse_modes(args.security) if args.security else []
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 
@@ -164,13 +188,13 @@ def client_version(client) -> str:
         return f"unknown ({exc})"
 
 
-def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
+def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s, extra_env=None):
     run_id = uuid.uuid4().hex[:8]
     prefix = f"compat-{client}-{scenario}-{run_id}".replace("_", "-")
     cmd = CLIENTS[client]["cmd"] + ["--bootstrap", bootstrap, "--scenario", scenario, "--prefix", prefix]
     log_path = log_dir / f"{client}.{scenario}.log"
     started = time.monotonic()
-    env = dict(os.environ, COMPAT_KAFKA_LIB=str(KAFKA_LIB), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, COMPAT_KAFKA_LIB=str(KAFKA_LIB), PYTHONUNBUFFERED="1", **(extra_env or {}))
     # Read the output back through the same handle: another run may clear the log folder.
     with open(log_path, "w+b") as log_file:
         log_file.write(("$ " + " ".join(cmd) + "\n").encode())
@@ -199,8 +223,12 @@ def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s):
                  if line.strip() and not line[0].isspace() and not line.startswith("Traceback")]
         detail = ("timed out after %ds; " % timeout_s if code is None else f"exit {code}; ") + \
             " | ".join(lines[-4:])[-1200:]
-    return {"client": client, "scenario": scenario, "status": status,
-            "duration_s": round(duration, 2), "detail": detail, "log": str(log_path.relative_to(COMPAT_DIR))}
+    result = {"client": client, "scenario": scenario, "status": status,
+              "duration_s": round(duration, 2), "detail": detail, "log": str(log_path.relative_to(COMPAT_DIR))}
+    auth = [line[len("AUTH_FAILURE:"):].strip() for line in output.splitlines() if line.startswith("AUTH_FAILURE:")]
+    if auth:
+        result["auth_failure"] = auth[-1]
+    return result
 
 
 def print_matrix(results, clients, scenarios):
@@ -214,24 +242,50 @@ def print_matrix(results, clients, scenarios):
         print(scenario.ljust(width) + "".join(cells))
 
 
-def main():
-    args = parse_args()
-    target = args.against
-    results_dir = COMPAT_DIR / "results"
-    log_dir = results_dir / "logs" / target
+def run_clients(clients, scenarios, bootstrap, log_dir, timeout_s, broker, env=None, wrong_env=None):
+    """Every (client, scenario) in turn; `wrong_env` replaces `env` for auth_failure."""
+    results = []
+    for client in clients:
+        for scenario in scenarios:
+            only = ONLY_CLIENTS.get(scenario)
+            if only and client not in only[0]:
+                result = {"client": client, "scenario": scenario, "status": "n/a", "duration_s": 0,
+                          "detail": only[1], "log": ""}
+            elif broker is not None and not broker.alive():
+                result = {"client": client, "scenario": scenario, "status": "fail", "duration_s": 0,
+                          "detail": "broker is no longer running", "log": ""}
+            else:
+                result = run_scenario(client, scenario, bootstrap, log_dir, timeout_s,
+                                      wrong_env if scenario == "auth_failure" and wrong_env else env)
+            results.append(result)
+            print(f"[compat] {client:<16} {scenario:<18} {STATUS_LABEL[result['status']]:<5}"
+                  f" {result['duration_s']:6.1f}s {result['detail'][:300]}", flush=True)
+    return results
+
+
+def new_broker(target, log_dir: Path, kafka_version):
+    if target == "kafka":
+        return KafkaBroker(log_dir / "broker.log", KAFKA_LIB, kafka_version)
+    return ShaleBroker(log_dir / "broker.log", shale_binary())
+
+
+def clear_logs(log_dir: Path):
     log_dir.mkdir(parents=True, exist_ok=True)
     for old in log_dir.glob("*.log"):
         old.unlink()
-    started_wall = time.monotonic()
 
+
+def install_for(args, target):
     deps = [d for c in args.client_list for d in CLIENTS[c]["deps"]]
-    if target == "kafka" and not args.bootstrap:
-        deps.append("kafka")
+    if (target in ("kafka", "both") and not args.bootstrap) or args.security:
+        deps.append("kafka")  # the reference broker; security modes also need its ConfigCommand
     install_deps(deps)
-    kafka_version = deps_var("KAFKA_VERSION")
+    if target in ("shale", "both") and not args.bootstrap and not args.no_build and not os.environ.get("SHALE_BIN"):
+        build_shale()
+    return deps_var("KAFKA_VERSION")
 
-    broker = None
 
+def stop_on_signals():
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)
 
@@ -239,17 +293,152 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 
+
+def start_error_line(text: str) -> str:
+    """The line of a broker's start-up failure that says why (Shale's `Error: ...`, Kafka's
+    exception), else the last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.lower().startswith("error") or "Exception:" in line:
+            return line[:600]
+    return lines[-1][:600] if lines else text[:600]
+
+
+def run_security_mode(target, mode_name, args, kafka_version, log_root: Path):
+    """One broker with the mode's listener; every client's scenarios against that listener."""
+    mode = security.mode_named(mode_name)
+    log_dir = log_root / mode.name
+    clear_logs(log_dir)
+    workdir = Path(tempfile.mkdtemp(prefix=f"compat-security-{mode.name}-"))
+    broker = new_broker(target, log_dir, kafka_version)
+    print(f"\n[compat] === {target} / {mode.name}: {mode.protocol}"
+          f"{' ' + mode.mechanism if mode.mechanism else ''}{' with ssl.client.auth=required' if mode.client_auth else ''}"
+          f"; auth_failure uses {mode.wrong_thing}", flush=True)
+    outcome = {"mode": mode.name, "protocol": mode.protocol, "mechanism": mode.mechanism,
+               "client_auth": mode.client_auth, "broker": broker.version, "start_error": None, "results": []}
+    try:
+        pki = make_pki(workdir / "pki")
+        port = free_port()
+        props = security.broker_properties(mode, pki)
+        t0 = time.monotonic()
+        try:
+            broker.start(props, extra_listeners={security.LISTENER: (port, mode.protocol)})
+            if mode.scram:
+                security.create_scram_users(mode, broker.bootstrap, KAFKA_LIB)
+        except (BrokerError, RuntimeError, subprocess.SubprocessError) as exc:
+            # The reason is early in the log (a backtrace may follow it): read it all.
+            try:
+                logged = "\n".join(line for line in broker.log_path.read_text(errors="replace").splitlines()
+                                    if not line.startswith("$ "))
+            except OSError:
+                logged = ""
+            why = start_error_line(logged if broker.proc is not None and broker.proc.poll() is not None
+                                   else str(exc))
+            outcome["start_error"] = why
+            print(f"[compat] {broker.name} did not start with {mode.name}: {why}", flush=True)
+            outcome["results"] = [
+                {"client": c, "scenario": s, "status": "fail", "duration_s": 0,
+                 "detail": f"{broker.name} did not start with {mode.name}: {why}", "log": ""}
+                for c in args.client_list for s in args.scenario_list]
+            return outcome
+        bootstrap = f"127.0.0.1:{port}"
+        outcome["broker"] = broker.version
+        outcome["bootstrap"] = bootstrap
+        print(f"[compat] {broker.version} ready in {time.monotonic() - t0:.1f}s: PLAINTEXT at {broker.bootstrap}, "
+              f"{mode.protocol} at {bootstrap}", flush=True)
+        env = security.write_client_files(mode, pki, workdir / "clients", wrong=False)
+        wrong_env = security.write_client_files(mode, pki, workdir / "clients", wrong=True)
+        outcome["results"] = run_clients(args.client_list, args.scenario_list, bootstrap, log_dir, args.timeout,
+                                         broker, env, wrong_env)
+        return outcome
+    finally:
+        if not broker.alive() and broker.proc is not None and outcome["start_error"] is None:
+            print(f"[compat] broker exited with code {broker.proc.returncode}; log tail:\n{broker.tail()}")
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def mode_status(results, client):
+    statuses = [r["status"] for r in results if r["client"] == client]
+    if not statuses:
+        return None
+    if "fail" in statuses:
+        return "fail"
+    return "pass" if "pass" in statuses else "n/a"
+
+
+def print_mode_matrix(outcomes, clients):
+    width = max(len(o["mode"]) for o in outcomes) + 2
+    col = max(10, max(len(c) for c in clients) + 2)
+    print("\n" + "mode".ljust(width) + "".join(c.ljust(col) for c in clients))
+    print("-" * (width + col * len(clients)))
+    for o in outcomes:
+        print(o["mode"].ljust(width) + "".join(STATUS_LABEL[mode_status(o["results"], c)].ljust(col) for c in clients))
+
+
+def run_security(target, args, kafka_version):
+    """Every requested mode against `target`; answers the outcome of each mode."""
+    log_root = COMPAT_DIR / "results" / "logs" / f"{target}-security"
+    outcomes = []
+    for mode_name in args.mode_list:
+        outcomes.append(run_security_mode(target, mode_name, args, kafka_version, log_root))
+    return outcomes
+
+
+def report_security(target, args, outcomes, versions, duration):
+    for o in outcomes:
+        print(f"\n[{target} / {o['mode']}]" + (f" broker did not start: {o['start_error']}" if o["start_error"] else ""))
+        print_matrix(o["results"], args.client_list, args.scenario_list)
+    print_mode_matrix(outcomes, args.client_list)
+    print("\nclient versions:")
+    for client, version in versions.items():
+        print(f"  {client:<16} {version}")
+    results = [r for o in outcomes for r in o["results"]]
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "fail", "n/a")}
+    print(f"\n{target}: {counts['pass']} passed, {counts['fail']} failed, {counts['n/a']} n/a in {duration:.0f}s")
+    failures = [(o["mode"], r) for o in outcomes for r in o["results"] if r["status"] == "fail"]
+    if failures:
+        print("\nfailures (full output under compat-tests/results/logs/):")
+        for mode, r in failures:
+            print(f"  {mode} / {r['client']} / {r['scenario']}: {r['detail'][:600]}")
+    report = {
+        "target": target,
+        "security": True,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(duration, 1),
+        "clients": versions,
+        "scenarios": dict(s for s in SCENARIOS + SECURITY_ONLY_SCENARIOS if s[0] in args.scenario_list),
+        "summary": counts,
+        "modes": outcomes,
+    }
+    (COMPAT_DIR / "results" / f"{target}-security.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"results written to compat-tests/results/{target}-security.json")
+    return counts
+
+
+def main():
+    args = parse_args()
+    target = args.against
+    results_dir = COMPAT_DIR / "results"
+    log_dir = results_dir / "logs" / target
+    started_wall = time.monotonic()
+    kafka_version = install_for(args, target)
+    stop_on_signals()
+
+    if args.security:
+        versions = {c: client_version(c) for c in args.client_list}
+        outcomes = run_security(target, args, kafka_version)
+        counts = report_security(target, args, outcomes, versions, time.monotonic() - started_wall)
+        sys.exit(1 if counts["fail"] or not any(o["results"] for o in outcomes) else 0)
+
+    clear_logs(log_dir)
+    broker = None
     results = []
     try:
         if args.bootstrap:
             bootstrap, broker_version = args.bootstrap, f"external broker at {args.bootstrap}"
         else:
-            if target == "kafka":
-                broker = KafkaBroker(log_dir / "broker.log", KAFKA_LIB, kafka_version)
-            else:
-                if not args.no_build and not os.environ.get("SHALE_BIN"):
-                    build_shale()
-                broker = ShaleBroker(log_dir / "broker.log", shale_binary())
+            broker = new_broker(target, log_dir, kafka_version)
             print(f"[compat] starting {broker.name} ...", flush=True)
             t0 = time.monotonic()
             try:
@@ -260,20 +449,7 @@ def main():
             print(f"[compat] {broker_version} ready at {bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
 
         versions = {c: client_version(c) for c in args.client_list}
-        for client in args.client_list:
-            for scenario in args.scenario_list:
-                only = ONLY_CLIENTS.get(scenario)
-                if only and client not in only[0]:
-                    result = {"client": client, "scenario": scenario, "status": "n/a", "duration_s": 0,
-                              "detail": only[1], "log": ""}
-                elif broker is not None and not broker.alive():
-                    result = {"client": client, "scenario": scenario, "status": "fail", "duration_s": 0,
-                              "detail": "broker is no longer running", "log": ""}
-                else:
-                    result = run_scenario(client, scenario, bootstrap, log_dir, args.timeout)
-                results.append(result)
-                print(f"[compat] {client:<16} {scenario:<18} {STATUS_LABEL[result['status']]:<5}"
-                      f" {result['duration_s']:6.1f}s {result['detail'][:300]}", flush=True)
+        results = run_clients(args.client_list, args.scenario_list, bootstrap, log_dir, args.timeout, broker)
     finally:
         if broker is not None:
             if not broker.alive() and broker.proc is not None:

@@ -2,6 +2,9 @@
 // Usage: java Compat --version | --bootstrap HOST:PORT --scenario NAME --prefix PREFIX
 // Exit code: 0 pass, 77 not applicable, anything else fail.
 
+import java.io.FileReader;
+import java.io.IOException;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -31,6 +34,26 @@ public class Compat {
 
     static String bootstrap;
     static String prefix;
+    // Security modes (harness/security.py): the client properties of COMPAT_SECURITY_JAVA, given
+    // to every admin, producer and consumer; empty on PLAINTEXT.
+    static final Properties security = loadSecurity();
+    static final int AUTH_FAILURE_TIMEOUT_S = 30;
+
+    static Properties loadSecurity() {
+        Properties p = new Properties();
+        String path = System.getenv("COMPAT_SECURITY_JAVA");
+        if (path == null || path.isEmpty()) return p;
+        try (Reader r = new FileReader(path, StandardCharsets.UTF_8)) {
+            p.load(r);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read COMPAT_SECURITY_JAVA " + path, e);
+        }
+        return p;
+    }
+
+    static void addSecurity(Map<Object, Object> config) {
+        config.putAll(security);
+    }
 
     static class NotApplicable extends RuntimeException {
         NotApplicable(String m) { super(m); }
@@ -70,6 +93,7 @@ public class Compat {
                 case "recompression": recompression(); break;
                 case "exactly_once": exactlyOnce(); break;
                 case "wire44": Wire44.run(bootstrap, prefix); break;
+                case "auth_failure": authFailure(); break;
                 default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
         } catch (NotApplicable e) {
@@ -117,6 +141,7 @@ public class Compat {
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 20000);
+        addSecurity(p);
         return Admin.create(p);
     }
 
@@ -126,6 +151,7 @@ public class Compat {
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30000);
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 20000);
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 20000);
+        security.forEach((k, v) -> p.put((String) k, v));
         p.putAll(extra);
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
@@ -136,6 +162,7 @@ public class Compat {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        security.forEach((k, v) -> p.put((String) k, v));
         p.putAll(extra);
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
@@ -251,6 +278,40 @@ public class Compat {
     }
 
     // ---------- scenarios ----------
+
+    // auth_failure: the security settings are wrong in one way (password, client certificate or
+    // truststore); describeCluster must fail with an AuthenticationException. The line printed
+    // names its class and what it says: the broker's message for SASL, for TLS the alert received
+    // or the local verification failure at the bottom of the cause chain.
+    static void authFailure() throws Exception {
+        if (security.isEmpty()) throw new NotApplicable("auth_failure runs in the security modes only");
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, AUTH_FAILURE_TIMEOUT_S * 1000);
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10000);
+        addSecurity(p);
+        Throwable failure;
+        try (Admin admin = Admin.create(p)) {
+            Collection<Node> nodes = admin.describeCluster().nodes().get(AUTH_FAILURE_TIMEOUT_S + 5, TimeUnit.SECONDS);
+            throw new AssertionError("connected with the wrong settings: " + nodes);
+        } catch (ExecutionException e) {
+            failure = e.getCause();
+        }
+        check(failure instanceof AuthenticationException,
+              "expected an AuthenticationException, got " + failure);
+        System.out.println("AUTH_FAILURE: " + failure.getClass().getSimpleName() + " (" + authDetail(failure) + ")");
+    }
+
+    static String authDetail(Throwable failure) {
+        if (failure instanceof SaslAuthenticationException) return failure.getMessage();
+        Throwable root = failure;
+        while (root.getCause() != null && root.getCause() != root) root = root.getCause();
+        String message = String.valueOf(root.getMessage());
+        // "Received fatal alert: certificate_unknown" names the peer's alert; otherwise the
+        // local verification failure's class says what failed (e.g. SunCertPathBuilderException).
+        if (message.startsWith("Received fatal alert")) return message;
+        return root.getClass().getSimpleName();
+    }
 
     static void metadata() throws Exception {
         try (Admin admin = admin()) {

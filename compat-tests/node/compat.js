@@ -4,6 +4,7 @@
 'use strict'
 
 const assert = require('assert')
+const fs = require('fs')
 const { Kafka, CompressionTypes, CompressionCodecs, ConfigResourceTypes, logLevel } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 
@@ -25,14 +26,72 @@ const groupName = (suffix) => `${prefix}-${suffix}-group`
 
 class NotApplicable extends Error {}
 
-function kafka () {
+// Security modes (harness/security.py): COMPAT_SECURITY_JSON's settings as kafkajs's ssl and
+// sasl options; none on PLAINTEXT.
+const security = process.env.COMPAT_SECURITY_JSON
+  ? JSON.parse(fs.readFileSync(process.env.COMPAT_SECURITY_JSON, 'utf8'))
+  : null
+const AUTH_FAILURE_TIMEOUT_MS = 30000
+
+function securityOptions () {
+  if (!security) return {}
+  const options = {}
+  if (security.security_protocol === 'SSL' || security.security_protocol === 'SASL_SSL') {
+    options.ssl = { ca: [fs.readFileSync(security.ca_file, 'utf8')] }
+    if (security.cert_file) {
+      options.ssl.cert = fs.readFileSync(security.cert_file, 'utf8')
+      options.ssl.key = fs.readFileSync(security.key_file, 'utf8')
+    }
+  }
+  if (security.sasl_mechanism) {
+    options.sasl = {
+      mechanism: security.sasl_mechanism.toLowerCase(),
+      username: security.username,
+      password: security.password
+    }
+  }
+  return options
+}
+
+function kafka (extra = {}) {
   return new Kafka({
     clientId: 'shale-compat',
     brokers: [bootstrap],
     logLevel: logLevel.NOTHING,
     requestTimeout: 20000,
-    retry: { retries: 5, initialRetryTime: 200 }
+    retry: { retries: 5, initialRetryTime: 200 },
+    ...securityOptions(),
+    ...extra
   })
+}
+
+// auth_failure: the settings are wrong in one way (password, client certificate or truststore);
+// connecting an admin client must fail. The line names the kafkajs error class and what it
+// carries: the broker's message for SASL, the TLS error code (Node's, or the alert received).
+async function authFailure () {
+  if (!security) throw new NotApplicable('auth_failure runs in the security modes only')
+  const admin = kafka({ retry: { retries: 0 }, connectionTimeout: AUTH_FAILURE_TIMEOUT_MS }).admin()
+  let failure = null
+  try {
+    await admin.connect()
+    await admin.describeCluster()
+  } catch (err) {
+    failure = err
+  } finally {
+    await admin.disconnect()
+  }
+  assert.ok(failure, 'connected with the wrong settings')
+  console.log('wrong settings refused:', failure.name, failure.message)
+  const chain = errorChain(failure)
+  const sasl = chain.find((e) => e.name === 'KafkaJSSASLAuthenticationError')
+  if (sasl) {
+    // "SASL PLAIN authentication failed: <broker's message>"
+    console.log(`AUTH_FAILURE: ${sasl.name} (${sasl.message.replace(/^SASL .+? authentication failed: /, '')})`)
+    return
+  }
+  const tlsError = chain.find((e) => e.code && /^(ERR_SSL_|[A-Z_]*CERT|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO)/.test(e.code))
+  assert.ok(tlsError, `an authentication or TLS error: ${chain.map((e) => `${e.name}: ${e.message}`).join(' <- ')}`)
+  console.log(`AUTH_FAILURE: ${chain[0].name} (${tlsError.code})`)
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -186,6 +245,7 @@ async function transactions () {
 
 const scenarios = {
   transactions,
+  auth_failure: authFailure,
   async metadata () {
     await withAdmin(async (admin) => {
       const cluster = await admin.describeCluster()

@@ -1,6 +1,7 @@
 """aiokafka scenarios (asyncio)."""
 
 import asyncio
+import logging
 import time
 
 import aiokafka
@@ -8,12 +9,31 @@ import aiokafka.errors as aerr
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.helpers import create_ssl_context
 
-from common import (CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
+from common import (AUTH_FAILURE_TIMEOUT_S, CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, NotApplicable,
-                    check, check_eq, compare_records, log, main, make_records)
+                    check, check_eq, compare_records, log, main, make_records, normalise_error_text,
+                    report_auth_failure, security)
 
 TIMEOUT_S = 30
+
+
+def conn(ctx):
+    """Where and how to connect: the bootstrap address and, in a security mode, the settings of
+    COMPAT_SECURITY_JSON as aiokafka's options (an ssl.SSLContext for TLS)."""
+    kw = {"bootstrap_servers": ctx.bootstrap}
+    sec = security()
+    if sec is None:
+        return kw
+    kw["security_protocol"] = sec["security_protocol"]
+    if sec["ca_file"]:
+        kw["ssl_context"] = create_ssl_context(cafile=sec["ca_file"], certfile=sec["cert_file"],
+                                               keyfile=sec["key_file"])
+    if sec["sasl_mechanism"]:
+        kw.update(sasl_mechanism=sec["sasl_mechanism"], sasl_plain_username=sec["username"],
+                  sasl_plain_password=sec["password"])
+    return kw
 
 
 async def wait_until_async(predicate, timeout_s, what):
@@ -28,7 +48,7 @@ async def wait_until_async(predicate, timeout_s, what):
 
 
 async def admin(ctx):
-    adm = AIOKafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    adm = AIOKafkaAdminClient(**conn(ctx), request_timeout_ms=20000)
     await adm.start()
     return adm
 
@@ -56,13 +76,13 @@ async def create_topic(adm, topic, partitions=1, configs=None):
 
 
 async def producer(ctx, **cfg):
-    prod = AIOKafkaProducer(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000, **cfg)
+    prod = AIOKafkaProducer(**conn(ctx), request_timeout_ms=20000, **cfg)
     await prod.start()
     return prod
 
 
 async def consume_assigned(ctx, topic, count, partition=0):
-    cons = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    cons = AIOKafkaConsumer(**conn(ctx), auto_offset_reset="earliest", enable_auto_commit=False)
     await cons.start()
     try:
         tp = TopicPartition(topic, partition)
@@ -99,7 +119,7 @@ async def scenario_metadata(ctx):
         check_eq(sorted(p["partition"] for p in desc[0]["partitions"]), [0, 1, 2], "described partitions")
     finally:
         await adm.close()
-    cons = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap)
+    cons = AIOKafkaConsumer(**conn(ctx))
     await cons.start()
     try:
         check(topic in await cons.topics(), "topic in consumer metadata")
@@ -201,7 +221,7 @@ async def fill(ctx, topic, partitions, per_partition):
 
 async def group_consumer(ctx, topic, group, **cfg):
     cfg = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, **cfg}
-    cons = AIOKafkaConsumer(topic, bootstrap_servers=ctx.bootstrap, group_id=group, auto_offset_reset="earliest",
+    cons = AIOKafkaConsumer(topic, **conn(ctx), group_id=group, auto_offset_reset="earliest",
                             enable_auto_commit=False, **cfg)
     await cons.start()
     return cons
@@ -313,7 +333,7 @@ async def scenario_offsets_for_times(ctx):
         await prod.stop()
     base = records[0]["timestamp"]
     tp = TopicPartition(topic, 0)
-    cons = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap)
+    cons = AIOKafkaConsumer(**conn(ctx))
     await cons.start()
     try:
         found = (await cons.offsets_for_times({tp: base + 2500}))[tp]
@@ -404,7 +424,7 @@ async def scenario_errors(ctx):
 
 async def read_values(ctx, topic, isolation, up_to):
     """Values of partition 0 from the start until the position reaches `up_to`."""
-    cons = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, auto_offset_reset="earliest",
+    cons = AIOKafkaConsumer(**conn(ctx), auto_offset_reset="earliest",
                             enable_auto_commit=False, isolation_level=isolation)
     await cons.start()
     try:
@@ -446,7 +466,7 @@ async def scenario_transactions(ctx):
             await txn(["a1"], offset=8, commit=False)    # a1 7, ABORT 8
         finally:
             await prod.stop()
-        reader = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, isolation_level="read_committed")
+        reader = AIOKafkaConsumer(**conn(ctx), isolation_level="read_committed")
         await reader.start()
         try:
             check_eq((await reader.end_offsets([tp]))[tp], 9, "read_committed end offset (LSO)")
@@ -467,6 +487,36 @@ def sync(fn):
     return run
 
 
+class _BootstrapFailures(logging.Handler):
+    """Keeps the errors aiokafka logs for failed bootstrap connections: start() then raises a
+    KafkaConnectionError that says only that bootstrapping failed."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.errors = []
+
+    def emit(self, record):
+        if record.msg.startswith("Unable connect to") and len(record.args or ()) >= 3:
+            self.errors.append(record.args[2])
+
+
+async def scenario_auth_failure(ctx):
+    failures = _BootstrapFailures()
+    logging.getLogger("aiokafka").addHandler(failures)
+    prod = AIOKafkaProducer(**conn(ctx), request_timeout_ms=10000)
+    try:
+        await asyncio.wait_for(prod.start(), AUTH_FAILURE_TIMEOUT_S)
+    except aerr.KafkaConnectionError as exc:
+        log(f"start() failed: {exc!r}")
+    else:
+        raise Failure("connected with the wrong settings")
+    finally:
+        await prod.stop()
+    check(failures.errors, "no bootstrap connection error was reported")
+    first = failures.errors[0]
+    report_auth_failure(f"{type(first).__name__} ({normalise_error_text(first)})")
+
+
 def not_supported(reason):
     def run(_ctx):
         raise NotApplicable(reason)
@@ -474,6 +524,7 @@ def not_supported(reason):
 
 
 SCENARIOS = {
+    "auth_failure": sync(scenario_auth_failure),
     "metadata": sync(scenario_metadata),
     "topics": sync(scenario_topics),
     "codecs": sync(scenario_codecs),

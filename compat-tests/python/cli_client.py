@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, CODECS,
+from common import (AUTH_FAILURE_TIMEOUT_S, report_auth_failure, ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, CODECS,
                     LARGE_VALUE_BYTES, REFUSED_BROKER_ALTERS, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log,
                     main)
 
@@ -20,13 +20,35 @@ TOOLS = "org.apache.kafka.tools."
 QUIET_LOG4J = Path(tempfile.gettempdir()) / "compat-cli-log4j2.properties"
 
 
+# Security modes: the Java client properties of COMPAT_SECURITY_JAVA go to every tool as its
+# --command-config; a tool given its own client config file (--producer.config) gets them merged
+# into that file instead.
+SECURITY_PROPERTIES = os.environ.get("COMPAT_SECURITY_JAVA")
+
+
+def security_args(args):
+    if not SECURITY_PROPERTIES or any(a in ("--producer.config", "--consumer.config", "--command-config")
+                                      for a in args):
+        return []
+    return ["--command-config", SECURITY_PROPERTIES]
+
+
+def with_security(config_text):
+    """A tool's own client properties with the security ones appended (security mode only)."""
+    if not SECURITY_PROPERTIES:
+        return config_text
+    return config_text + ("\n" if config_text and not config_text.endswith("\n") else "") + \
+        Path(SECURITY_PROPERTIES).read_text()
+
+
 def tool(cls, *args, input_bytes=None, timeout=60, ok=True):
     if not QUIET_LOG4J.exists():
         QUIET_LOG4J.write_text("rootLogger.level=ERROR\nrootLogger.appenderRef.err.ref=ERR\n"
                                "appender.err.type=Console\nappender.err.name=ERR\nappender.err.target=SYSTEM_ERR\n"
                                "appender.err.layout.type=PatternLayout\nappender.err.layout.pattern=%p %m%n\n")
     cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={QUIET_LOG4J}",
-           "-cp", f"{LIB}/*", cls if cls.startswith(("org.", "kafka.")) else TOOLS + cls, *args]
+           "-cp", f"{LIB}/*", cls if cls.startswith(("org.", "kafka.")) else TOOLS + cls, *args,
+           *security_args(args)]
     proc = subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout)
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     log(f"$ {cls} {' '.join(args)}\n  -> exit {proc.returncode}\n{out[-1500:]}{err[-1500:]}")
@@ -54,7 +76,7 @@ def create_topic(ctx, topic, partitions=1, *configs):
 
 
 def verifiable_produce(ctx, topic, count, config="", *extra):
-    path = write_tmp(config)
+    path = write_tmp(with_security(config))
     try:
         _, out, _ = tool("VerifiableProducer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
                          "--max-messages", str(count), "--producer.config", path, *extra, timeout=90)
@@ -210,7 +232,8 @@ def scenario_rebalance(ctx, strategy=None, static=False):
     def start(instance):
         cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={QUIET_LOG4J}", "-cp", f"{LIB}/*",
                TOOLS + "VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
-               "--group-id", group, "--session-timeout", "20000" if static else "6000", *extra]
+               "--group-id", group, "--session-timeout", "20000" if static else "6000", *extra,
+               *security_args(extra)]
         if static:
             cmd += ["--group-instance-id", instance]
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -547,7 +570,27 @@ def scenario_transactions_cli(ctx):
              "committed records after the abort")
 
 
+def scenario_auth_failure(ctx):
+    """TopicCommand --list with the wrong --command-config: the tool must fail with Kafka's
+    authentication exception; the line names its class and what it says."""
+    code, out, err = tool("TopicCommand", "--bootstrap-server", ctx.bootstrap, "--list",
+                          timeout=AUTH_FAILURE_TIMEOUT_S + 30, ok=False)
+    check(code != 0, f"TopicCommand --list succeeded with the wrong settings: {out[-300:]}")
+    match = re.search(r"org\.apache\.kafka\.common\.errors\.(\w+AuthenticationException): ?([^\n]*)", out + err)
+    check(match, "no AuthenticationException in TopicCommand's output")
+    detail = match.group(2).strip()
+    if match.group(1) != "SaslAuthenticationException":
+        # As java/Compat.java: the alert received, or the class of the local verification failure,
+        # from the bottom of the cause chain.
+        causes = re.findall(r"^Caused by: ([\w.$]+)(?:: ([^\n]*))?$", out + err, re.M)
+        if causes:
+            root_class, root_message = causes[-1]
+            detail = root_message if root_message.startswith("Received fatal alert") else root_class.split(".")[-1]
+    report_auth_failure(f"{match.group(1)} ({detail})")
+
+
 SCENARIOS = {
+    "auth_failure": scenario_auth_failure,
     "metadata": scenario_metadata,
     "topics": scenario_topics,
     "codecs": scenario_codecs,

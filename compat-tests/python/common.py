@@ -2,6 +2,8 @@
 assertions and the exit-code convention (0 pass, 77 not applicable, anything else fail)."""
 
 import argparse
+import json
+import os
 import re
 import socket
 import struct
@@ -205,6 +207,64 @@ def check_stored_codec(bootstrap, topic, count, expected_codec, what):
     check_eq(sorted({codec for _, _, codec in batches}), [expected_codec], f"{what}: codec of the fetched batches {batches}")
 
 
+# Security modes (harness/security.py): the settings the harness wrote for this run, or None on
+# PLAINTEXT. The auth_failure scenario gets settings that are wrong in one way and must fail with
+# the client's authentication or SSL error within this limit.
+AUTH_FAILURE_TIMEOUT_S = 30
+
+
+def security():
+    """The client security settings of COMPAT_SECURITY_JSON (keys: security_protocol, ca_file,
+    cert_file, key_file, keystore_file, sasl_mechanism, username, password), or None."""
+    path = os.environ.get("COMPAT_SECURITY_JSON")
+    if not path:
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def librdkafka_security():
+    """The librdkafka properties of COMPAT_SECURITY_LIBRDKAFKA as a dict ({} on PLAINTEXT)."""
+    path = os.environ.get("COMPAT_SECURITY_LIBRDKAFKA")
+    if not path:
+        return {}
+    conf = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                conf[key.strip()] = value.strip()
+    return conf
+
+
+def normalise_error_text(text):
+    """A client's error text reduced to what does not change from run to run: the TLS reason
+    (Python's `[SSL: REASON]`, OpenSSL's `SSL routines::reason`) when there is one, else the text
+    without addresses, ports and librdkafka's `(after N ms in state X)`."""
+    text = str(text)
+    # kafka-python's and aiokafka's errors start with their own name (and Kafka's error code).
+    prefix = re.compile(r"^(\[Error -?\d+\] )?\w+(Error|Failed|Exception): ")
+    while prefix.match(text):
+        text = prefix.sub("", text, count=1)
+    match = re.search(r"\[SSL: ([A-Z0-9_]+)\]", text)
+    if match:
+        return match.group(1)
+    text = re.sub(r"\s*\(after \d+ms in state [^)]*\)", "", text)
+    text = re.sub(r"\b(\d{1,3}(\.\d{1,3}){3}|localhost)(:\d+)?\b", "HOST", text)
+    text = re.sub(r"\b(sasl_ssl|sasl_plaintext|ssl|plaintext)://HOST/(bootstrap|\d+): ", "", text)
+    match = re.search(r"^(.*?)(:\s*)?error:[0-9A-F]+:SSL routines::([^:(]+)", text)
+    if match:
+        # librdkafka: what failed (handshake, receive), then OpenSSL's reason.
+        return f"{match.group(1).strip()}: {match.group(3).strip()}".lstrip(": ")
+    return re.sub(r"\s+", " ", text).strip()[:240]
+
+
+def report_auth_failure(what):
+    """The one line the harness compares across brokers (security_compare.py)."""
+    print(f"AUTH_FAILURE: {what}", flush=True)
+
+
 class NotApplicable(Exception):
     """The client has no way to express this scenario."""
 
@@ -318,6 +378,9 @@ def main(version_fn, scenarios):
         print(version_fn())
         return
     fn = scenarios.get(args.scenario)
+    if args.scenario == "auth_failure" and security() is None:
+        print("N/A: auth_failure runs in the security modes only (run.sh --security MODE)", flush=True)
+        sys.exit(NOT_APPLICABLE_EXIT)
     if fn is None:
         print(f"N/A: scenario {args.scenario!r} is not expressible with this client", flush=True)
         sys.exit(NOT_APPLICABLE_EXIT)

@@ -14,23 +14,29 @@ from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_M
                     CODECS, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION, LARGE_VALUE_BYTES, MESSAGE_TOO_LARGE,
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, Failure, check,
                     check_eq, compare_records, good_records, log, main, make_records,
-                    named_error_code, record_error_cases, wait_until)
+                    named_error_code, record_error_cases, wait_until, AUTH_FAILURE_TIMEOUT_S,
+                    librdkafka_security, normalise_error_text, report_auth_failure)
 
 TIMEOUT_S = 30
 
 
+def conn(ctx):
+    """The bootstrap address and, in a security mode, COMPAT_SECURITY_LIBRDKAFKA's properties."""
+    return {"bootstrap.servers": ctx.bootstrap, **librdkafka_security()}
+
+
 def admin(ctx):
-    return AdminClient({"bootstrap.servers": ctx.bootstrap})
+    return AdminClient(conn(ctx))
 
 
 def producer(ctx, **cfg):
-    conf = {"bootstrap.servers": ctx.bootstrap, "message.timeout.ms": 30000}
+    conf = {**conn(ctx), "message.timeout.ms": 30000}
     conf.update({k.replace("_", "."): v for k, v in cfg.items()})
     return Producer(conf)
 
 
 def consumer(ctx, group=None, **cfg):
-    conf = {"bootstrap.servers": ctx.bootstrap, "group.id": group or f"{ctx.prefix}-unused",
+    conf = {**conn(ctx), "group.id": group or f"{ctx.prefix}-unused",
             "auto.offset.reset": "earliest", "enable.auto.commit": False}
     conf.update({k.replace("_", "."): v for k, v in cfg.items()})
     return Consumer(conf)
@@ -574,7 +580,27 @@ def scenario_recompression(ctx):
         log(what, "stored as", stored)
 
 
+def scenario_auth_failure(ctx):
+    """librdkafka keeps retrying; what it reports comes through error_cb, served by poll()."""
+    errors = []
+    prod = Producer({**conn(ctx), "error_cb": errors.append, "log_level": 0})
+    deadline = time.monotonic() + AUTH_FAILURE_TIMEOUT_S
+    while time.monotonic() < deadline and not any(e.code() != KafkaError._ALL_BROKERS_DOWN for e in errors):
+        prod.poll(0.2)
+    try:
+        md = prod.list_topics(timeout=2)
+        raise Failure(f"connected with the wrong settings: brokers {md.brokers}")
+    except KafkaException as exc:
+        log(f"list_topics failed: {exc}")
+    first = next((e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN), None)
+    check(first is not None, f"no connection error reported through error_cb within {AUTH_FAILURE_TIMEOUT_S}s")
+    check(first.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError._TRANSPORT),
+          f"an authentication, SSL or transport error: {first}")
+    report_auth_failure(f"{first.name()} ({normalise_error_text(first.str())})")
+
+
 SCENARIOS = {
+    "auth_failure": scenario_auth_failure,
     "metadata": scenario_metadata,
     "topics": scenario_topics,
     "codecs": scenario_codecs,

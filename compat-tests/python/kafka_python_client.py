@@ -1,5 +1,6 @@
 """kafka-python scenarios."""
 
+import logging
 import time
 
 import kafka
@@ -15,11 +16,30 @@ from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_M
                     TOO_LARGE_VALUE_BYTES, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
                     INVALID_TOPIC_EXCEPTION, Failure, NotApplicable, check, check_eq, check_record_message,
                     compare_records, good_records, log, main, make_records, named_error_code,
-                    partition_error_message, record_error_cases, wait_until)
+                    partition_error_message, record_error_cases, wait_until, AUTH_FAILURE_TIMEOUT_S,
+                    normalise_error_text, report_auth_failure, security)
+
+
+def conn(ctx):
+    """Where and how to connect: the bootstrap address and, in a security mode, the settings of
+    COMPAT_SECURITY_JSON as kafka-python's options."""
+    kw = {"bootstrap_servers": ctx.bootstrap}
+    sec = security()
+    if sec is None:
+        return kw
+    kw["security_protocol"] = sec["security_protocol"]
+    if sec["ca_file"]:
+        kw["ssl_cafile"] = sec["ca_file"]
+    if sec["cert_file"]:
+        kw.update(ssl_certfile=sec["cert_file"], ssl_keyfile=sec["key_file"])
+    if sec["sasl_mechanism"]:
+        kw.update(sasl_mechanism=sec["sasl_mechanism"], sasl_plain_username=sec["username"],
+                  sasl_plain_password=sec["password"])
+    return kw
 
 
 def admin(ctx):
-    return KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    return KafkaAdminClient(**conn(ctx), request_timeout_ms=20000)
 
 
 def create_topic(adm, name, partitions=1, configs=None):
@@ -37,13 +57,13 @@ def _has_leaders(adm, name, partitions):
 
 
 def producer(ctx, **cfg):
-    return KafkaProducer(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000, max_block_ms=20000, **cfg)
+    return KafkaProducer(**conn(ctx), request_timeout_ms=20000, max_block_ms=20000, **cfg)
 
 
 def consumer(ctx, *topics, **cfg):
     cfg.setdefault("auto_offset_reset", "earliest")
     cfg.setdefault("enable_auto_commit", False)
-    cons = KafkaConsumer(bootstrap_servers=ctx.bootstrap, request_timeout_ms=30000, **cfg)
+    cons = KafkaConsumer(**conn(ctx), request_timeout_ms=30000, **cfg)
     if topics:
         # Load the topics' metadata before subscribing: subscribing first makes the member join,
         # then rejoin when the metadata arrives, and kafka-python 3.0.12 sometimes loses that
@@ -577,7 +597,59 @@ def scenario_recompression(ctx):
         log(what, "stored as", stored)
 
 
+class _BootstrapFailures(logging.Handler):
+    """Keeps the errors kafka-python logs for failed bootstrap connections (its admin client
+    retries them and ends with a KafkaTimeoutError that no longer says why), and the request
+    each connection sent last before its error."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.errors = []  # (error, name of the last request sent before it)
+        self.last_request = None
+
+    def emit(self, record):
+        if record.name == "kafka.net.connection" and record.msg == "%s Request %d: %s":
+            self.last_request = type(record.args[2]).__name__
+        elif record.msg.startswith("Bootstrap connection to") and len(record.args or ()) >= 2:
+            self.errors.append((record.args[1], self.last_request))
+            self.last_request = None
+
+
+def scenario_auth_failure(ctx):
+    failures = _BootstrapFailures()
+    logging.getLogger("kafka.net.manager").addHandler(failures)
+    connection_log = logging.getLogger("kafka.net.connection")
+    connection_log.setLevel(logging.DEBUG)  # the "Request" lines; nothing prints them (no handler)
+    connection_log.addHandler(failures)
+    started = time.monotonic()
+    try:
+        adm = KafkaAdminClient(**conn(ctx), request_timeout_ms=10000,
+                               bootstrap_timeout_ms=AUTH_FAILURE_TIMEOUT_S * 1000 // 2)
+    except kerr.KafkaError as exc:
+        log(f"KafkaAdminClient failed after {time.monotonic() - started:.1f}s: {exc!r}")
+    else:
+        cluster = adm.describe_cluster()
+        adm.close()
+        raise Failure(f"connected with the wrong settings: {cluster}")
+    check(failures.errors, "no bootstrap connection error was reported")
+    for error, request in failures.errors:
+        log(f"bootstrap connection failed after {request}: {type(error).__name__}: {error}")
+    first, request = failures.errors[0]
+    if security()["sasl_mechanism"]:
+        # kafka-python 3.0.12 drops bytes read in the same wakeup as the connection's close
+        # (transport._read_from_sock aborts before data_received), so the broker's answer to a
+        # refused SaslAuthenticate shows either as SaslAuthenticationFailedError or as "socket
+        # disconnected", by timing, on either broker. What is stable is where it failed.
+        check(request == "SaslAuthenticateRequest" and (
+            isinstance(first, kerr.SaslAuthenticationFailedError) or str(first).endswith("socket disconnected")),
+            f"refused at SaslAuthenticate, not {type(first).__name__}: {first} after {request}")
+        report_auth_failure("SaslAuthenticateRequest refused (SaslAuthenticationFailedError or the connection closed)")
+        return
+    report_auth_failure(f"{type(first).__name__} ({normalise_error_text(first)})")
+
+
 SCENARIOS = {
+    "auth_failure": scenario_auth_failure,
     "metadata": scenario_metadata,
     "topics": scenario_topics,
     "codecs": scenario_codecs,

@@ -13,14 +13,21 @@ import tempfile
 import threading
 import time
 
-from common import (CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, NotApplicable, Failure, check, check_eq,
-                    log, main, make_records, wait_until)
+from common import (AUTH_FAILURE_TIMEOUT_S, CODECS, LARGE_VALUE_BYTES, TOO_LARGE_VALUE_BYTES, NotApplicable, Failure,
+                    check, check_eq, librdkafka_security, log, main, make_records, normalise_error_text, report_auth_failure, wait_until)
 
 KCAT = os.environ.get("KCAT", "kcat")
 
 
+def connect_args(ctx):
+    """The broker and, in a security mode, the librdkafka properties file (-F) of
+    COMPAT_SECURITY_LIBRDKAFKA."""
+    security_file = os.environ.get("COMPAT_SECURITY_LIBRDKAFKA")
+    return ["-b", ctx.bootstrap, *(["-F", security_file] if security_file else [])]
+
+
 def kcat(ctx, *args, input_bytes=None, timeout=30, ok=True):
-    cmd = [KCAT, "-b", ctx.bootstrap, *args]
+    cmd = [KCAT, *connect_args(ctx), *args]
     proc = subprocess.run(cmd, input=input_bytes, capture_output=True, timeout=timeout)
     if ok and proc.returncode != 0:
         raise Failure(f"{' '.join(cmd[:12])} exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-800:]}")
@@ -152,7 +159,7 @@ class GroupMember:
     """A kcat balanced consumer running in the background; its stderr tells its assignment."""
 
     def __init__(self, ctx, group, pattern, *extra):
-        cmd = [KCAT, "-b", ctx.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-f", "",
+        cmd = [KCAT, *connect_args(ctx), "-G", group, "-X", "auto.offset.reset=earliest", "-f", "",
                "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
                "-X", "topic.metadata.refresh.interval.ms=1000", *extra, pattern]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -281,24 +288,80 @@ def scenario_errors(ctx):
     check("Message size too large" in err or "MSG_SIZE_TOO_LARGE" in err, f"record too large reported: {err[-300:]}")
 
 
+def scenario_auth_failure(ctx):
+    """kcat -L with the wrong settings: librdkafka logs why each connection failed (FAIL lines)
+    and kcat gives up when the metadata timeout passes."""
+    proc = kcat(ctx, "-L", "-m", str(AUTH_FAILURE_TIMEOUT_S // 3), timeout=AUTH_FAILURE_TIMEOUT_S, ok=False)
+    err = proc.stderr.decode(errors="replace")
+    log(err[-1500:])
+    check(proc.returncode != 0, f"kcat -L succeeded with the wrong settings: {proc.stdout.decode()[:300]}")
+    fails = [line.split("]: ", 1)[-1] for line in err.splitlines() if re.match(r"%\d\|[\d.]+\|FAIL\|", line)]
+    check(fails, "no FAIL line in kcat's output")
+    report_auth_failure(f"FAIL ({normalise_error_text(fails[0])})")
+
+
+# librdkafka before 2.6.1 appends its client nonce a second time in the SCRAM client-final message
+# (librdkafka PR #4895); Kafka 4.x checks that nonce strictly (CVE-2024-56128) and refuses the
+# proof, so the Debian kcat (librdkafka 2.0.2) cannot log in with SCRAM to the reference broker.
+SCRAM_NONCE_FIXED = (2, 6, 1)
+
+
+def librdkafka_version():
+    out = subprocess.run([KCAT, "-V"], capture_output=True, text=True, timeout=10).stdout
+    match = re.search(r"librdkafka (\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def scram_login_refused():
+    """The mechanism when this kcat's SCRAM logins are refused by Kafka 4.x, else None."""
+    mechanism = librdkafka_security().get("sasl.mechanisms", "")
+    version = librdkafka_version()
+    if mechanism.startswith("SCRAM-") and version is not None and version < SCRAM_NONCE_FIXED:
+        return mechanism
+    return None
+
+
+def scram_guarded(fn, check_refusal=False):
+    """In a SCRAM mode with librdkafka < 2.6.1 the scenario cannot log in; the metadata scenario
+    then checks that the broker refuses the right password as Kafka 4.x does (a broker that
+    accepts librdkafka's doubled nonce fails it), the others are n/a."""
+    def run(ctx):
+        mechanism = scram_login_refused()
+        if mechanism is None:
+            return fn(ctx)
+        if not check_refusal:
+            raise NotApplicable(f"librdkafka {'.'.join(map(str, librdkafka_version()))} < 2.6.1 sends a SCRAM "
+                                "nonce Kafka 4.x refuses (librdkafka PR #4895); see the metadata scenario")
+        proc = kcat(ctx, "-L", "-m", "10", timeout=30, ok=False)
+        err = proc.stderr.decode(errors="replace")
+        log(err[-1500:])
+        check(proc.returncode != 0, "the broker accepted librdkafka's doubled SCRAM client nonce, which Kafka 4.x "
+                                    "refuses (CVE-2024-56128)")
+        expected = f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+        check(expected in err, f"the right password refused with Kafka's message {expected!r}")
+        log("the right password is refused, as by Kafka 4.x: librdkafka < 2.6.1 repeats the client nonce")
+    return run
+
+
 def needs_admin(_ctx):
     raise NotApplicable("kcat has no admin operations")
 
 
 SCENARIOS = {
-    "metadata": scenario_metadata,
+    "auth_failure": scenario_auth_failure,
+    "metadata": scram_guarded(scenario_metadata, check_refusal=True),
     "topics": needs_admin,
-    "codecs": scenario_codecs,
-    "large": scenario_large,
-    "idempotent": scenario_idempotent,
-    "group": scenario_group,
-    "rebalance": scenario_rebalance,
-    "cooperative": scenario_cooperative,
-    "static": scenario_static,
-    "offsets_for_times": scenario_offsets_for_times,
+    "codecs": scram_guarded(scenario_codecs),
+    "large": scram_guarded(scenario_large),
+    "idempotent": scram_guarded(scenario_idempotent),
+    "group": scram_guarded(scenario_group),
+    "rebalance": scram_guarded(scenario_rebalance),
+    "cooperative": scram_guarded(scenario_cooperative),
+    "static": scram_guarded(scenario_static),
+    "offsets_for_times": scram_guarded(scenario_offsets_for_times),
     "configs": needs_admin,
     "delete_records": needs_admin,
-    "errors": scenario_errors,
+    "errors": scram_guarded(scenario_errors),
 }
 
 if __name__ == "__main__":
