@@ -3,6 +3,7 @@
 //! in that order of precedence (later wins).
 
 mod authorizer;
+mod client_verifier;
 mod connection_limits;
 pub mod defs;
 mod error;

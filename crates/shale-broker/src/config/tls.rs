@@ -10,6 +10,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{PemObject, SectionKind};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
+
+use super::client_verifier::KafkaAlertsVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite, SupportedProtocolVersion};
 
 use super::error::ConfigError;
@@ -513,7 +515,7 @@ fn server_config(lookup: &Lookup<'_>, settings: SslSettings) -> Result<ServerCon
             let verifier = verifier
                 .build()
                 .map_err(|e| lookup.error(&trust_key, format!("unusable truststore: {e}")))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(Arc::new(KafkaAlertsVerifier { inner: verifier }))
         }
     };
     let key_source = lookup
