@@ -7,7 +7,12 @@ Checks, on each broker: a good unsecured JWS authenticates (then ApiVersions is 
 expired token, one without `sub`, one whose `alg` is not `none` and one without the required
 scope are each answered with the broker's JSON challenge, and the client's `\\x01` then fails
 with SASL_AUTHENTICATION_FAILED (58) and the same text; a malformed initial response fails at
-once with 58. Every answer must be the same on both brokers.
+once with 58. Every answer must be the same on both brokers, but one: Kafka 4.4 has a defect on a
+first message whose `auth=` names a scheme other than Bearer (OAuthBearerClientInitialResponse
+asks its regex for a group that did not match, an IllegalArgumentException the authenticator
+does not catch) and closes the connection without an answer; Shale answers that message as
+Kafka answers every other malformed one, with 58. `KAFKA_DEFECTS` pins what Kafka does there,
+so the script notices if a later Kafka changes it.
 
     python3 compat-tests/harness/sasl_oauthbearer.py [--against shale|kafka|both]
 """
@@ -162,6 +167,12 @@ EXPECTED = {
                    "SASL mechanism OAUTHBEARER", ""), None),
 }
 
+# Checks where Apache Kafka 4.4 does not do what its own code means to, and what it does instead.
+KAFKA_DEFECTS = {
+    # Closed without an answer: "No group with name <scheme>" escapes the authenticator.
+    "malformed": (None, None),
+}
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -189,7 +200,8 @@ def main():
     failed |= len(results) < len(names)
     for check in EXPECTED:
         row = {name: seen.get(check) for name, seen in results.items()}
-        ok = all(v == EXPECTED[check] for v in row.values())
+        ok = all(v == (KAFKA_DEFECTS.get(check, EXPECTED[check]) if name == "kafka" else EXPECTED[check])
+                 for name, v in row.items())
         print(f"{check:34} {row}  {'ok' if ok else 'FAIL'}")
         failed |= not ok
     sys.exit(1 if failed else 0)
