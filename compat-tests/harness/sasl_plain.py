@@ -27,63 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from brokers import KafkaBroker, ShaleBroker, free_port  # noqa: E402
 from run import KAFKA_LIB, deps_var, shale_binary  # noqa: E402
+from rawwire import api_versions_answered, closed, connect, handshake, read_frame, request, string  # noqa: E402,F401
 
 WAIT_S = 10.0
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
-
-
-def string(s):
-    data = s.encode()
-    return struct.pack(">h", len(data)) + data
-
-
-def request(api_key, version, correlation_id, body, flexible=False):
-    # Header v1 (non-flexible) or v2 (flexible: empty tagged fields after the client id).
-    header = struct.pack(">hhi", api_key, version, correlation_id) + string("sasl-check")
-    if flexible:
-        header += b"\x00"
-    frame = header + body
-    return struct.pack(">i", len(frame)) + frame
-
-
-def read_frame(sock):
-    """The response body after its correlation id, or None when the connection closed."""
-    try:
-        head = sock.recv(4, socket.MSG_WAITALL)
-        if len(head) < 4:
-            return None
-        (length,) = struct.unpack(">i", head)
-        data = b""
-        while len(data) < length:
-            chunk = sock.recv(length - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data[4:]
-    except OSError:
-        return None
-
-
-def closed(sock):
-    try:
-        return sock.recv(1) == b""
-    except OSError:
-        return True
-
-
-def handshake(sock, mechanism):
-    """SaslHandshake v1: (error code, enabled mechanisms)."""
-    sock.sendall(request(17, 1, 1, string(mechanism)))
-    body = read_frame(sock)
-    (error,) = struct.unpack(">h", body[:2])
-    (count,) = struct.unpack(">i", body[2:6])
-    pos, names = 6, []
-    for _ in range(count):
-        (n,) = struct.unpack(">h", body[pos:pos + 2])
-        names.append(body[pos + 2:pos + 2 + n].decode())
-        pos += 2 + n
-    return error, sorted(names)
 
 
 def authenticate(sock, user, password):
@@ -95,17 +43,6 @@ def authenticate(sock, user, password):
     (n,) = struct.unpack(">h", body[2:4])
     message = body[4:4 + n].decode() if n >= 0 else None
     return error, message
-
-
-def api_versions_answered(sock):
-    sock.sendall(request(18, 0, 3, b""))
-    return read_frame(sock) is not None
-
-
-def connect(port):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
-    sock.settimeout(WAIT_S)
-    return sock
 
 
 def observe(port):

@@ -39,6 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from brokers import KafkaBroker, ShaleBroker, free_port  # noqa: E402
 from run import KAFKA_LIB, VENV_PY, deps_var, shale_binary  # noqa: E402
+import rawwire  # noqa: E402
+from rawwire import closed, connect, read_frame, string  # noqa: E402,F401
 
 try:
     import confluent_kafka  # noqa: F401
@@ -55,10 +57,6 @@ MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
 
 # --- framing -------------------------------------------------------------------------------
 
-def string(s):
-    data = s.encode()
-    return struct.pack(">h", len(data)) + data
-
 
 def uvarint(n):
     out = b""
@@ -69,6 +67,10 @@ def uvarint(n):
             out += bytes([byte | 0x80])
         else:
             return out + bytes([byte])
+
+
+def request(api_key, version, correlation_id, body, flexible=False):
+    return rawwire.request(api_key, version, correlation_id, body, flexible, client_id="scram-check")
 
 
 def compact_string(s):
@@ -82,32 +84,6 @@ def compact_bytes(b):
 
 def compact_array(items):
     return uvarint(len(items) + 1) + b"".join(items)
-
-
-def request(api_key, version, correlation_id, body, flexible=False):
-    header = struct.pack(">hhi", api_key, version, correlation_id) + string("scram-check")
-    if flexible:
-        header += b"\x00"
-    frame = header + body
-    return struct.pack(">i", len(frame)) + frame
-
-
-def read_frame(sock):
-    """The response body after its correlation id, or None when the connection closed."""
-    try:
-        head = sock.recv(4, socket.MSG_WAITALL)
-        if len(head) < 4:
-            return None
-        (length,) = struct.unpack(">i", head)
-        data = b""
-        while len(data) < length:
-            chunk = sock.recv(length - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data[4:]
-    except OSError:
-        return None
 
 
 class Reader:
@@ -153,19 +129,6 @@ class Reader:
     def bytes32(self):
         n = self.int32()
         return b"" if n < 0 else self.take(n)
-
-
-def connect(port):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
-    sock.settimeout(WAIT_S)
-    return sock
-
-
-def closed(sock):
-    try:
-        return sock.recv(1) == b""
-    except OSError:
-        return True
 
 
 # --- SCRAM credentials (what Kafka's admin client sends) -------------------------------------
