@@ -19,6 +19,57 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval_ms: i64,
     /// How long a JoinGroup from a new member may stay parked (Kafka's fixed 5 minutes).
     pub new_member_join_timeout_ms: i64,
+    /// `group.consumer.session.timeout.ms`
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`
+    pub consumer_session_timeout_ms_min: i32,
+    /// `group.consumer.max.session.timeout.ms`
+    pub consumer_session_timeout_ms_max: i32,
+    /// `group.consumer.heartbeat.interval.ms`
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`
+    pub consumer_heartbeat_interval_ms_min: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`
+    pub consumer_heartbeat_interval_ms_max: i32,
+    /// `group.consumer.max.size`
+    pub consumer_group_size_max: usize,
+    /// `group.consumer.assignors`, by Kafka's short names; the first is the default.
+    pub consumer_assignors: Vec<String>,
+    /// `group.consumer.migration.policy`
+    pub consumer_migration_policy: MigrationPolicy,
+    /// `group.coordinator.rebalance.protocols` contains `consumer`.
+    pub consumer_protocol_enabled: bool,
+}
+
+/// `group.consumer.migration.policy`: which online conversions between the classic and the
+/// consumer protocol a group may make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    Disabled,
+    Upgrade,
+    Downgrade,
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    /// Kafka's names, case-insensitive as Kafka parses them.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.to_ascii_lowercase().as_str() {
+            "disabled" => Some(Self::Disabled),
+            "upgrade" => Some(Self::Upgrade),
+            "downgrade" => Some(Self::Downgrade),
+            "bidirectional" => Some(Self::Bidirectional),
+            _ => None,
+        }
+    }
+
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(self, Self::Upgrade | Self::Bidirectional)
+    }
+
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(self, Self::Downgrade | Self::Bidirectional)
+    }
 }
 
 impl Default for GroupConfig {
@@ -32,6 +83,17 @@ impl Default for GroupConfig {
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1_000,
             offsets_retention_check_interval_ms: 600_000,
             new_member_join_timeout_ms: 300_000,
+            consumer_session_timeout_ms: 45_000,
+            consumer_session_timeout_ms_min: 45_000,
+            consumer_session_timeout_ms_max: 60_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_heartbeat_interval_ms_min: 5_000,
+            consumer_heartbeat_interval_ms_max: 15_000,
+            consumer_group_size_max: i32::MAX as usize,
+            consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
+            consumer_migration_policy: MigrationPolicy::Bidirectional,
+            // Off until the broker's config turns it on.
+            consumer_protocol_enabled: false,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The coordinator's errors: one variant per outcome the classic protocol can refuse with.
+//! The coordinator's errors: one variant per outcome the classic and consumer protocols can refuse with.
 
 use thiserror::Error;
 
@@ -44,6 +44,25 @@ pub enum GroupError {
     InvalidGroupId,
     #[error("the request is too large to be written")]
     InvalidCommitOffsetSize,
+    /// Consumer protocol: the member's epoch is older than the coordinator's (it must wait).
+    #[error("the member epoch is stale")]
+    StaleMemberEpoch,
+    /// Consumer protocol: the member epoch is not one the coordinator gave this member.
+    #[error("the member epoch is fenced")]
+    FencedMemberEpoch,
+    /// Consumer protocol: a static member's id is still held by the previous instance.
+    #[error("the static member's previous instance has not left the group")]
+    UnreleasedInstanceId,
+    #[error("the assignor {0} is not supported by the coordinator")]
+    UnsupportedAssignor(String),
+    #[error("invalid regular expression: {0}")]
+    InvalidRegularExpression(String),
+    /// A request the protocol does not allow, with the reason Kafka gives.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// A group config (set on the GROUP resource) that is not valid.
+    #[error("{0}")]
+    InvalidConfig(String),
     #[error("unexpected server error: {0}")]
     UnknownServerError(String),
 }

@@ -1,5 +1,6 @@
-//! The group coordinator (classic protocol) and committed offsets.
+//! The group coordinator (classic and consumer protocols) and committed offsets.
 //!
+//! - [`assignor`]: the server-side assignors of the consumer protocol (KIP-848).
 //! - [`placement`]: which `__consumer_offsets` partition coordinates a group.
 //! - [`records`]: the records of `__consumer_offsets`, in Kafka's binary schemas.
 //! - [`core`]: the pure state machine of one coordinator partition.
@@ -21,7 +22,9 @@
 //!   with no error; OffsetCommit v9+ sets `reports_missing_group`.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod assignor;
 pub mod config;
+pub mod consumer_types;
 pub mod core;
 pub mod error;
 pub mod placement;

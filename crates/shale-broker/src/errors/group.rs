@@ -26,6 +26,13 @@ pub fn group_error_code(e: &GroupError) -> (i16, String) {
         G::GroupSubscribedToTopic => E::GroupSubscribedToTopic,
         G::InvalidGroupId => E::InvalidGroupId,
         G::InvalidCommitOffsetSize => E::InvalidCommitOffsetSize,
+        G::StaleMemberEpoch => E::StaleMemberEpoch,
+        G::FencedMemberEpoch => E::FencedMemberEpoch,
+        G::UnreleasedInstanceId => E::UnreleasedInstanceId,
+        G::UnsupportedAssignor(_) => E::UnsupportedAssignor,
+        G::InvalidRegularExpression(_) => E::InvalidRegularExpression,
+        G::InvalidRequest(_) => E::InvalidRequest,
+        G::InvalidConfig(_) => E::InvalidConfig,
         G::UnknownServerError(_) => E::UnknownServerError,
     };
     (code.code(), e.to_string())
@@ -82,6 +89,13 @@ mod tests {
             (G::GroupSubscribedToTopic, 86),
             (G::InvalidGroupId, 24),
             (G::InvalidCommitOffsetSize, 28),
+            (G::StaleMemberEpoch, 113),
+            (G::FencedMemberEpoch, 110),
+            (G::UnreleasedInstanceId, 111),
+            (G::UnsupportedAssignor("x".into()), 112),
+            (G::InvalidRegularExpression("x".into()), 128),
+            (G::InvalidRequest("x".into()), 42),
+            (G::InvalidConfig("x".into()), 40),
             (G::UnknownServerError("x".into()), -1),
         ];
         for (error, code) in &cases {
