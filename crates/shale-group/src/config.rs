@@ -97,3 +97,29 @@ impl Default for GroupConfig {
         }
     }
 }
+
+/// Per-group settings set on the GROUP config resource (KIP-848's dynamic group configs);
+/// `None` falls back to the broker's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupOverrides {
+    /// `consumer.session.timeout.ms`
+    pub consumer_session_timeout_ms: Option<i32>,
+    /// `consumer.heartbeat.interval.ms`
+    pub consumer_heartbeat_interval_ms: Option<i32>,
+}
+
+/// Where the coordinator reads a group's overrides, at each heartbeat (a change applies from
+/// the member's next heartbeat, as on Kafka).
+pub trait GroupConfigSource: Send + Sync {
+    fn overrides(&self, group_id: &str) -> GroupOverrides;
+}
+
+/// No group has overrides.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoGroupOverrides;
+
+impl GroupConfigSource for NoGroupOverrides {
+    fn overrides(&self, _group_id: &str) -> GroupOverrides {
+        GroupOverrides::default()
+    }
+}

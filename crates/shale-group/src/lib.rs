@@ -32,5 +32,5 @@ pub mod records;
 pub mod runtime;
 pub mod types;
 
-pub use config::GroupConfig;
+pub use config::{GroupConfig, GroupConfigSource, GroupOverrides, MigrationPolicy};
 pub use error::GroupError;
