@@ -193,6 +193,16 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.min.session.timeout.ms", Int, Some("6000"), Some(0)),
     def("group.max.session.timeout.ms", Int, Some("1800000"), Some(0)),
     def("group.max.size", Int, Some("2147483647"), Some(1)),
+    // The consumer group protocol (KIP-848); checked against each other in consumer_groups.rs.
+    def("group.consumer.session.timeout.ms", Int, Some("45000"), Some(1)),
+    def("group.consumer.min.session.timeout.ms", Int, Some("45000"), Some(1)),
+    def("group.consumer.max.session.timeout.ms", Int, Some("60000"), Some(1)),
+    def("group.consumer.heartbeat.interval.ms", Int, Some("5000"), Some(1)),
+    def("group.consumer.min.heartbeat.interval.ms", Int, Some("5000"), Some(1)),
+    def("group.consumer.max.heartbeat.interval.ms", Int, Some("15000"), Some(1)),
+    def("group.consumer.max.size", Int, Some("2147483647"), Some(1)),
+    def("group.consumer.assignors", List, Some("uniform,range"), None),
+    def("group.consumer.migration.policy", String, Some("bidirectional"), None),
     def("compression.type", String, Some("producer"), None),
     // Broker-wide defaults of the topic configs of the same names (KIP-390).
     def("compression.gzip.level", Int, Some("-1"), Some(-1)),

@@ -5,6 +5,7 @@
 mod authorizer;
 mod client_verifier;
 mod connection_limits;
+mod consumer_groups;
 pub mod defs;
 mod error;
 pub mod kafka_keys;
@@ -21,6 +22,7 @@ mod typed;
 mod unserved;
 
 pub use connection_limits::ConnectionsPerIp;
+pub use consumer_groups::ConsumerGroupSettings;
 pub use defs::{BrokerConfigDef, ConfigKind, BROKER_CONFIGS};
 pub use error::ConfigError;
 pub use peer::{PeerClient, SaslCredentials};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::authorizer::authorizer_settings;
 use super::connection_limits::ConnectionsPerIp;
+use super::consumer_groups::{consumer_group_settings, ConsumerGroupSettings};
 use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
@@ -116,6 +117,8 @@ pub struct BrokerConfig {
     pub group_min_session_timeout_ms: i64,
     pub group_max_session_timeout_ms: i64,
     pub group_max_size: i32,
+    /// `group.consumer.*` (KIP-848).
+    pub consumer_groups: ConsumerGroupSettings,
     pub replica_lag_time_max_ms: i64,
     /// `socket.send.buffer.bytes` of accepted client sockets; -1 keeps the OS default.
     pub socket_send_buffer_bytes: i32,
@@ -351,6 +354,7 @@ impl BrokerConfig {
             group_min_session_timeout_ms: r.int("group.min.session.timeout.ms")? as i64,
             group_max_session_timeout_ms: r.int("group.max.session.timeout.ms")? as i64,
             group_max_size: r.int("group.max.size")?,
+            consumer_groups: consumer_group_settings(&r)?,
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
@@ -393,19 +397,19 @@ impl BrokerConfig {
     }
 }
 
-struct Reader<'a> {
-    props: &'a StaticProperties,
+pub(super) struct Reader<'a> {
+    pub(super) props: &'a StaticProperties,
 }
 
 impl Reader<'_> {
-    fn raw(&self, key: &str) -> Option<String> {
+    pub(super) fn raw(&self, key: &str) -> Option<String> {
         self.props
             .get(key)
             .map(str::to_string)
             .or_else(|| defs::find(key).and_then(|d| d.default.map(str::to_string)))
     }
 
-    fn long(&self, key: &str) -> Result<i64, ConfigError> {
+    pub(super) fn long(&self, key: &str) -> Result<i64, ConfigError> {
         let value = self.raw(key).unwrap_or_default();
         value
             .trim()
@@ -413,22 +417,22 @@ impl Reader<'_> {
             .map_err(|_| invalid(key, &value, "expected a whole number"))
     }
 
-    fn int(&self, key: &str) -> Result<i32, ConfigError> {
+    pub(super) fn int(&self, key: &str) -> Result<i32, ConfigError> {
         let v = self.long(key)?;
         i32::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for an int"))
     }
 
-    fn short(&self, key: &str) -> Result<i16, ConfigError> {
+    pub(super) fn short(&self, key: &str) -> Result<i16, ConfigError> {
         let v = self.long(key)?;
         i16::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for a short"))
     }
 
-    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+    pub(super) fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
         let value = self.raw(key).unwrap_or_default();
         parse_bool(&value).ok_or_else(|| invalid(key, &value, "expected true or false"))
     }
 
-    fn list(&self, key: &str) -> Vec<String> {
+    pub(super) fn list(&self, key: &str) -> Vec<String> {
         split_list(&self.raw(key).unwrap_or_default())
     }
 }
@@ -466,7 +470,7 @@ fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64
     Ok(u64::try_from(delay_ms).unwrap_or(0))
 }
 
-fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
+pub(super) fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     ConfigError::InvalidValue {
         key: key.to_string(),
         value: value.to_string(),

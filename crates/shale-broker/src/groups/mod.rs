@@ -56,6 +56,7 @@ impl std::fmt::Debug for GroupService {
 /// The coordinator settings named by the broker's `group.*` and `offset*` configs.
 pub fn group_config(config: &BrokerConfig) -> GroupConfig {
     let to_i32 = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
+    let consumer = &config.consumer_groups;
     GroupConfig {
         session_timeout_ms_min: to_i32(config.group_min_session_timeout_ms),
         session_timeout_ms_max: to_i32(config.group_max_session_timeout_ms),
@@ -64,6 +65,15 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         offset_metadata_bytes_max: config.offset_metadata_max_bytes,
         offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
         offsets_retention_check_interval_ms: config.offsets_retention_check_interval_ms,
+        consumer_session_timeout_ms: consumer.session_timeout_ms,
+        consumer_session_timeout_ms_min: consumer.session_timeout_ms_min,
+        consumer_session_timeout_ms_max: consumer.session_timeout_ms_max,
+        consumer_heartbeat_interval_ms: consumer.heartbeat_interval_ms,
+        consumer_heartbeat_interval_ms_min: consumer.heartbeat_interval_ms_min,
+        consumer_heartbeat_interval_ms_max: consumer.heartbeat_interval_ms_max,
+        consumer_group_size_max: usize::try_from(consumer.group_size_max).unwrap_or(usize::MAX),
+        consumer_assignors: consumer.assignors.clone(),
+        consumer_migration_policy: consumer.migration_policy,
         ..GroupConfig::default()
     }
 }
