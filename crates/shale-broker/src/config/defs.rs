@@ -218,8 +218,9 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("socket.send.buffer.bytes", Int, Some("102400"), Some(-1)),
     def("socket.receive.buffer.bytes", Int, Some("102400"), Some(-1)),
     accepted("background.threads", Int, Some("10")),
-    // Only the classic protocol is served; start-up refuses a list naming another.
-    def("group.coordinator.rebalance.protocols", List, Some("classic"), None),
+    // Kafka 4.4's default adds `streams`, which Shale does not serve; start-up refuses a list
+    // naming a protocol other than these two.
+    def("group.coordinator.rebalance.protocols", List, Some("classic,consumer"), None),
     accepted("share.coordinator.state.topic.replication.factor", Short, Some("3")),
     accepted("share.coordinator.state.topic.min.isr", Short, Some("2")),
     accepted("log.cleaner.threads", Int, Some("1")),

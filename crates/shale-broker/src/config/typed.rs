@@ -119,6 +119,8 @@ pub struct BrokerConfig {
     pub group_max_size: i32,
     /// `group.consumer.*` (KIP-848).
     pub consumer_groups: ConsumerGroupSettings,
+    /// `group.coordinator.rebalance.protocols` names `consumer`: ConsumerGroupHeartbeat is served.
+    pub consumer_protocol_enabled: bool,
     pub replica_lag_time_max_ms: i64,
     /// `socket.send.buffer.bytes` of accepted client sockets; -1 keeps the OS default.
     pub socket_send_buffer_bytes: i32,
@@ -355,6 +357,10 @@ impl BrokerConfig {
             group_max_session_timeout_ms: r.int("group.max.session.timeout.ms")? as i64,
             group_max_size: r.int("group.max.size")?,
             consumer_groups: consumer_group_settings(&r)?,
+            consumer_protocol_enabled: r
+                .list("group.coordinator.rebalance.protocols")
+                .iter()
+                .any(|protocol| protocol == "consumer"),
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
@@ -518,18 +524,21 @@ pub(crate) fn validate_value(
 }
 
 /// `group.coordinator.rebalance.protocols` may name only what this broker serves: the classic
-/// protocol (KIP-848's `consumer`, `streams` and `share` groups are not served yet).
+/// and the consumer (KIP-848) protocols; `streams` and `share` groups are not served yet.
 fn check_group_protocols(protocols: &[String]) -> Result<(), ConfigError> {
     let key = "group.coordinator.rebalance.protocols";
     let value = protocols.join(",");
     if !protocols.iter().any(|p| p == "classic") {
         return Err(invalid(key, &value, "the classic protocol is required"));
     }
-    if let Some(other) = protocols.iter().find(|p| p.as_str() != "classic") {
+    if let Some(other) = protocols
+        .iter()
+        .find(|p| p.as_str() != "classic" && p.as_str() != "consumer")
+    {
         return Err(invalid(
             key,
             &value,
-            &format!("Shale serves only the classic group protocol, not {other}"),
+            &format!("Shale serves the classic and consumer group protocols, not {other}"),
         ));
     }
     Ok(())
@@ -809,7 +818,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_classic_group_protocol_may_be_named() {
+    fn only_the_classic_and_consumer_group_protocols_may_be_named() {
         let config = BrokerConfig::from_properties(props(&[])).unwrap();
         assert_eq!(
             config
@@ -822,7 +831,12 @@ mod tests {
             "classic",
         )]))
         .unwrap();
-        for value in ["classic,consumer", "consumer", "classic,streams"] {
+        BrokerConfig::from_properties(props(&[(
+            "group.coordinator.rebalance.protocols",
+            "classic,consumer",
+        )]))
+        .unwrap();
+        for value in ["consumer", "classic,streams", "classic,consumer,share"] {
             let err = BrokerConfig::from_properties(props(&[(
                 "group.coordinator.rebalance.protocols",
                 value,

@@ -5,17 +5,20 @@
 //! wire versions to its domain types and back, and gives it a log to write to.
 
 pub mod admin;
+pub mod consumer;
 pub mod find_coordinator;
 mod load;
 mod log;
 pub mod membership;
 pub mod offsets;
 mod topic_ids;
+mod topics_image;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use shale_group::assignor::TopicsImage;
 use shale_group::runtime::GroupCoordinator;
 use shale_group::{GroupConfig, GroupError};
 use shale_metadata::MetadataImage;
@@ -43,6 +46,9 @@ pub struct GroupService {
     host: CoordinatorHost<Uuid>,
     /// Topic ids of the last reconciled image, to notice deleted topics.
     topics_seen: Mutex<HashMap<String, Uuid>>,
+    /// The topics the consumer protocol's coordinator last got, to give it a new view only
+    /// when topics, partition counts or replica racks changed.
+    topics_image_sent: Mutex<Option<Arc<TopicsImage>>>,
 }
 
 impl std::fmt::Debug for GroupService {
@@ -74,6 +80,7 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         consumer_group_size_max: usize::try_from(consumer.group_size_max).unwrap_or(usize::MAX),
         consumer_assignors: consumer.assignors.clone(),
         consumer_migration_policy: consumer.migration_policy,
+        consumer_protocol_enabled: config.consumer_protocol_enabled,
         ..GroupConfig::default()
     }
 }
@@ -94,6 +101,7 @@ impl GroupService {
             num_partitions,
             host: CoordinatorHost::new(OFFSETS_TOPIC),
             topics_seen: Mutex::new(HashMap::new()),
+            topics_image_sent: Mutex::new(None),
         }
     }
 
@@ -102,6 +110,7 @@ impl GroupService {
     /// `image`.
     pub fn reconcile(&self, broker: &BrokerCore, image: &MetadataImage) {
         self.forget_deleted_topics(image);
+        self.send_topics_image(image);
         let buffer_bytes = broker
             .config
             .properties
@@ -124,6 +133,18 @@ impl GroupService {
                 load::spawn(hosted, loader, buffer_bytes);
             },
         );
+    }
+
+    /// Consumer groups recompute their target assignment when their subscribed topics change.
+    fn send_topics_image(&self, image: &MetadataImage) {
+        let topics = topics_image::topics_image(image);
+        let mut sent = self.topics_image_sent.lock();
+        if sent.as_deref() == Some(&topics) {
+            return;
+        }
+        let topics = Arc::new(topics);
+        *sent = Some(topics.clone());
+        self.coordinator.on_topics_image(topics);
     }
 
     /// Committed offsets of topics deleted since the last image go away, as in Kafka.
