@@ -56,6 +56,7 @@ SCENARIOS = [
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
     ("wire44", "Kafka 4.4's newest request versions, sent and parsed by kafka-clients 4.4's own request classes"),
+    ("cg848_tools", "ConsumerGroupCommand on a KIP-848 consumer group: list by type and state, members, state, reset, delete"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 # Scenarios of the security modes only (the clients answer n/a without a security mode).
@@ -88,6 +89,7 @@ CLIENTS = {
 # Scenarios that only some clients run; the others report n/a with this reason.
 ONLY_CLIENTS = {
     "consumer_lag": (["cli"], "lag is checked through Kafka's ConsumerGroupCommand (the cli client)"),
+    "cg848_tools": (["cli"], "ConsumerGroupCommand is the cli client's"),
     "exactly_once": (["java"], "the read-process-write worker is the Java client (java/ExactlyOnce.java)"),
     "wire44": (["java"], "the requests are built and parsed by kafka-clients' own request classes (java/Wire44.java)"),
     "record_errors": (["confluent-kafka", "java", "kafka-python"],

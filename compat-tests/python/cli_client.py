@@ -589,6 +589,97 @@ def scenario_auth_failure(ctx):
     report_auth_failure(f"{match.group(1)} ({detail})")
 
 
+def table(out, first_column):
+    """The rows of a ConsumerGroupCommand table whose first column is `first_column`, by header."""
+    lines = [line for line in out.splitlines() if line.strip()]
+    header = next((line.split() for line in lines if line.split()[:1] == ["GROUP"]), None)
+    check(header is not None, f"a table header in {out!r}")
+    return [line.split() for line in lines if line.split()[:1] == [first_column]], header
+
+
+def scenario_cg848_tools(ctx):
+    """ConsumerGroupCommand on a consumer-protocol (KIP-848) group: --list --type/--state,
+    --describe --members --verbose and --state --verbose, offsets reset refused while the group is
+    active and done once it is empty, then --delete."""
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(ctx, topic, 2)
+    verifiable_produce(ctx, topic, 20, "")
+    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={QUIET_LOG4J}",
+           "-cp", f"{LIB}/*", TOOLS + "VerifiableConsumer", "--bootstrap-server", ctx.bootstrap, "--topic", topic,
+           "--group-id", group, "--group-protocol", "consumer", "--reset-policy", "earliest"]
+    consumer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    cg = ("consumer.group.ConsumerGroupCommand", "--bootstrap-server", ctx.bootstrap)
+    try:
+        deadline = time.monotonic() + 60
+        for line in consumer.stdout:
+            if '"partitions_assigned"' in line and '"partition"' in line:
+                break
+            check(time.monotonic() < deadline, "the consumer was assigned partitions")
+        wanted = f"{topic}:0,1"
+
+        def members_verbose():
+            _, out, _ = tool(*cg, "--describe", "--group", group, "--members", "--verbose")
+            rows, header = table(out, group)
+            return rows, header, out
+        # The member's reconciliation may still be in flight when the first partitions arrive.
+        deadline = time.monotonic() + 30
+        while True:
+            rows, header, out = members_verbose()
+            if len(rows) == 1 and len(rows[0]) == len(header) and rows[0][header.index("CURRENT-ASSIGNMENT")] == wanted:
+                break
+            check(time.monotonic() < deadline, f"one member owning {wanted}: {out!r}")
+            time.sleep(0.5)
+        check_eq(header, ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                          "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"], "--members --verbose columns")
+        row = dict(zip(header, rows[0]))
+        check_eq(row["#PARTITIONS"], "2", "#PARTITIONS")
+        check_eq(row["TARGET-ASSIGNMENT"], wanted, "TARGET-ASSIGNMENT")
+        check_eq(row["CURRENT-EPOCH"], row["TARGET-EPOCH"], "the member has reached its target epoch")
+        check_eq(row["HOST"], "/127.0.0.1", "HOST")
+
+        _, out, _ = tool(*cg, "--list", "--type", "consumer")
+        rows, header = table(out, group)
+        check_eq(header, ["GROUP", "TYPE"], "--list --type columns")
+        check_eq(rows, [[group, "Consumer"]], "--list --type consumer")
+        _, out, _ = tool(*cg, "--list", "--type", "classic")
+        check_eq(table(out, group)[0], [], "a consumer group is not listed as classic")
+        _, out, _ = tool(*cg, "--list", "--state", "Stable")
+        check_eq(table(out, group)[0], [[group, "Stable"]], "--list --state Stable")
+
+        _, out, _ = tool(*cg, "--describe", "--group", group, "--state", "--verbose")
+        lines = [line for line in out.splitlines() if line.startswith(group)]
+        check_eq(len(lines), 1, f"one --state row: {out!r}")
+        state = re.match(rf"{re.escape(group)}\s+\S+\s+\(\d+\)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", lines[0])
+        check(state is not None, f"--state --verbose row: {lines[0]!r}")
+        strategy, group_state, group_epoch, target_epoch, members = state.groups()
+        check_eq((strategy, group_state, members), ("uniform", "Stable", "1"), "ASSIGNMENT-STRATEGY, STATE, #MEMBERS")
+        check_eq(group_epoch, target_epoch, "GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH")
+
+        _, out, _ = tool(*cg, "--group", group, "--reset-offsets", "--to-earliest", "--topic", topic, "--execute")
+        check(f"Assignments can only be reset if the group '{group}' is inactive, but the current state is Stable."
+              in out, f"reset refused while the group is active: {out!r}")
+    finally:
+        consumer.terminate()
+        consumer.wait(timeout=30)
+
+    deadline = time.monotonic() + 60
+    while True:
+        _, out, _ = tool(*cg, "--describe", "--group", group, "--state")
+        if re.search(rf"{re.escape(group)}\s+.*\bEmpty\s+0\s*$", out, re.M):
+            break
+        check(time.monotonic() < deadline, f"the group becomes Empty once its member left: {out!r}")
+        time.sleep(0.5)
+    _, out, _ = tool(*cg, "--group", group, "--reset-offsets", "--to-earliest", "--topic", topic, "--execute")
+    rows, _ = table(out, group)
+    check_eq(sorted(rows), [[group, topic, "0", "0"], [group, topic, "1", "0"]], "offsets reset to the earliest")
+    _, out, _ = tool(*cg, "--describe", "--group", group)
+    rows, header = table(out, group)
+    current = {row[header.index("PARTITION")]: row[header.index("CURRENT-OFFSET")] for row in rows}
+    check_eq(current, {"0": "0", "1": "0"}, "CURRENT-OFFSET after the reset")
+    _, out, _ = tool(*cg, "--delete", "--group", group)
+    check(f"Deletion of requested consumer groups ('{group}') was successful." in out, f"group deleted: {out!r}")
+
+
 SCENARIOS = {
     "auth_failure": scenario_auth_failure,
     "metadata": scenario_metadata,
@@ -607,6 +698,7 @@ SCENARIOS = {
     "errors": scenario_errors,
     "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions_cli,
+    "cg848_tools": scenario_cg848_tools,
 }
 
 
