@@ -637,6 +637,8 @@ func cgStaticRestart() {
 	during := describeCG(adm)
 	fmt.Println("after a's static leave:", showCG(during))
 	check(len(during.Members) == 2, "members while member-a is away: %s", showCG(during))
+	// member-a's epoch (-2) is not the group's: the group is Reconciling until it is back.
+	check(during.State == "Reconciling", "state while member-a is away: %s", showCG(during))
 	var away *kadm.ConsumerGroupMember
 	for i, m := range during.Members {
 		if m.InstanceID != nil && *m.InstanceID == "member-a" {

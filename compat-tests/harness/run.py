@@ -112,6 +112,10 @@ ONLY_CLIENTS = {
                        "confluent-kafka"),
     "recompression": (["confluent-kafka", "java", "kafka-python"],
                       "the stored codec is checked with a raw Fetch beside confluent-kafka, the Java client and kafka-python"),
+    **{name: (["java", "confluent-kafka", "franz-go"],
+              "group.protocol=consumer (KIP-848) is checked with the Java client, confluent-kafka and franz-go; kcat's "
+              "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
+       for name in SCENARIO_GROUPS["cg848"]},
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

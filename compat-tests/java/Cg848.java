@@ -411,6 +411,8 @@ public class Cg848 {
                 var during = describe(admin);
                 System.out.println("after a's static leave: " + during);
                 checkEq(during.members().size(), 2, "members while member-a is away");
+                // member-a's epoch (-2) is not the group's: the group is Reconciling until it is back.
+                checkEq(during.groupState(), GroupState.RECONCILING, "state while member-a is away");
                 MemberDescription away = null;
                 for (var m : during.members()) if (m.groupInstanceId().equals(Optional.of("member-a"))) away = m;
                 check(away != null, "member-a still described: " + during);
