@@ -672,6 +672,9 @@ func main() {
 		"transactions":      scenarioTransactions,
 		"auth_failure":      scenarioAuthFailure,
 	}
+	for name, fn := range cg848Scenarios {
+		scenarios[name] = fn
+	}
 	fn, ok := scenarios[*scenario]
 	if !ok {
 		fmt.Printf("N/A: scenario %q is not expressible with this client\n", *scenario)

@@ -15,6 +15,9 @@ from pathlib import Path
 
 # Broker settings shared by both targets: single node, internal topics with replication
 # factor 1, no initial rebalance delay, short group sessions allowed (Kafka property names).
+# The consumer protocol's (KIP-848) session timeout and heartbeat interval are the broker's
+# (clients cannot set them): Kafka's defaults, 45 s and 5 s with the same minimums, would make
+# the cg848_* scenarios wait 45 s for an expired member and up to 5 s per reconciliation step.
 COMMON_PROPERTIES = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
@@ -23,6 +26,10 @@ COMMON_PROPERTIES = {
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "group.min.session.timeout.ms": "1000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.session.timeout.ms": "8000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "500",
 }
 
 

@@ -56,9 +56,21 @@ SCENARIOS = [
     ("transactions", "commit, abort, read_committed vs read_uncommitted, offsets sent to a transaction"),
     ("exactly_once", "read-process-write over two topics, killed (SIGKILL) and restarted: each record once"),
     ("wire44", "Kafka 4.4's newest request versions, sent and parsed by kafka-clients 4.4's own request classes"),
+    ("cg848_join_consume", "KIP-848 (group.protocol=consumer): one member gets every partition; ConsumerGroupDescribe"),
+    ("cg848_second_member", "KIP-848: a second member joins; only the moved partition is revoked"),
+    ("cg848_leave", "KIP-848: a member leaves; its partitions move at once"),
+    ("cg848_session_expiry", "KIP-848: a member is killed (SIGKILL); its partitions move after the session timeout"),
+    ("cg848_static_restart", "KIP-848: a static member (group.instance.id) restarts and gets the same partitions"),
+    ("cg848_regex", "KIP-848: a regex subscription picks up a topic created afterwards"),
+    ("cg848_commit_resume", "KIP-848: commit, close, a new member resumes at the committed offsets"),
+    ("cg848_mixed_migration", "KIP-848: a classic and a consumer member in one group (online upgrade and back)"),
     ("cg848_tools", "ConsumerGroupCommand on a KIP-848 consumer group: list by type and state, members, state, reset, delete"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
+# Named groups of scenarios for --scenarios (a group name expands to its members).
+SCENARIO_GROUPS = {
+    "cg848": [name for name in SCENARIO_NAMES if name.startswith("cg848_")],
+}
 # Scenarios of the security modes only (the clients answer n/a without a security mode).
 SECURITY_ONLY_SCENARIOS = [
     ("auth_failure", "wrong password / untrusted client certificate / untrusted broker: the client's "
@@ -86,6 +98,9 @@ CLIENTS = {
     "kafkajs": {"cmd": ["node", str(COMPAT_DIR / "node" / "compat.js")], "deps": ["node"]},
 }
 
+# Short names accepted by --clients.
+CLIENT_ALIASES = {"confluent": ["confluent-kafka"], "franz": ["franz-go"]}
+
 # Scenarios that only some clients run; the others report n/a with this reason.
 ONLY_CLIENTS = {
     "consumer_lag": (["cli"], "lag is checked through Kafka's ConsumerGroupCommand (the cli client)"),
@@ -99,6 +114,10 @@ ONLY_CLIENTS = {
                        "confluent-kafka"),
     "recompression": (["confluent-kafka", "java", "kafka-python"],
                       "the stored codec is checked with a raw Fetch beside confluent-kafka, the Java client and kafka-python"),
+    **{name: (["java", "confluent-kafka", "franz-go"],
+              "group.protocol=consumer (KIP-848) is checked with the Java client, confluent-kafka and franz-go; kcat's "
+              "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
+       for name in SCENARIO_GROUPS["cg848"] if name != "cg848_tools"},
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
@@ -115,7 +134,8 @@ def parse_args():
     parser.add_argument("--against", choices=["shale", "kafka"], default="shale")
     parser.add_argument("--fast", action="store_true", help="a CI-sized slice: a few clients, core scenarios")
     parser.add_argument("--clients", help="comma-separated subset of: " + ",".join(CLIENTS))
-    parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(ALL_SCENARIO_NAMES))
+    parser.add_argument("--scenarios", help="comma-separated subset of: " + ",".join(ALL_SCENARIO_NAMES)
+                        + "; or a group: " + ",".join(SCENARIO_GROUPS))
     parser.add_argument("--bootstrap", help="use an already running broker instead of starting one")
     parser.add_argument("--no-build", action="store_true", help="do not run cargo build for Shale")
     parser.add_argument("--timeout", type=int, default=SCENARIO_TIMEOUT_S, help="seconds per scenario")
@@ -126,18 +146,23 @@ def parse_args():
     if args.security and args.bootstrap:
         parser.error("--security starts the broker with its listener and users; it cannot use --bootstrap")
 
-    def pick(value, universe, default, what):
+    def pick(value, universe, default, what, aliases):
         if not value:
             return list(default)
-        chosen = [v.strip() for v in value.split(",") if v.strip()]
+        chosen = []
+        for v in (v.strip() for v in value.split(",") if v.strip()):
+            for name in aliases.get(v, [v]):
+                if name not in chosen:
+                    chosen.append(name)
         unknown = [v for v in chosen if v not in universe]
         if unknown:
             parser.error(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(universe)})")
         return chosen
 
-    args.client_list = pick(args.clients, list(CLIENTS), FAST_CLIENTS if args.fast else CLIENTS, "clients")
+    args.client_list = pick(args.clients, list(CLIENTS), FAST_CLIENTS if args.fast else CLIENTS, "clients",
+                            CLIENT_ALIASES)
     default_scenarios = SECURITY_SCENARIOS if args.security else FAST_SCENARIOS if args.fast else SCENARIO_NAMES
-    args.scenario_list = pick(args.scenarios, ALL_SCENARIO_NAMES, default_scenarios, "scenarios")
+    args.scenario_list = pick(args.scenarios, ALL_SCENARIO_NAMES, default_scenarios, "scenarios", SCENARIO_GROUPS)
     try:
         args.mode_list = security.parse_modes(args.security) if args.security else []
     except ValueError as exc:

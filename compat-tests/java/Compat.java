@@ -94,7 +94,9 @@ public class Compat {
                 case "exactly_once": exactlyOnce(); break;
                 case "wire44": Wire44.run(bootstrap, prefix); break;
                 case "auth_failure": authFailure(); break;
-                default: throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
+                default:
+                    if (!Cg848.run(scenario))
+                        throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
         } catch (NotApplicable e) {
             System.out.println("N/A: " + e.getMessage());

@@ -17,6 +17,8 @@ from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_M
                     named_error_code, record_error_cases, wait_until, AUTH_FAILURE_TIMEOUT_S,
                     librdkafka_security, normalise_error_text, report_auth_failure)
 
+from cg848_confluent import Scenarios as Cg848Scenarios
+
 TIMEOUT_S = 30
 
 
@@ -618,6 +620,7 @@ SCENARIOS = {
     "transactions": scenario_transactions,
     "record_errors": scenario_record_errors,
     "recompression": scenario_recompression,
+    **Cg848Scenarios(admin, consumer, producer, create_topic).table(),
 }
 
 if __name__ == "__main__":
