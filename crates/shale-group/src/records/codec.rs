@@ -223,11 +223,6 @@ impl Reader<'_> {
         }
         Ok(())
     }
-
-    /// True once every byte was read.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.remaining() == 0
-    }
 }
 
 /// Writer for the flexible (compact) encodings of the consumer group records' values.
@@ -282,11 +277,6 @@ impl CompactWriter {
 
     pub(crate) fn string(&mut self, value: &str) {
         self.nullable_string(Some(value));
-    }
-
-    pub(crate) fn bytes(&mut self, value: &[u8]) {
-        self.length(value.len());
-        self.bytes.extend_from_slice(value);
     }
 
     /// A tagged-field section with the given `(tag, bytes)` fields, in tag order.

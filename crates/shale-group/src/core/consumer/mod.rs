@@ -25,6 +25,7 @@ mod topics;
 
 use std::sync::Arc;
 
+pub(crate) use admin::{failed_consumer_description as failed_description, group_tombstones};
 pub use group::{ConsumerGroupState, MemberState};
 
 use super::timers::TimerKey;
