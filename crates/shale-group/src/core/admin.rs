@@ -76,7 +76,8 @@ impl CoordinatorShard {
     /// ("classic", "consumer"), both case-insensitive; an empty filter lets every group through.
     /// A name that is no state (or type) of a group matches nothing, as on Kafka.
     pub fn list_groups_filtered(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
-        let wants = |kind: &str| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(kind));
+        let wants =
+            |kind: &str| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(kind));
         let mut listed = Vec::new();
         if wants("classic") {
             listed.extend(

@@ -322,7 +322,9 @@ fn encode_partition_metadata(topics: &[PartitionMetadataTopic]) -> Vec<u8> {
     out.bytes
 }
 
-fn decode_partition_metadata(bytes: &[u8]) -> Result<Vec<PartitionMetadataTopic>, RecordDecodeError> {
+fn decode_partition_metadata(
+    bytes: &[u8],
+) -> Result<Vec<PartitionMetadataTopic>, RecordDecodeError> {
     let mut reader = value_reader(bytes, CONSUMER_GROUP_PARTITION_METADATA_KEY)?;
     // A topic takes at least 16 + 1 + 4 + 1 + 1 bytes.
     let count = reader.array_length(true, 23)?;
@@ -418,7 +420,9 @@ fn encode_target_metadata(value: &TargetAssignmentMetadataValue) -> Vec<u8> {
     out.bytes
 }
 
-fn decode_target_metadata(bytes: &[u8]) -> Result<TargetAssignmentMetadataValue, RecordDecodeError> {
+fn decode_target_metadata(
+    bytes: &[u8],
+) -> Result<TargetAssignmentMetadataValue, RecordDecodeError> {
     let mut reader = value_reader(bytes, CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY)?;
     let assignment_epoch = reader.i32()?;
     let assignment_timestamp_ms = read_tagged_i64(&mut reader, 0)?;
@@ -451,10 +455,7 @@ fn decode_target_member(bytes: &[u8]) -> Result<MemberAssignment, RecordDecodeEr
         let topic_id = reader.uuid()?;
         let partitions = read_partitions(&mut reader)?;
         reader.skip_tagged_fields()?;
-        assignment
-            .entry(topic_id)
-            .or_default()
-            .extend(partitions);
+        assignment.entry(topic_id).or_default().extend(partitions);
     }
     reader.skip_tagged_fields()?;
     Ok(assignment)

@@ -303,4 +303,6 @@ fn decode_group_metadata_value(bytes: &[u8]) -> Result<GroupMetadataValue, Recor
 }
 
 #[cfg(test)]
+mod consumer_tests;
+#[cfg(test)]
 mod tests;

@@ -315,9 +315,14 @@ impl GroupCoordinator {
             for (slot, (index, group_id)) in indexes.into_iter().zip(ids).enumerate() {
                 results[index] = Some(match &described {
                     Ok(described) => described.get(slot).cloned().unwrap_or_else(|| {
-                        crate::core::consumer::failed_description(&group_id, GroupError::NotCoordinator)
+                        crate::core::consumer::failed_description(
+                            &group_id,
+                            GroupError::NotCoordinator,
+                        )
                     }),
-                    Err(error) => crate::core::consumer::failed_description(&group_id, error.clone()),
+                    Err(error) => {
+                        crate::core::consumer::failed_description(&group_id, error.clone())
+                    }
                 });
             }
         }

@@ -55,7 +55,10 @@ impl CoordinatorShard {
                     subscribed_topic_regex: member.subscribed_topic_regex.clone(),
                     assignment: described(&without_epochs(&member.assigned), &self.topics),
                     target_assignment: described(
-                        group.target.get(&member.member_id).unwrap_or(&Default::default()),
+                        group
+                            .target
+                            .get(&member.member_id)
+                            .unwrap_or(&Default::default()),
                         &self.topics,
                     ),
                     member_type: if member.classic_member_metadata.is_some() {
@@ -177,11 +180,14 @@ fn described(assignment: &MemberAssignment, topics: &TopicsImage) -> Vec<Describ
     assignment
         .iter()
         .filter_map(|(topic_id, partitions)| {
-            topics.topics.get(topic_id).map(|topic| DescribedTopicPartitions {
-                topic_id: *topic_id,
-                topic_name: topic.name.clone(),
-                partitions: partitions.clone(),
-            })
+            topics
+                .topics
+                .get(topic_id)
+                .map(|topic| DescribedTopicPartitions {
+                    topic_id: *topic_id,
+                    topic_name: topic.name.clone(),
+                    partitions: partitions.clone(),
+                })
         })
         .collect()
 }

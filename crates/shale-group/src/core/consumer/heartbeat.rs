@@ -8,9 +8,9 @@ use super::group::{
 use super::reconcile::{reconcile, ReconcileInput};
 use super::subscriptions::{compile_regex, compute_target, metadata_hash, resolve_regex};
 use super::TimerAction;
+use crate::consumer_types::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use crate::core::timers::TimerKey;
 use crate::core::{CoordinatorShard, Effects, RequestToken, Response};
-use crate::consumer_types::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use crate::error::GroupError;
 use crate::records::consumer_records::{
     ConsumerRecord, RegularExpressionValue, TargetAssignmentMetadataValue,
@@ -131,7 +131,8 @@ impl CoordinatorShard {
             .get(&member_id)
             .cloned()
             .unwrap_or_else(|| updated.clone());
-        let reconciled = reconcile_member(&draft.group, &current, request.owned_partitions.as_deref());
+        let reconciled =
+            reconcile_member(&draft.group, &current, request.owned_partitions.as_deref());
         if reconciled != current {
             draft.push(ConsumerRecord::CurrentMemberAssignment {
                 group_id: draft.group.group_id.clone(),
@@ -312,7 +313,12 @@ impl CoordinatorShard {
         let member_ids: Vec<String> = draft.group.members.keys().cloned().collect();
         for member_id in member_ids {
             let new = target.get(&member_id).cloned().unwrap_or_default();
-            let old = draft.group.target.get(&member_id).cloned().unwrap_or_default();
+            let old = draft
+                .group
+                .target
+                .get(&member_id)
+                .cloned()
+                .unwrap_or_default();
             if new != old {
                 draft.push(ConsumerRecord::TargetAssignmentMember {
                     group_id: group_id.clone(),

@@ -35,8 +35,7 @@ use crate::config::{GroupConfigSource, NoGroupOverrides};
 
 /// Finds a server assignor by its Kafka name (`uniform`, `range`). The broker passes
 /// `shale_group::assignor::assignor_named` here.
-pub type AssignorLookup =
-    Arc<dyn Fn(&str) -> Option<&'static dyn PartitionAssignor> + Send + Sync>;
+pub type AssignorLookup = Arc<dyn Fn(&str) -> Option<&'static dyn PartitionAssignor> + Send + Sync>;
 
 /// What the consumer protocol needs besides [`crate::GroupConfig`].
 #[derive(Clone)]
@@ -59,7 +58,9 @@ impl Default for ConsumerSettings {
 
 impl std::fmt::Debug for ConsumerSettings {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("ConsumerSettings").finish_non_exhaustive()
+        formatter
+            .debug_struct("ConsumerSettings")
+            .finish_non_exhaustive()
     }
 }
 
@@ -120,7 +121,10 @@ impl CoordinatorShard {
             for member in group.members.values() {
                 let [session, rebalance] =
                     self.consumer_member_timers(&group.group_id, &member.member_id);
-                actions.push(TimerAction::Schedule(session, now_ms + i64::from(session_ms)));
+                actions.push(TimerAction::Schedule(
+                    session,
+                    now_ms + i64::from(session_ms),
+                ));
                 if member.state == MemberState::UnrevokedPartitions {
                     let deadline_ms = now_ms + i64::from(member.rebalance_timeout_ms.max(0));
                     actions.push(TimerAction::Schedule(rebalance, deadline_ms));
@@ -132,6 +136,8 @@ impl CoordinatorShard {
 
     /// The state of a consumer group, if one exists.
     pub fn consumer_group_state(&self, group_id: &str) -> Option<ConsumerGroupState> {
-        self.consumer_groups.get(group_id).map(|group| group.state())
+        self.consumer_groups
+            .get(group_id)
+            .map(|group| group.state())
     }
 }

@@ -92,7 +92,10 @@ pub(super) fn topic(id: Uuid, name: &str, partitions: usize) -> TopicMetadata {
 
 pub(super) fn image(topics: Vec<TopicMetadata>) -> Arc<TopicsImage> {
     Arc::new(TopicsImage {
-        topics: topics.into_iter().map(|topic| (topic.topic_id, topic)).collect(),
+        topics: topics
+            .into_iter()
+            .map(|topic| (topic.topic_id, topic))
+            .collect(),
     })
 }
 
@@ -155,9 +158,7 @@ impl ConsumerHarness {
             .consumer_group_heartbeat(token, request, self.now_ms);
         let replies = self.apply(effects);
         match replies.as_slice() {
-            [(replied, Response::ConsumerHeartbeat(result))] if *replied == token => {
-                result.clone()
-            }
+            [(replied, Response::ConsumerHeartbeat(result))] if *replied == token => result.clone(),
             other => panic!("expected one heartbeat reply, got {other:?}"),
         }
     }

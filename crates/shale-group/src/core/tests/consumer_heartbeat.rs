@@ -43,7 +43,9 @@ fn first_member_gets_every_partition_at_epoch_one() {
     );
     // A heartbeat that changes nothing writes nothing and sends no assignment.
     let mark = h.log.len();
-    let again = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    let again = h
+        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     assert_eq!(again.member_epoch, 1);
     assert_eq!(again.assignment, None);
     assert!(h.records_since(mark).is_empty());
@@ -63,7 +65,9 @@ fn second_member_gets_only_moved_partitions_after_they_are_revoked() {
     );
 
     // a keeps epoch 1 and is asked to give up only 1 and 3.
-    let a = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    let a = h
+        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     assert_eq!(a.member_epoch, 1);
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
     let group = &h.shard.consumer_groups[GROUP];
@@ -73,7 +77,9 @@ fn second_member_gets_only_moved_partitions_after_they_are_revoked() {
     // b still gets nothing while a owns them.
     let b = h.heartbeat(beat("b", 2, &[])).unwrap();
     assert_eq!(b.assignment, None);
-    assert!(h.shard.consumer_groups[GROUP].members["b"].assigned.is_empty());
+    assert!(h.shard.consumer_groups[GROUP].members["b"]
+        .assigned
+        .is_empty());
 
     // a acknowledges: it moves to epoch 2 and keeps 0 and 2.
     let a = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
@@ -89,8 +95,14 @@ fn second_member_gets_only_moved_partitions_after_they_are_revoked() {
     );
     // No partition was ever owned by both.
     let group = &h.shard.consumer_groups[GROUP];
-    assert_eq!(group.members["a"].assigned_partitions(), assignment(&[(ORDERS, &[0, 2])]));
-    assert_eq!(group.members["b"].assigned_partitions(), assignment(&[(ORDERS, &[1, 3])]));
+    assert_eq!(
+        group.members["a"].assigned_partitions(),
+        assignment(&[(ORDERS, &[0, 2])])
+    );
+    assert_eq!(
+        group.members["b"].assigned_partitions(),
+        assignment(&[(ORDERS, &[1, 3])])
+    );
 }
 
 #[test]
@@ -98,7 +110,8 @@ fn a_member_that_did_not_report_its_partitions_keeps_them_until_it_does() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     let mut partial = beat("a", 1, &[]);
     partial.owned_partitions = None;
     let a = h.heartbeat(partial).unwrap();
@@ -119,7 +132,8 @@ fn epochs_ahead_or_unknown_are_fenced_and_the_previous_epoch_is_tolerated() {
     );
     // The group moves to epoch 2 with a second member; a is at epoch 2 after revoking.
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
     // The answer with epoch 2 was lost: epoch 1 with a subset of the partitions is accepted.
     let retry = h.heartbeat(beat("a", 1, &[(ORDERS, &[0])])).unwrap();
@@ -135,7 +149,10 @@ fn epochs_ahead_or_unknown_are_fenced_and_the_previous_epoch_is_tolerated() {
 fn invalid_requests_get_kafkas_messages() {
     let mut h = ConsumerHarness::new();
     let invalid = |reason: &str| Err(GroupError::InvalidRequest(reason.to_owned()));
-    assert_eq!(h.heartbeat(join("", &["orders"])), invalid("MemberId can't be empty."));
+    assert_eq!(
+        h.heartbeat(join("", &["orders"])),
+        invalid("MemberId can't be empty.")
+    );
     let mut request = join("a", &["orders"]);
     request.group_id.clear();
     assert_eq!(h.heartbeat(request), invalid("GroupId can't be empty."));
@@ -166,7 +183,10 @@ fn invalid_requests_get_kafkas_messages() {
     let mut request = beat("a", -2, &[]);
     request.instance_id = None;
     assert_eq!(h.heartbeat(request), invalid("InstanceId can't be null."));
-    assert_eq!(h.heartbeat(beat("a", -3, &[])), invalid("MemberEpoch is invalid."));
+    assert_eq!(
+        h.heartbeat(beat("a", -3, &[])),
+        invalid("MemberEpoch is invalid.")
+    );
     let mut request = join("a", &[]);
     request.subscribed_topic_regex = Some("orders(".to_owned());
     assert!(matches!(
@@ -230,7 +250,10 @@ fn a_regex_subscription_picks_up_a_new_topic() {
     let mut request = join("a", &[]);
     request.subscribed_topic_regex = Some("or.*".to_owned());
     let response = h.heartbeat(request).unwrap();
-    assert_eq!(response.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3])])));
+    assert_eq!(
+        response.assignment,
+        Some(assignment(&[(ORDERS, &[0, 1, 2, 3])]))
+    );
     let epoch = h.shard.consumer_groups[GROUP].group_epoch;
 
     // A topic the regex matches only in part, an internal topic, and one it matches.
@@ -247,7 +270,9 @@ fn a_regex_subscription_picks_up_a_new_topic() {
         group.regexes["or.*"].topics.iter().collect::<Vec<_>>(),
         ["orders", "ordinals"]
     );
-    let response = h.heartbeat(beat("a", epoch, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    let response = h
+        .heartbeat(beat("a", epoch, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     assert_eq!(response.member_epoch, epoch + 1);
     assert_eq!(
         response.assignment,
@@ -262,36 +287,65 @@ fn partition_additions_and_topic_deletion_move_the_group_epoch() {
     assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 1);
     // An unrelated topic changes nothing.
     let mark = h.log.len();
-    h.set_topics(image(vec![topic(ORDERS, "orders", 4), topic(uuid::Uuid::from_u128(9), "other", 3)]));
+    h.set_topics(image(vec![
+        topic(ORDERS, "orders", 4),
+        topic(uuid::Uuid::from_u128(9), "other", 3),
+    ]));
     assert!(h.records_since(mark).is_empty());
     // A subscribed topic is created.
-    h.set_topics(image(vec![topic(ORDERS, "orders", 4), topic(PAYMENTS, "payments", 1)]));
+    h.set_topics(image(vec![
+        topic(ORDERS, "orders", 4),
+        topic(PAYMENTS, "payments", 1),
+    ]));
     assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 2);
     // Partitions are added.
-    h.set_topics(image(vec![topic(ORDERS, "orders", 6), topic(PAYMENTS, "payments", 1)]));
+    h.set_topics(image(vec![
+        topic(ORDERS, "orders", 6),
+        topic(PAYMENTS, "payments", 1),
+    ]));
     assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 3);
-    let response = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    let response = h
+        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     assert_eq!(response.member_epoch, 3);
     assert_eq!(
         response.assignment,
-        Some(assignment(&[(ORDERS, &[0, 1, 2, 3, 4, 5]), (PAYMENTS, &[0])]))
+        Some(assignment(&[
+            (ORDERS, &[0, 1, 2, 3, 4, 5]),
+            (PAYMENTS, &[0])
+        ]))
     );
     // A topic is deleted: its partitions are revoked.
     h.set_topics(image(vec![topic(ORDERS, "orders", 6)]));
     assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 4);
     let response = h
-        .heartbeat(beat("a", 3, &[(ORDERS, &[0, 1, 2, 3, 4, 5]), (PAYMENTS, &[0])]))
+        .heartbeat(beat(
+            "a",
+            3,
+            &[(ORDERS, &[0, 1, 2, 3, 4, 5]), (PAYMENTS, &[0])],
+        ))
         .unwrap();
-    assert_eq!(response.member_epoch, 3, "revokes the deleted topic's partition first");
-    assert_eq!(response.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3, 4, 5])])));
-    let response = h.heartbeat(beat("a", 3, &[(ORDERS, &[0, 1, 2, 3, 4, 5])])).unwrap();
+    assert_eq!(
+        response.member_epoch, 3,
+        "revokes the deleted topic's partition first"
+    );
+    assert_eq!(
+        response.assignment,
+        Some(assignment(&[(ORDERS, &[0, 1, 2, 3, 4, 5])]))
+    );
+    let response = h
+        .heartbeat(beat("a", 3, &[(ORDERS, &[0, 1, 2, 3, 4, 5])]))
+        .unwrap();
     assert_eq!(response.member_epoch, 4);
 }
 
 #[test]
 fn a_subscription_change_gives_a_new_target() {
     let mut h = ConsumerHarness::new();
-    h.set_topics(image(vec![topic(ORDERS, "orders", 2), topic(PAYMENTS, "payments", 2)]));
+    h.set_topics(image(vec![
+        topic(ORDERS, "orders", 2),
+        topic(PAYMENTS, "payments", 2),
+    ]));
     h.heartbeat(join("a", &["orders"])).unwrap();
     let mut request = beat("a", 1, &[(ORDERS, &[0, 1])]);
     request.subscribed_topic_names = Some(vec!["payments".to_owned()]);
@@ -301,5 +355,8 @@ fn a_subscription_change_gives_a_new_target() {
     assert_eq!(response.assignment, Some(assignment(&[])));
     let response = h.heartbeat(beat("a", 1, &[])).unwrap();
     assert_eq!(response.member_epoch, 2);
-    assert_eq!(response.assignment, Some(assignment(&[(PAYMENTS, &[0, 1])])));
+    assert_eq!(
+        response.assignment,
+        Some(assignment(&[(PAYMENTS, &[0, 1])]))
+    );
 }

@@ -8,7 +8,10 @@ use crate::config::GroupOverrides;
 use crate::core::{ConsumerGroupState, CoordinatorShard};
 use crate::error::GroupError;
 
-fn static_join(member_id: &str, instance_id: &str) -> crate::consumer_types::ConsumerGroupHeartbeatRequest {
+fn static_join(
+    member_id: &str,
+    instance_id: &str,
+) -> crate::consumer_types::ConsumerGroupHeartbeatRequest {
     crate::consumer_types::ConsumerGroupHeartbeatRequest {
         instance_id: Some(instance_id.to_owned()),
         ..join(member_id, &["orders"])
@@ -32,7 +35,8 @@ fn a_member_that_stops_heartbeating_is_removed_after_its_session() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
     h.heartbeat(beat("b", 2, &[])).unwrap();
     // a keeps heartbeating; b goes silent.
@@ -51,7 +55,10 @@ fn a_member_that_stops_heartbeating_is_removed_after_its_session() {
     let a = h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
     assert_eq!(a.member_epoch, 3);
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3])])));
-    assert_eq!(h.heartbeat(beat("b", 2, &[])), Err(GroupError::UnknownMemberId));
+    assert_eq!(
+        h.heartbeat(beat("b", 2, &[])),
+        Err(GroupError::UnknownMemberId)
+    );
 }
 
 #[test]
@@ -59,15 +66,21 @@ fn a_member_that_does_not_revoke_in_time_is_fenced() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    let a = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    let a = h
+        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
     // a heartbeats but keeps owning 1 and 3 past its 30 s rebalance timeout.
     h.advance(20_000);
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     h.heartbeat(beat("b", 2, &[])).unwrap();
     h.advance(10_001);
     let group = &h.shard.consumer_groups[GROUP];
-    assert!(!group.members.contains_key("a"), "fenced by its rebalance timeout");
+    assert!(
+        !group.members.contains_key("a"),
+        "fenced by its rebalance timeout"
+    );
     assert_eq!(group.group_epoch, 3);
     assert_eq!(
         h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])),
@@ -83,7 +96,8 @@ fn a_member_that_revokes_in_time_is_not_fenced() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])).unwrap();
+    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
     h.advance(10_000);
     h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
     h.heartbeat(beat("b", 2, &[])).unwrap();
@@ -101,8 +115,14 @@ fn leaving_with_minus_one_removes_the_member_and_moves_the_epoch() {
     let group = &h.shard.consumer_groups[GROUP];
     assert!(group.members.is_empty());
     assert_eq!(group.group_epoch, 2);
-    assert_eq!(h.shard.consumer_group_state(GROUP), Some(ConsumerGroupState::Empty));
-    assert_eq!(h.heartbeat(beat("a", -1, &[])), Err(GroupError::UnknownMemberId));
+    assert_eq!(
+        h.shard.consumer_group_state(GROUP),
+        Some(ConsumerGroupState::Empty)
+    );
+    assert_eq!(
+        h.heartbeat(beat("a", -1, &[])),
+        Err(GroupError::UnknownMemberId)
+    );
     // Its session timer went with it: nothing fires later.
     let mark = h.log.len();
     h.advance(60_000);
@@ -114,8 +134,13 @@ fn a_static_member_restarting_within_its_session_keeps_its_assignment() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(static_join("a1", "instance-a")).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(static_beat("a1", "instance-a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
-        .unwrap();
+    h.heartbeat(static_beat(
+        "a1",
+        "instance-a",
+        1,
+        &[(ORDERS, &[0, 1, 2, 3])],
+    ))
+    .unwrap();
     h.heartbeat(static_beat("a1", "instance-a", 1, &[(ORDERS, &[0, 2])]))
         .unwrap();
     h.heartbeat(beat("b", 2, &[])).unwrap();
@@ -144,7 +169,10 @@ fn a_static_member_restarting_within_its_session_keeps_its_assignment() {
     assert_eq!(group.group_epoch, epoch);
     assert!(!group.members.contains_key("a1"));
     assert_eq!(group.static_members["instance-a"], "a2");
-    assert_eq!(h.shard.consumer_group_state(GROUP), Some(ConsumerGroupState::Stable));
+    assert_eq!(
+        h.shard.consumer_group_state(GROUP),
+        Some(ConsumerGroupState::Stable)
+    );
 
     // A second live instance with the same id is refused; the old member id is fenced.
     assert_eq!(
@@ -165,8 +193,13 @@ fn a_static_member_restarting_within_its_session_keeps_its_assignment() {
 fn a_static_member_that_does_not_come_back_is_removed_after_its_session() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(static_join("a1", "instance-a")).unwrap();
-    h.heartbeat(static_beat("a1", "instance-a", -2, &[(ORDERS, &[0, 1, 2, 3])]))
-        .unwrap();
+    h.heartbeat(static_beat(
+        "a1",
+        "instance-a",
+        -2,
+        &[(ORDERS, &[0, 1, 2, 3])],
+    ))
+    .unwrap();
     h.advance(44_000);
     assert!(h.shard.consumer_groups[GROUP].members.contains_key("a1"));
     h.advance(2_000);
@@ -175,7 +208,10 @@ fn a_static_member_that_does_not_come_back_is_removed_after_its_session() {
     assert!(group.static_members.is_empty());
     // Its instance id is free again: a new member joins as a new static member.
     let fresh = h.heartbeat(static_join("a2", "instance-a")).unwrap();
-    assert_eq!(fresh.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3])])));
+    assert_eq!(
+        fresh.assignment,
+        Some(assignment(&[(ORDERS, &[0, 1, 2, 3])]))
+    );
 }
 
 #[test]
@@ -206,8 +242,13 @@ fn the_group_rebuilt_from_its_records_is_the_same() {
     regex.rack_id = Some("rack-1".to_owned());
     h.heartbeat(regex).unwrap();
     // Mid-reconciliation: a must still revoke, b waits for its partitions.
-    h.heartbeat(static_beat("a", "instance-a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
-        .unwrap();
+    h.heartbeat(static_beat(
+        "a",
+        "instance-a",
+        1,
+        &[(ORDERS, &[0, 1, 2, 3])],
+    ))
+    .unwrap();
     h.heartbeat(join("c", &["orders"])).unwrap();
     h.heartbeat(beat("c", -1, &[])).unwrap();
 
@@ -236,7 +277,10 @@ fn the_group_rebuilt_from_its_records_is_the_same() {
     let a = h2
         .heartbeat(static_beat("a", "instance-a", 1, &[(ORDERS, &[0, 2])]))
         .unwrap();
-    assert_eq!(a.member_epoch, h2.shard.consumer_groups[GROUP].assignment_epoch);
+    assert_eq!(
+        a.member_epoch,
+        h2.shard.consumer_groups[GROUP].assignment_epoch
+    );
     h2.advance(46_000);
     assert!(h2.shard.consumer_groups[GROUP].members.is_empty());
 }
