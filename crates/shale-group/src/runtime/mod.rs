@@ -11,6 +11,8 @@ mod log;
 mod task;
 
 #[cfg(test)]
+mod consumer_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};

@@ -80,6 +80,13 @@ impl CoordinatorShard {
         let mut bump = is_new
             || updated.subscribed_topic_names != previous.subscribed_topic_names
             || updated.subscribed_topic_regex != previous.subscribed_topic_regex;
+        let default_assignor = self
+            .config()
+            .consumer_assignors
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let assignor_before = draft.group.preferred_assignor(&default_assignor);
         if is_new || updated.metadata_value() != previous.metadata_value() {
             draft.push(ConsumerRecord::MemberMetadata {
                 group_id: draft.group.group_id.clone(),
@@ -87,6 +94,8 @@ impl CoordinatorShard {
                 value: Some(updated.metadata_value()),
             });
         }
+        // Kafka's `hasPreferredServerAssignorChanged`: the group assigns with another assignor.
+        bump |= draft.group.preferred_assignor(&default_assignor) != assignor_before;
         if let Some(regex) = &updated.subscribed_topic_regex {
             if !draft.group.regexes.contains_key(regex) {
                 let resolved = RegularExpressionValue {
@@ -264,7 +273,7 @@ impl CoordinatorShard {
         let mut replacement = ConsumerMember {
             member_id: request.member_id.clone(),
             member_epoch: 0,
-            previous_member_epoch: -1,
+            previous_member_epoch: 0,
             state: super::group::MemberState::Stable,
             pending_revocation: Default::default(),
             ..old.clone()
@@ -275,18 +284,17 @@ impl CoordinatorShard {
             member_id: request.member_id.clone(),
             value: Some(replacement.metadata_value()),
         });
+        // Kafka's `replaceMember` order: subscription, target, current assignment.
+        draft.push(ConsumerRecord::TargetAssignmentMember {
+            group_id: draft.group.group_id.clone(),
+            member_id: request.member_id.clone(),
+            value: Some(target.unwrap_or_default()),
+        });
         draft.push(ConsumerRecord::CurrentMemberAssignment {
             group_id: draft.group.group_id.clone(),
             member_id: request.member_id.clone(),
             value: Some(replacement.assignment_value()),
         });
-        if let Some(target) = target.filter(|target| !target.is_empty()) {
-            draft.push(ConsumerRecord::TargetAssignmentMember {
-                group_id: draft.group.group_id.clone(),
-                member_id: request.member_id.clone(),
-                value: Some(target),
-            });
-        }
         for key in self.consumer_member_timers(&draft.group.group_id, &old.member_id) {
             timers.push(TimerAction::Cancel(key));
         }

@@ -2,7 +2,7 @@
 //! same shard.
 //!
 //! Unlike classic groups, a consumer group changes only through its records: handlers build
-//! the records of a change on a [`draft::Draft`] copy of the group, and `replay` applies them
+//! the records of a change on a draft copy of the group, and `replay` applies them
 //! once they were written (the partition task serves one request at a time, so the next request
 //! sees them). The records are Kafka's, so a group loads from `__consumer_offsets` with its
 //! members, epochs and assignments. Timers (session and rebalance timeouts) are not stored:
