@@ -316,6 +316,17 @@ impl CoordinatorShard {
                 });
             }
         }
+        // An empty consumer group that never had offsets goes too (Kafka's
+        // `cleanupGroupMetadata` visits every group, not only those with offsets).
+        for group in self.consumer_groups.values() {
+            if group.members.is_empty() && !self.groups.contains_key(&group.group_id) {
+                effects.records.extend(
+                    super::consumer::group_tombstones(group)
+                        .into_iter()
+                        .map(GroupRecord::Consumer),
+                );
+            }
+        }
         self.timers.schedule(
             TimerKey::OffsetExpiration,
             now_ms + self.config().offsets_retention_check_interval_ms,

@@ -9,6 +9,7 @@
 mod codec;
 pub mod consumer_protocol;
 pub mod consumer_records;
+mod consumer_values;
 
 pub use consumer_records::ConsumerRecord;
 

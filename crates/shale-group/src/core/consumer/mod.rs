@@ -13,10 +13,12 @@
 //! holds offsets apart from groups); that entry is never listed or described as a classic group.
 
 mod admin;
+mod admission;
 mod draft;
 mod expiry;
 pub(crate) mod group;
 mod heartbeat;
+mod leave;
 mod offsets;
 mod reconcile;
 mod replay;

@@ -399,3 +399,14 @@ fn offsets_of_a_consumer_group_expire_only_for_unsubscribed_topics() {
         .collect();
     assert_eq!(names, ["orders"]);
 }
+
+#[test]
+fn an_empty_consumer_group_without_offsets_is_deleted_at_the_next_expiration_check() {
+    let mut h = ConsumerHarness::new();
+    h.heartbeat(join("a", &["orders"])).unwrap();
+    h.heartbeat(beat("a", -1, &[])).unwrap();
+    assert!(h.shard.consumer_group_state(GROUP).is_some());
+    h.advance(h.shard.config().offsets_retention_check_interval_ms);
+    assert_eq!(h.shard.consumer_group_state(GROUP), None);
+    assert!(h.shard.list_groups(&[]).is_empty());
+}
