@@ -18,11 +18,24 @@ const INTERNAL_TOPICS: [&str; 3] = [
 
 /// Compiles a subscription regex with Kafka's (RE2/J `matches`) full-match semantics.
 pub(crate) fn compile_regex(regex: &str) -> Result<regex::Regex, GroupError> {
-    regex::Regex::new(&format!("^(?:{regex})$")).map_err(|error| {
+    let invalid = |error: regex::Error| {
+        // The regex crate explains a syntax error over several lines; the last one says what.
+        let text = error.to_string();
+        let description = text
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("error: ")
+            .to_owned();
         GroupError::InvalidRegularExpression(format!(
-            "SubscribedTopicRegex `{regex}` is not a valid regular expression: {error}."
+            "SubscribedTopicRegex `{regex}` is not a valid regular expression: {description}."
         ))
-    })
+    };
+    // Checked alone first, so that anchoring it cannot change what it means.
+    regex::Regex::new(regex).map_err(invalid)?;
+    regex::Regex::new(&format!("^(?:{regex})$")).map_err(invalid)
 }
 
 /// The topics of `topics` that `regex` matches (an invalid stored regex matches nothing).

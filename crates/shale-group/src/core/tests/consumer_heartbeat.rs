@@ -192,7 +192,7 @@ fn invalid_requests_get_kafkas_messages() {
     assert!(matches!(
         h.heartbeat(request),
         Err(GroupError::InvalidRegularExpression(message))
-            if message.starts_with("SubscribedTopicRegex `orders(` is not a valid regular expression:")
+            if message == "SubscribedTopicRegex `orders(` is not a valid regular expression: unclosed group."
     ));
     // Nothing of these was stored.
     assert!(h.log.is_empty());
@@ -359,4 +359,33 @@ fn a_subscription_change_gives_a_new_target() {
         response.assignment,
         Some(assignment(&[(PAYMENTS, &[0, 1])]))
     );
+}
+
+#[test]
+fn regular_expressions_match_whole_topic_names_and_go_with_their_last_member() {
+    let mut h = ConsumerHarness::new();
+    h.set_topics(image(vec![
+        topic(ORDERS, "orders", 1),
+        topic(PAYMENTS, "payments", 1),
+    ]));
+    let mut request = join("a", &[]);
+    // Each alternative must match a whole name: "pay" does not match "payments".
+    request.subscribed_topic_regex = Some("orders|pay".to_owned());
+    let response = h.heartbeat(request).unwrap();
+    assert_eq!(response.assignment, Some(assignment(&[(ORDERS, &[0])])));
+
+    let mut change = beat("a", 1, &[(ORDERS, &[0])]);
+    change.subscribed_topic_regex = Some("pay.*".to_owned());
+    h.heartbeat(change).unwrap();
+    let group = &h.shard.consumer_groups[GROUP];
+    assert!(
+        !group.regexes.contains_key("orders|pay"),
+        "no member uses it any more"
+    );
+    assert!(group.regexes["pay.*"].topics.contains("payments"));
+    assert!(h.log.iter().any(|record| matches!(
+        record,
+        GroupRecord::Consumer(ConsumerRecord::RegularExpression { regex, value: None, .. })
+            if regex == "orders|pay"
+    )));
 }
