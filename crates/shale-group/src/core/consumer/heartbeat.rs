@@ -78,8 +78,9 @@ impl CoordinatorShard {
         let mut updated = previous.clone();
         update_member(&mut updated, &request);
         let is_new = !draft.group.members.contains_key(&member_id);
-        let mut bump = is_new
-            || updated.subscribed_topic_names != previous.subscribed_topic_names
+        // Kafka's `hasMemberSubscriptionChanged`: a new member moves the epoch only by what it
+        // subscribes to (one subscribing to nothing joins the current epoch).
+        let mut bump = updated.subscribed_topic_names != previous.subscribed_topic_names
             || updated.subscribed_topic_regex != previous.subscribed_topic_regex;
         let default_assignor = self
             .config()

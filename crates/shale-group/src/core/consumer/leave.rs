@@ -42,9 +42,17 @@ impl CoordinatorShard {
             && request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
         {
             // The static member keeps its partitions until its session expires.
+            // Kafka 4.4's `consumerGroupStaticMemberGroupLeave`: the epoch is set (the
+            // previous one stays), pending revocations are dropped, and the partitions'
+            // assignment epochs are reset to 0 for the instance that takes over.
             let mut left = member.clone();
-            left.previous_member_epoch = left.member_epoch;
             left.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+            left.pending_revocation.clear();
+            for epochs in left.assigned.values_mut() {
+                for epoch in epochs.values_mut() {
+                    *epoch = 0;
+                }
+            }
             draft.push(ConsumerRecord::CurrentMemberAssignment {
                 group_id: request.group_id.clone(),
                 member_id: member_id.clone(),

@@ -389,3 +389,17 @@ fn regular_expressions_match_whole_topic_names_and_go_with_their_last_member() {
             if regex == "orders|pay"
     )));
 }
+
+#[test]
+fn a_member_subscribing_to_nothing_joins_the_current_epoch() {
+    let mut h = ConsumerHarness::new();
+    h.heartbeat(join("a", &["orders"])).unwrap();
+    let idle = h.heartbeat(join("idle", &[])).unwrap();
+    assert_eq!(idle.member_epoch, 1);
+    assert_eq!(idle.assignment, Some(assignment(&[])));
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 1);
+    assert_eq!(
+        h.shard.consumer_group_state(GROUP),
+        Some(ConsumerGroupState::Stable)
+    );
+}
