@@ -43,6 +43,9 @@ pub enum MemberState {
     Stable,
     UnrevokedPartitions,
     UnreleasedPartitions,
+    /// A stored state this coordinator does not know (Kafka's UNKNOWN, 127): the member must
+    /// rejoin owning nothing.
+    Unknown,
 }
 
 impl MemberState {
@@ -51,16 +54,16 @@ impl MemberState {
             MemberState::Stable => 0,
             MemberState::UnrevokedPartitions => 1,
             MemberState::UnreleasedPartitions => 2,
+            MemberState::Unknown => 127,
         }
     }
 
-    /// Kafka's UNKNOWN (127) and unknown values load as STABLE: the next heartbeat reconciles
-    /// the member from its stored partitions.
     pub(crate) fn from_byte(value: i8) -> Self {
         match value {
+            0 => MemberState::Stable,
             1 => MemberState::UnrevokedPartitions,
             2 => MemberState::UnreleasedPartitions,
-            _ => MemberState::Stable,
+            _ => MemberState::Unknown,
         }
     }
 }

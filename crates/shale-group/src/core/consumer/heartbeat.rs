@@ -9,6 +9,7 @@ use super::group::{
 use super::reconcile::{reconcile, ReconcileInput};
 use super::subscriptions::{compile_regex, compute_target, metadata_hash, resolve_regex};
 use super::TimerAction;
+use crate::assignor::TopicsImage;
 use crate::consumer_types::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use crate::core::timers::TimerKey;
 use crate::core::{CoordinatorShard, Effects, RequestToken, Response};
@@ -80,8 +81,10 @@ impl CoordinatorShard {
         let is_new = !draft.group.members.contains_key(&member_id);
         // Kafka's `hasMemberSubscriptionChanged`: a new member moves the epoch only by what it
         // subscribes to (one subscribing to nothing joins the current epoch).
-        let mut bump = updated.subscribed_topic_names != previous.subscribed_topic_names
+        let subscription_changed = updated.subscribed_topic_names
+            != previous.subscribed_topic_names
             || updated.subscribed_topic_regex != previous.subscribed_topic_regex;
+        let mut bump = subscription_changed;
         let default_assignor = self
             .config()
             .consumer_assignors
@@ -142,8 +145,13 @@ impl CoordinatorShard {
             .get(&member_id)
             .cloned()
             .unwrap_or_else(|| updated.clone());
-        let reconciled =
-            reconcile_member(&draft.group, &current, request.owned_partitions.as_deref());
+        let reconciled = reconcile_member(
+            &draft.group,
+            &current,
+            &self.topics,
+            request.owned_partitions.as_deref(),
+            subscription_changed,
+        )?;
         if reconciled != current {
             draft.push(ConsumerRecord::CurrentMemberAssignment {
                 group_id: draft.group.group_id.clone(),
@@ -236,17 +244,21 @@ impl CoordinatorShard {
     }
 }
 
-/// The member one reconciliation step further, against the group's current target.
+/// The member one reconciliation step further, against the group's current target (Kafka's
+/// `maybeReconcile`).
 pub(crate) fn reconcile_member(
     group: &ConsumerGroup,
     member: &ConsumerMember,
+    topics: &TopicsImage,
     owned: Option<&[(uuid::Uuid, Vec<i32>)]>,
-) -> ConsumerMember {
-    if member.is_reconciled_to(group.assignment_epoch) {
-        return member.clone();
+    subscription_changed: bool,
+) -> Result<ConsumerMember, GroupError> {
+    if !subscription_changed && member.is_reconciled_to(group.assignment_epoch) {
+        return Ok(member.clone());
     }
     let empty = Default::default();
     let owners = group.owners();
+    let subscribed_topic_ids = group.member_topic_ids(member, topics);
     reconcile(
         member,
         &ReconcileInput {
@@ -254,6 +266,8 @@ pub(crate) fn reconcile_member(
             target: group.target.get(&member.member_id).unwrap_or(&empty),
             owners: &owners,
             owned,
+            subscribed_topic_ids: &subscribed_topic_ids,
+            subscription_changed,
         },
     )
 }

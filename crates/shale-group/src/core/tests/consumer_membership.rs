@@ -284,3 +284,28 @@ fn the_group_rebuilt_from_its_records_is_the_same() {
     h2.advance(46_000);
     assert!(h2.shard.consumer_groups[GROUP].members.is_empty());
 }
+
+#[test]
+fn a_member_loaded_in_an_unknown_state_must_rejoin_owning_nothing() {
+    let mut h = ConsumerHarness::new();
+    h.heartbeat(join("a", &["orders"])).unwrap();
+    let mut value = h.shard.consumer_groups[GROUP].members["a"].assignment_value();
+    value.state = 127;
+    h.shard.replay(&crate::records::GroupRecord::Consumer(
+        crate::records::consumer_records::ConsumerRecord::CurrentMemberAssignment {
+            group_id: GROUP.to_owned(),
+            member_id: "a".to_owned(),
+            value: Some(value),
+        },
+    ));
+    assert_eq!(
+        h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])),
+        Err(GroupError::FencedMemberEpoch)
+    );
+    let back = h.heartbeat(beat("a", 1, &[])).unwrap();
+    assert_eq!(back.member_epoch, 1);
+    assert_eq!(
+        h.shard.consumer_groups[GROUP].members["a"].state,
+        crate::core::MemberState::Stable
+    );
+}
