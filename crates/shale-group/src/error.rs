@@ -63,6 +63,10 @@ pub enum GroupError {
     /// A group config (set on the GROUP resource) that is not valid.
     #[error("{0}")]
     InvalidConfig(String),
+    /// The request's version cannot be used for this (e.g. OffsetCommit before v9 from a
+    /// consumer-protocol member), with Kafka's message.
+    #[error("{0}")]
+    UnsupportedVersion(String),
     #[error("unexpected server error: {0}")]
     UnknownServerError(String),
 }

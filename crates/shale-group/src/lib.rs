@@ -20,6 +20,21 @@
 //!   answered from JoinGroup v7 and SyncGroup v5; LeaveGroup v0-v2 answers the single member's
 //!   error at the top level; DescribeGroups before v6 answers an unknown group as state "Dead"
 //!   with no error; OffsetCommit v9+ sets `reports_missing_group`.
+//!
+//! # The consumer protocol (KIP-848)
+//!
+//! - Build the coordinator with [`runtime::GroupCoordinator::with_consumer_settings`], passing
+//!   [`core::ConsumerSettings`]`{ assignors: Arc::new(assignor::assignor_named), group_configs }`
+//!   (the GROUP resource's `consumer.session.timeout.ms` / `consumer.heartbeat.interval.ms`).
+//! - Every metadata image: [`runtime::GroupCoordinator::on_topics_image`] with the topics
+//!   (internal ones included; regular expressions skip them).
+//! - ConsumerGroupHeartbeat: [`runtime::GroupCoordinator::consumer_group_heartbeat`];
+//!   ConsumerGroupDescribe: [`runtime::GroupCoordinator::consumer_group_describe`].
+//! - OffsetFetch v9+ with a member id or epoch: [`runtime::GroupCoordinator::fetch_offsets_for_member`];
+//!   ListGroups v5+: [`runtime::GroupCoordinator::list_groups_filtered`].
+//! - Errors with Kafka's messages: `InvalidRequest`, `InvalidRegularExpression` carry them;
+//!   `UnsupportedAssignor(name)` is answered as "ServerAssignor {name} is not supported.
+//!   Supported assignors: {group.consumer.assignors joined by ", "}.".
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod assignor;

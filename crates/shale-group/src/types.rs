@@ -249,7 +249,7 @@ pub struct ListedGroup {
     pub group_id: String,
     pub protocol_type: String,
     pub group_state: String,
-    /// Always "classic" for this coordinator.
+    /// "classic" or "consumer" (Kafka's group types).
     pub group_type: String,
 }
 

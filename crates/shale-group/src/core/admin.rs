@@ -8,7 +8,12 @@ use crate::types::{DeleteGroupResult, DescribedGroup, DescribedMember, ListedGro
 
 impl CoordinatorShard {
     pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
-        let Some(group) = self.groups.get(group_id) else {
+        // A consumer group is not a classic group: "Group X is not a classic group."
+        let classic = self
+            .groups
+            .get(group_id)
+            .filter(|_| !self.consumer_groups.contains_key(group_id));
+        let Some(group) = classic else {
             let error = if group_id.is_empty() {
                 GroupError::InvalidGroupId
             } else {
@@ -58,18 +63,46 @@ impl CoordinatorShard {
         }
     }
 
-    /// Groups of this partition; an empty `states` filter lists all.
+    /// Groups of this partition, classic and consumer; an empty `states` filter lists all.
     pub fn list_groups(&self, states: &[GroupState]) -> Vec<ListedGroup> {
-        self.groups
-            .values()
-            .filter(|group| states.is_empty() || states.contains(&group.state))
-            .map(|group| ListedGroup {
-                group_id: group.group_id.clone(),
-                protocol_type: group.protocol_type.clone().unwrap_or_default(),
-                group_state: group.state.kafka_name().to_owned(),
-                group_type: "classic".to_owned(),
-            })
-            .collect()
+        let names: Vec<String> = states
+            .iter()
+            .map(|state| state.kafka_name().to_owned())
+            .collect();
+        self.list_groups_filtered(&names, &[])
+    }
+
+    /// ListGroups v5+: `states` are Kafka's state names and `types` the group types
+    /// ("classic", "consumer"), both case-insensitive; an empty filter lets every group through.
+    /// A name that is no state (or type) of a group matches nothing, as on Kafka.
+    pub fn list_groups_filtered(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
+        let wants =
+            |kind: &str| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(kind));
+        let mut listed = Vec::new();
+        if wants("classic") {
+            listed.extend(
+                self.groups
+                    .values()
+                    .filter(|group| !self.consumer_groups.contains_key(&group.group_id))
+                    .filter(|group| {
+                        states.is_empty()
+                            || states
+                                .iter()
+                                .any(|state| state.eq_ignore_ascii_case(group.state.kafka_name()))
+                    })
+                    .map(|group| ListedGroup {
+                        group_id: group.group_id.clone(),
+                        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+                        group_state: group.state.kafka_name().to_owned(),
+                        group_type: "classic".to_owned(),
+                    }),
+            );
+        }
+        if wants("consumer") {
+            listed.extend(self.list_consumer_groups(states));
+        }
+        listed.sort_by(|left, right| left.group_id.cmp(&right.group_id));
+        listed
     }
 
     /// Deletes empty groups: tombstones for their offsets and their metadata.
@@ -93,6 +126,9 @@ impl CoordinatorShard {
     fn delete_group(&self, group_id: &str, effects: &mut Effects) -> Result<(), GroupError> {
         if group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
+        }
+        if let Some(group) = self.consumer_groups.get(group_id) {
+            return self.delete_consumer_group(group, &mut effects.records);
         }
         let group = self
             .groups

@@ -57,6 +57,12 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        if self.consumer_groups.contains_key(&request.group_id) {
+            // Kafka answers this when `group.consumer.migration.policy` is `disabled`; with
+            // the other policies it would add a classic member to the consumer group, which
+            // Shale does not do yet (the migration hook belongs here).
+            return Err(GroupError::InconsistentGroupProtocol);
+        }
         if request.session_timeout_ms < self.config().session_timeout_ms_min
             || request.session_timeout_ms > self.config().session_timeout_ms_max
         {

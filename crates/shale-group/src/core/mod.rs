@@ -13,6 +13,7 @@
 //! [`tick`]: CoordinatorShard::tick
 
 mod admin;
+pub mod consumer;
 mod group;
 mod join;
 mod membership;
@@ -26,11 +27,15 @@ mod timers;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+pub use consumer::{AssignorLookup, ConsumerGroupState, ConsumerSettings, MemberState};
 pub use group::GroupState;
 pub use replay::{GroupSnapshot, ShardSnapshot};
 
+use crate::assignor::TopicsImage;
 use crate::config::GroupConfig;
+use crate::consumer_types::ConsumerGroupHeartbeatResponse;
 use crate::error::GroupError;
 use crate::records::GroupRecord;
 use crate::types::{
@@ -54,6 +59,7 @@ pub enum Response {
     OffsetCommit(Result<OffsetCommitResponse, GroupError>),
     OffsetDelete(Result<OffsetDeleteResponse, GroupError>),
     DeleteGroups(Vec<DeleteGroupResult>),
+    ConsumerHeartbeat(Result<ConsumerGroupHeartbeatResponse, GroupError>),
 }
 
 impl Response {
@@ -66,6 +72,7 @@ impl Response {
             Response::Leave(_) => Response::Leave(Err(error)),
             Response::OffsetCommit(_) => Response::OffsetCommit(Err(error)),
             Response::OffsetDelete(_) => Response::OffsetDelete(Err(error)),
+            Response::ConsumerHeartbeat(_) => Response::ConsumerHeartbeat(Err(error)),
             Response::DeleteGroups(results) => Response::DeleteGroups(
                 results
                     .into_iter()
@@ -117,6 +124,13 @@ pub struct CoordinatorShard {
     pub(crate) live: bool,
     /// Counts replayed offset records: their order in the log.
     pub(crate) replay_sequence: u64,
+    /// Consumer (KIP-848) groups; their offsets are in `groups` (see [`consumer`]).
+    pub(crate) consumer_groups: BTreeMap<String, consumer::group::ConsumerGroup>,
+    /// The cluster's topics, which consumer groups subscribe to and are assigned from.
+    pub(crate) topics: Arc<TopicsImage>,
+    /// Counts the topics images seen (the version stored with resolved regular expressions).
+    pub(crate) topics_version: i64,
+    pub(crate) consumer: ConsumerSettings,
 }
 
 impl std::fmt::Debug for CoordinatorShard {
@@ -153,7 +167,23 @@ impl CoordinatorShard {
             last_now_ms: 0,
             live: false,
             replay_sequence: 0,
+            consumer_groups: BTreeMap::new(),
+            topics: Arc::new(TopicsImage::default()),
+            topics_version: 0,
+            consumer: ConsumerSettings::default(),
         }
+    }
+
+    /// The consumer protocol's assignors and per-group configs.
+    pub fn with_consumer_settings(mut self, settings: ConsumerSettings) -> Self {
+        self.consumer = settings;
+        self
+    }
+
+    /// The topics image to start from (a loading partition gets the latest one).
+    pub fn with_topics_image(mut self, topics: Arc<TopicsImage>) -> Self {
+        self.topics = topics;
+        self
     }
 
     pub fn partition(&self) -> i32 {
@@ -190,6 +220,14 @@ impl CoordinatorShard {
                     self.on_pending_sync_expired(&group_id, now_ms, &mut effects)
                 }
                 TimerKey::OffsetExpiration => self.on_offset_expiration(now_ms, &mut effects),
+                TimerKey::ConsumerSession {
+                    group_id,
+                    member_id,
+                } => self.on_consumer_session_expired(&group_id, &member_id, &mut effects),
+                TimerKey::ConsumerRebalance {
+                    group_id,
+                    member_id,
+                } => self.on_consumer_rebalance_expired(&group_id, &member_id, &mut effects),
             }
         }
         effects
@@ -226,6 +264,7 @@ impl CoordinatorShard {
             TimerKey::OffsetExpiration,
             now_ms + self.config.offsets_retention_check_interval_ms,
         );
+        self.start_consumer_timers(now_ms);
     }
 
     /// The records of `records` could not be written: a group whose new assignment was not stored

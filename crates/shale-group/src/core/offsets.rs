@@ -38,6 +38,13 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        if let Some(group) = self.consumer_groups.get(&request.group_id) {
+            self.validate_consumer_commit(group, &request, false)?;
+            let (response, records) =
+                commit_records(&request, now_ms, self.config().offset_metadata_bytes_max);
+            effects.records.extend(records);
+            return Ok(response);
+        }
         match self.groups.get(&request.group_id) {
             Some(group) => {
                 validate_offset_commit(group, &request)?;
@@ -88,10 +95,14 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
-        match self.groups.get(&request.group_id) {
-            Some(group) => validate_transactional_offset_commit(group, request)?,
-            None if request.generation_id < 0 => {}
-            None => return Err(GroupError::IllegalGeneration),
+        match (
+            self.consumer_groups.get(&request.group_id),
+            self.groups.get(&request.group_id),
+        ) {
+            (Some(group), _) => self.validate_consumer_commit(group, request, true)?,
+            (None, Some(group)) => validate_transactional_offset_commit(group, request)?,
+            (None, None) if request.generation_id < 0 => {}
+            (None, None) => return Err(GroupError::IllegalGeneration),
         }
         let request = OffsetCommitRequest {
             retention_time_ms: -1,
@@ -187,6 +198,9 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        if let Some(group) = self.consumer_groups.get(&request.group_id) {
+            return Ok(self.delete_consumer_offsets(group, request, &mut effects.records));
+        }
         let group = self
             .groups
             .get(&request.group_id)
@@ -263,6 +277,27 @@ impl CoordinatorShard {
     pub(crate) fn on_offset_expiration(&mut self, now_ms: i64, effects: &mut Effects) {
         let retention_ms = self.config().offsets_retention_ms;
         for group in self.groups.values() {
+            if let Some(consumer_group) = self.consumer_groups.get(&group.group_id) {
+                let expired = self.expired_consumer_offsets(consumer_group, group, now_ms);
+                let all_gone = expired.len() == group.offsets.len()
+                    && group.pending_transactional_offsets.is_empty();
+                for (topic, partition) in expired {
+                    effects.records.push(GroupRecord::OffsetCommit {
+                        group_id: group.group_id.clone(),
+                        topic,
+                        partition,
+                        value: None,
+                    });
+                }
+                if all_gone && consumer_group.members.is_empty() {
+                    effects.records.extend(
+                        super::consumer::group_tombstones(consumer_group)
+                            .into_iter()
+                            .map(GroupRecord::Consumer),
+                    );
+                }
+                continue;
+            }
             let expired = expired_offsets(group, now_ms, retention_ms);
             let all_gone = expired.len() == group.offsets.len()
                 && group.pending_transactional_offsets.is_empty();
@@ -279,6 +314,17 @@ impl CoordinatorShard {
                     group_id: group.group_id.clone(),
                     value: None,
                 });
+            }
+        }
+        // An empty consumer group that never had offsets goes too (Kafka's
+        // `cleanupGroupMetadata` visits every group, not only those with offsets).
+        for group in self.consumer_groups.values() {
+            if group.members.is_empty() && !self.groups.contains_key(&group.group_id) {
+                effects.records.extend(
+                    super::consumer::group_tombstones(group)
+                        .into_iter()
+                        .map(GroupRecord::Consumer),
+                );
             }
         }
         self.timers.schedule(

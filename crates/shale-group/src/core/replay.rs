@@ -102,8 +102,17 @@ impl CoordinatorShard {
             } => {
                 if let Some(old) = self.groups.remove(group_id) {
                     self.timers.cancel_group(&old);
+                    // Offsets outlive the group's metadata (Kafka keeps them apart): an empty
+                    // classic group converted to a consumer group keeps its offsets.
+                    if !old.offsets.is_empty() || !old.pending_transactional_offsets.is_empty() {
+                        let mut holder = Group::new(group_id, now_ms);
+                        holder.offsets = old.offsets;
+                        holder.pending_transactional_offsets = old.pending_transactional_offsets;
+                        self.groups.insert(group_id.clone(), holder);
+                    }
                 }
             }
+            GroupRecord::Consumer(record) => self.replay_consumer(record),
         }
     }
 

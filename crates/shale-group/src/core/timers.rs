@@ -17,6 +17,10 @@ pub(crate) enum TimerKey {
     Sync { group_id: String },
     /// Periodic offset expiration (`offsets.retention.check.interval.ms`).
     OffsetExpiration,
+    /// A consumer group member's session timeout.
+    ConsumerSession { group_id: String, member_id: String },
+    /// A consumer group member must revoke its partitions before this (rebalance timeout).
+    ConsumerRebalance { group_id: String, member_id: String },
 }
 
 #[derive(Debug, Default)]

@@ -199,3 +199,93 @@ impl Writer {
         self.bytes.extend_from_slice(&value[..length as usize]);
     }
 }
+
+impl Reader<'_> {
+    pub(crate) fn i8(&mut self) -> Result<i8, RecordDecodeError> {
+        Ok(i8::from_be_bytes(self.take_array()?))
+    }
+
+    pub(crate) fn uuid(&mut self) -> Result<uuid::Uuid, RecordDecodeError> {
+        Ok(uuid::Uuid::from_bytes(self.take_array()?))
+    }
+
+    /// A flexible version's tagged fields, each handed to `on_field(tag, bytes)`.
+    pub(crate) fn tagged_fields(
+        &mut self,
+        mut on_field: impl FnMut(u32, &[u8]) -> Result<(), RecordDecodeError>,
+    ) -> Result<(), RecordDecodeError> {
+        let count = self.unsigned_varint()?;
+        for _ in 0..count {
+            let tag = self.unsigned_varint()?;
+            let size = self.unsigned_varint()?;
+            let size = usize::try_from(size).map_err(|_| RecordDecodeError::Truncated)?;
+            on_field(tag, self.take(size)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writer for the flexible (compact) encodings of the consumer group records' values.
+#[derive(Default)]
+pub(crate) struct CompactWriter {
+    pub(crate) bytes: Vec<u8>,
+}
+
+impl CompactWriter {
+    pub(crate) fn i8(&mut self, value: i8) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub(crate) fn i16(&mut self, value: i16) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub(crate) fn i32(&mut self, value: i32) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub(crate) fn i64(&mut self, value: i64) {
+        self.bytes.extend_from_slice(&value.to_be_bytes());
+    }
+
+    pub(crate) fn uuid(&mut self, value: &uuid::Uuid) {
+        self.bytes.extend_from_slice(value.as_bytes());
+    }
+
+    pub(crate) fn unsigned_varint(&mut self, mut value: u32) {
+        while value >= 0x80 {
+            self.bytes.push((value as u8 & 0x7f) | 0x80);
+            value >>= 7;
+        }
+        self.bytes.push(value as u8);
+    }
+
+    /// A compact length: the length plus one (zero is null).
+    pub(crate) fn length(&mut self, length: usize) {
+        self.unsigned_varint(u32::try_from(length).unwrap_or(u32::MAX - 1) + 1);
+    }
+
+    pub(crate) fn nullable_string(&mut self, value: Option<&str>) {
+        match value {
+            None => self.unsigned_varint(0),
+            Some(text) => {
+                self.length(text.len());
+                self.bytes.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
+
+    pub(crate) fn string(&mut self, value: &str) {
+        self.nullable_string(Some(value));
+    }
+
+    /// A tagged-field section with the given `(tag, bytes)` fields, in tag order.
+    pub(crate) fn tagged_fields(&mut self, fields: &[(u32, Vec<u8>)]) {
+        self.unsigned_varint(u32::try_from(fields.len()).unwrap_or(u32::MAX));
+        for (tag, bytes) in fields {
+            self.unsigned_varint(*tag);
+            self.unsigned_varint(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+            self.bytes.extend_from_slice(bytes);
+        }
+    }
+}

@@ -2,12 +2,16 @@
 //! Kafka broker reading the same topic) agree on them.
 //!
 //! Keys start with an int16 version that names the record type: 0 and 1 are `OffsetCommitKey`,
-//! 2 is `GroupMetadataKey`; higher versions are records of other group types (KIP-848 and
-//! share groups) that this coordinator does not handle. Values start with their own int16
-//! version. A null value is a tombstone.
+//! 2 is `GroupMetadataKey`; 3-8 and 16 are the consumer group records of KIP-848
+//! ([`consumer_records`]); other versions (share and streams groups) are not handled and are
+//! skipped at load. Values start with their own int16 version. A null value is a tombstone.
 
 mod codec;
 pub mod consumer_protocol;
+pub mod consumer_records;
+mod consumer_values;
+
+pub use consumer_records::ConsumerRecord;
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -38,6 +42,8 @@ pub enum GroupRecord {
         group_id: String,
         value: Option<GroupMetadataValue>,
     },
+    /// A consumer group (KIP-848) record.
+    Consumer(ConsumerRecord),
 }
 
 impl GroupRecord {
@@ -45,6 +51,7 @@ impl GroupRecord {
         match self {
             GroupRecord::OffsetCommit { group_id, .. }
             | GroupRecord::GroupMetadata { group_id, .. } => group_id,
+            GroupRecord::Consumer(record) => record.group_id(),
         }
     }
 }
@@ -132,6 +139,7 @@ pub fn encode_record(record: &GroupRecord) -> (Vec<u8>, Option<Vec<u8>>) {
             key.string(group_id);
             (key.bytes, value.as_ref().map(encode_group_metadata_value))
         }
+        GroupRecord::Consumer(record) => consumer_records::encode(record),
     }
 }
 
@@ -197,6 +205,11 @@ pub fn decode_record(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, Re
             let value = value.map(decode_group_metadata_value).transpose()?;
             Ok(GroupRecord::GroupMetadata { group_id, value })
         }
+        3..=8 | 16 => Ok(GroupRecord::Consumer(consumer_records::decode(
+            key_version,
+            &mut key_reader,
+            value,
+        )?)),
         other => Err(RecordDecodeError::UnknownKeyVersion(other)),
     }
 }
@@ -290,5 +303,7 @@ fn decode_group_metadata_value(bytes: &[u8]) -> Result<GroupMetadataValue, Recor
     })
 }
 
+#[cfg(test)]
+mod consumer_tests;
 #[cfg(test)]
 mod tests;

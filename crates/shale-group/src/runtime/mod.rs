@@ -11,6 +11,8 @@ mod log;
 mod task;
 
 #[cfg(test)]
+mod consumer_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,8 +22,12 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use log::{AppendFuture, EncodedRecord, GroupLog, GroupLogError};
 
+use crate::assignor::TopicsImage;
 use crate::config::GroupConfig;
-use crate::core::{CoordinatorShard, GroupState, Response};
+use crate::consumer_types::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribedConsumerGroup,
+};
+use crate::core::{ConsumerSettings, CoordinatorShard, GroupState, Response};
 use crate::error::GroupError;
 use crate::placement::partition_for;
 use crate::records::{decode_record, GroupRecord};
@@ -59,6 +65,8 @@ pub struct PartitionLoader {
     coordinator: GroupCoordinator,
     partition: i32,
     epoch: u64,
+    /// The sequence number of the topics image the shard started from.
+    topics_sequence: u64,
     shard: CoordinatorShard,
     summary: LoadSummary,
 }
@@ -107,9 +115,9 @@ impl PartitionLoader {
     pub fn finish(self) -> LoadSummary {
         let mut summary = self.summary;
         summary.groups = self.shard.list_groups(&[]).len();
-        summary.activated = self
-            .coordinator
-            .activate(self.partition, self.epoch, self.shard);
+        summary.activated =
+            self.coordinator
+                .activate(self.partition, self.epoch, self.topics_sequence, self.shard);
         summary
     }
 
@@ -150,11 +158,27 @@ struct Inner {
     clock: Clock,
     slots: Mutex<HashMap<i32, Slot>>,
     next_epoch: Mutex<u64>,
+    consumer: ConsumerSettings,
+    /// The latest topics image and its sequence number.
+    topics: Mutex<(u64, Arc<TopicsImage>)>,
 }
 
 impl GroupCoordinator {
-    /// `num_partitions` is `offsets.topic.num.partitions`.
+    /// `num_partitions` is `offsets.topic.num.partitions`. Consumer groups get no assignor and
+    /// no group configs: see [`GroupCoordinator::with_consumer_settings`].
     pub fn new(config: GroupConfig, num_partitions: i32, log: Arc<dyn GroupLog>) -> Self {
+        Self::with_consumer_settings(config, num_partitions, log, ConsumerSettings::default())
+    }
+
+    /// A coordinator whose consumer groups assign with `consumer.assignors` (the broker passes
+    /// `Arc::new(shale_group::assignor::assignor_named)`) and read per-group settings from
+    /// `consumer.group_configs`.
+    pub fn with_consumer_settings(
+        config: GroupConfig,
+        num_partitions: i32,
+        log: Arc<dyn GroupLog>,
+        consumer: ConsumerSettings,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -163,6 +187,8 @@ impl GroupCoordinator {
                 clock: Clock::new(),
                 slots: Mutex::new(HashMap::new()),
                 next_epoch: Mutex::new(0),
+                consumer,
+                topics: Mutex::new((0, Arc::new(TopicsImage::default()))),
             }),
         }
     }
@@ -182,11 +208,15 @@ impl GroupCoordinator {
             *next
         };
         lock(&self.inner.slots).insert(partition, Slot::Loading { epoch });
+        let (topics_sequence, topics) = lock(&self.inner.topics).clone();
         PartitionLoader {
             coordinator: self.clone(),
             partition,
             epoch,
-            shard: CoordinatorShard::new(partition, self.inner.config.clone()),
+            topics_sequence,
+            shard: CoordinatorShard::new(partition, self.inner.config.clone())
+                .with_consumer_settings(self.inner.consumer.clone())
+                .with_topics_image(topics),
             summary: LoadSummary::default(),
         }
     }
@@ -204,7 +234,13 @@ impl GroupCoordinator {
         loader.finish()
     }
 
-    fn activate(&self, partition: i32, epoch: u64, mut shard: CoordinatorShard) -> bool {
+    fn activate(
+        &self,
+        partition: i32,
+        epoch: u64,
+        topics_sequence: u64,
+        mut shard: CoordinatorShard,
+    ) -> bool {
         shard.on_loaded(self.inner.clock.now_ms());
         let mut slots = lock(&self.inner.slots);
         let current = matches!(
@@ -223,8 +259,14 @@ impl GroupCoordinator {
             self.inner.clock,
             receiver,
             shutdown_receiver,
+            topics_sequence,
         );
         tokio::spawn(task.run());
+        // An image that arrived while the partition was loading.
+        let (latest_sequence, latest) = lock(&self.inner.topics).clone();
+        if latest_sequence > topics_sequence {
+            let _ = sender.try_send(Command::TopicsImage(latest_sequence, latest));
+        }
         slots.insert(
             partition,
             Slot::Active {
@@ -233,6 +275,154 @@ impl GroupCoordinator {
             },
         );
         true
+    }
+
+    /// ConsumerGroupHeartbeat. Answers once the records it wrote are committed.
+    pub async fn consumer_group_heartbeat(
+        &self,
+        request: ConsumerGroupHeartbeatRequest,
+    ) -> Result<ConsumerGroupHeartbeatResponse, GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::ConsumerHeartbeat(request))
+            .await?
+        {
+            Response::ConsumerHeartbeat(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// ConsumerGroupDescribe, in request order; a group this broker does not coordinate
+    /// carries NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS) in its `error`.
+    pub async fn consumer_group_describe(
+        &self,
+        group_ids: Vec<String>,
+    ) -> Vec<DescribedConsumerGroup> {
+        let mut results: Vec<Option<DescribedConsumerGroup>> = vec![None; group_ids.len()];
+        for (partition, indexes) in self.by_partition(&group_ids) {
+            let ids: Vec<String> = indexes
+                .iter()
+                .map(|index| group_ids[*index].clone())
+                .collect();
+            let described = match self.commands_for_partition(partition) {
+                Ok(commands) => {
+                    let (reply, receiver) = oneshot::channel();
+                    match send(&commands, Command::ConsumerDescribe(ids.clone(), reply)).await {
+                        Ok(()) => receiver.await.map_err(|_| GroupError::NotCoordinator),
+                        Err(error) => Err(error),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            for (slot, (index, group_id)) in indexes.into_iter().zip(ids).enumerate() {
+                results[index] = Some(match &described {
+                    Ok(described) => described.get(slot).cloned().unwrap_or_else(|| {
+                        crate::core::consumer::failed_description(
+                            &group_id,
+                            GroupError::NotCoordinator,
+                        )
+                    }),
+                    Err(error) => {
+                        crate::core::consumer::failed_description(&group_id, error.clone())
+                    }
+                });
+            }
+        }
+        results
+            .into_iter()
+            .zip(group_ids)
+            .map(|(result, group_id)| {
+                result.unwrap_or_else(|| {
+                    crate::core::consumer::failed_description(&group_id, GroupError::NotCoordinator)
+                })
+            })
+            .collect()
+    }
+
+    /// The cluster's topics changed: every partition served here refreshes its consumer
+    /// groups' regular expressions, and a group whose subscribed topics changed moves to a new
+    /// epoch. Partitions loading later start from this image. Must run inside a tokio runtime.
+    pub fn on_topics_image(&self, image: Arc<TopicsImage>) {
+        let sequence = {
+            let mut topics = lock(&self.inner.topics);
+            topics.0 += 1;
+            topics.1 = image.clone();
+            topics.0
+        };
+        let senders: Vec<mpsc::Sender<Command>> = lock(&self.inner.slots)
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::Active { commands, .. } => Some(commands.clone()),
+                Slot::Loading { .. } => None,
+            })
+            .collect();
+        for commands in senders {
+            match commands.try_send(Command::TopicsImage(sequence, image.clone())) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(command)) => {
+                    // A busy partition gets it once its queue has room; the sequence number
+                    // keeps a later image from being overtaken.
+                    tokio::spawn(async move {
+                        let _ = commands.send(command).await;
+                    });
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+    }
+
+    /// OffsetFetch v9+ for one group with the member id and epoch the request carries (a
+    /// consumer group checks them).
+    pub async fn fetch_offsets_for_member(
+        &self,
+        request: OffsetFetchRequest,
+        member_id: Option<String>,
+        member_epoch: i32,
+    ) -> Result<OffsetFetchResponse, GroupError> {
+        let commands = self.commands_for(&request.group_id)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::FetchAsMember(request, member_id, member_epoch, reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)?
+    }
+
+    /// ListGroups v5+: states (Kafka's names) and types ("classic", "consumer") filters, both
+    /// case-insensitive; empty filters list everything. COORDINATOR_LOAD_IN_PROGRESS while any
+    /// partition is loading, as Kafka.
+    pub async fn list_groups_filtered(
+        &self,
+        states: &[String],
+        types: &[String],
+    ) -> Result<Vec<ListedGroup>, GroupError> {
+        let senders = self.active_senders()?;
+        let mut groups = Vec::new();
+        for commands in senders {
+            let (reply, receiver) = oneshot::channel();
+            let command = Command::ListFiltered(states.to_vec(), types.to_vec(), reply);
+            if send(&commands, command).await.is_err() {
+                continue;
+            }
+            if let Ok(listed) = receiver.await {
+                groups.extend(listed);
+            }
+        }
+        groups.sort_by(|left, right| left.group_id.cmp(&right.group_id));
+        Ok(groups)
+    }
+
+    fn active_senders(&self) -> Result<Vec<mpsc::Sender<Command>>, GroupError> {
+        let slots = lock(&self.inner.slots);
+        let mut senders = Vec::with_capacity(slots.len());
+        for slot in slots.values() {
+            match slot {
+                Slot::Loading { .. } => return Err(GroupError::CoordinatorLoadInProgress),
+                Slot::Active { commands, .. } => senders.push(commands.clone()),
+            }
+        }
+        Ok(senders)
     }
 
     /// Stops serving `partition` (leadership moved): NOT_COORDINATOR from now on, and requests

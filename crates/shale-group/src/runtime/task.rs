@@ -4,6 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use crate::assignor::TopicsImage;
+use crate::consumer_types::{ConsumerGroupHeartbeatRequest, DescribedConsumerGroup};
+
 use tokio::sync::{mpsc, oneshot};
 
 use super::clock::Clock;
@@ -26,6 +29,7 @@ pub(crate) enum ShardRequest {
     Commit(OffsetCommitRequest),
     DeleteOffsets(OffsetDeleteRequest),
     DeleteGroups(Vec<String>),
+    ConsumerHeartbeat(ConsumerGroupHeartbeatRequest),
 }
 
 pub(crate) enum Command {
@@ -43,6 +47,18 @@ pub(crate) enum Command {
     TransactionalOffsets(i64, Vec<GroupRecord>, oneshot::Sender<()>),
     TransactionMarker(i64, bool, oneshot::Sender<()>),
     TopicsDeleted(Vec<String>, oneshot::Sender<()>),
+    /// OffsetFetch v9+ with the member id and epoch.
+    FetchAsMember(
+        OffsetFetchRequest,
+        Option<String>,
+        i32,
+        oneshot::Sender<Result<OffsetFetchResponse, GroupError>>,
+    ),
+    ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<DescribedConsumerGroup>>),
+    /// States and types filters of ListGroups v5+.
+    ListFiltered(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
+    /// A topics image and its sequence number (older ones than the last seen are ignored).
+    TopicsImage(u64, Arc<TopicsImage>),
 }
 
 pub(crate) struct PartitionTask {
@@ -54,6 +70,7 @@ pub(crate) struct PartitionTask {
     shutdown: oneshot::Receiver<()>,
     waiters: HashMap<RequestToken, oneshot::Sender<Response>>,
     next_token: u64,
+    topics_sequence: u64,
 }
 
 impl PartitionTask {
@@ -63,6 +80,7 @@ impl PartitionTask {
         clock: Clock,
         commands: mpsc::Receiver<Command>,
         shutdown: oneshot::Receiver<()>,
+        topics_sequence: u64,
     ) -> Self {
         Self {
             shard,
@@ -72,6 +90,7 @@ impl PartitionTask {
             shutdown,
             waiters: HashMap::new(),
             next_token: 0,
+            topics_sequence,
         }
     }
 
@@ -119,6 +138,9 @@ impl PartitionTask {
                     ShardRequest::DeleteGroups(group_ids) => {
                         self.shard.delete_groups(token, group_ids, now_ms)
                     }
+                    ShardRequest::ConsumerHeartbeat(request) => {
+                        self.shard.consumer_group_heartbeat(token, request, now_ms)
+                    }
                 };
                 self.process(effects).await;
             }
@@ -152,6 +174,30 @@ impl PartitionTask {
                 let effects = self.shard.delete_topic_offsets(&topics, now_ms);
                 self.process(effects).await;
                 let _ = reply.send(());
+            }
+            Command::FetchAsMember(request, member_id, member_epoch, reply) => {
+                let _ = reply.send(self.shard.fetch_offsets_as_member(
+                    &request,
+                    member_id.as_deref(),
+                    member_epoch,
+                ));
+            }
+            Command::ConsumerDescribe(group_ids, reply) => {
+                let described = group_ids
+                    .iter()
+                    .map(|group_id| self.shard.describe_consumer_group(group_id))
+                    .collect();
+                let _ = reply.send(described);
+            }
+            Command::ListFiltered(states, types, reply) => {
+                let _ = reply.send(self.shard.list_groups_filtered(&states, &types));
+            }
+            Command::TopicsImage(sequence, image) => {
+                if sequence > self.topics_sequence {
+                    self.topics_sequence = sequence;
+                    let effects = self.shard.on_topics_image(image, now_ms);
+                    self.process(effects).await;
+                }
             }
         }
     }

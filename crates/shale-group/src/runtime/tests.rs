@@ -9,13 +9,13 @@ use super::*;
 use crate::records::consumer_protocol::encode_subscription;
 
 #[derive(Default)]
-struct MemoryLog {
+pub(super) struct MemoryLog {
     records: Mutex<Vec<(i32, EncodedRecord)>>,
     failure: Mutex<Option<GroupLogError>>,
 }
 
 impl MemoryLog {
-    fn records_of(&self, partition: i32) -> Vec<EncodedRecord> {
+    pub(super) fn records_of(&self, partition: i32) -> Vec<EncodedRecord> {
         self.records
             .lock()
             .unwrap()
