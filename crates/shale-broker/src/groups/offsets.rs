@@ -233,13 +233,14 @@ async fn fetch_described(
     group_id: String,
     topics: Option<Vec<domain::OffsetFetchTopic>>,
     require_stable: bool,
+    member: Option<FetchingMember>,
 ) -> Result<(domain::OffsetFetchResponse, Vec<domain::OffsetFetchTopic>), i16> {
     if !authz.allows(AclOperation::Describe, ResourceType::Group, &group_id) {
         return Err(authorization_failed_code(ResourceType::Group));
     }
     let all_topics = topics.is_none();
     let (described, refused) = split_described(authz, topics);
-    let mut fetched = fetch_group(broker, group_id, described, require_stable)
+    let mut fetched = fetch_group(broker, group_id, described, require_stable, member)
         .await
         .map_err(|e| code(&e))?;
     if all_topics {
@@ -256,17 +257,30 @@ async fn fetch_group(
     group_id: String,
     topics: Option<Vec<domain::OffsetFetchTopic>>,
     require_stable: bool,
+    member: Option<FetchingMember>,
 ) -> Result<domain::OffsetFetchResponse, GroupError> {
     broker.groups.ensure_offsets_topic(broker).await;
-    broker
-        .groups
-        .coordinator
-        .fetch_offsets(domain::OffsetFetchRequest {
-            group_id,
-            topics,
-            require_stable,
-        })
-        .await
+    let request = domain::OffsetFetchRequest {
+        group_id,
+        topics,
+        require_stable,
+    };
+    match member {
+        Some(member) => {
+            broker
+                .groups
+                .coordinator
+                .fetch_offsets_for_member(request, member.member_id, member.member_epoch)
+                .await
+        }
+        None => broker.groups.coordinator.fetch_offsets(request).await,
+    }
+}
+
+/// OffsetFetch v9+: the member asking, checked against a consumer group's (KIP-848).
+struct FetchingMember {
+    member_id: Option<String>,
+    member_epoch: i32,
 }
 
 pub async fn offset_fetch(
@@ -302,7 +316,13 @@ pub async fn offset_fetch(
             let entry = OffsetFetchResponseGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(group_id.clone())));
             groups.push(
-                match fetch_described(broker, &authz, group_id, topics, require_stable).await {
+                let member = (version >= 9).then(|| FetchingMember {
+                    member_id: group.member_id.as_ref().map(|id| id.to_string()),
+                    member_epoch: group.member_epoch,
+                });
+                match fetch_described(broker, &authz, group_id, topics, require_stable, member)
+                    .await
+                {
                     Ok((fetched, refused)) => entry.with_topics(with_topic_ids(
                         &image,
                         version,
@@ -371,7 +391,16 @@ pub async fn offset_fetch(
             .collect()
     });
     let group_id = request.group_id.0.to_string();
-    match fetch_described(broker, &authz, group_id, requested.clone(), require_stable).await {
+    match fetch_described(
+        broker,
+        &authz,
+        group_id,
+        requested.clone(),
+        require_stable,
+        None,
+    )
+    .await
+    {
         Ok((fetched, refused)) => OffsetFetchResponse::default().with_topics(
             fetched
                 .topics
