@@ -118,6 +118,8 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
         Some("group.share.partition.max.record.locks"),
     ),
     key("share.auto.offset.reset", Str, "latest", None),
+    key("share.isolation.level", Str, "read_uncommitted", None),
+    key("share.renew.acknowledge.enable", Boolean, "true", None),
     key(
         "share.assignment.interval.ms",
         Int,
@@ -160,12 +162,6 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
         "1000",
         Some("group.streams.assignment.interval.ms"),
     ),
-    key(
-        "streams.rack.aware.assignment.tags",
-        List,
-        "",
-        Some("group.streams.rack.aware.assignment.tags"),
-    ),
     internal(key(
         "streams.assignor.offload.enable",
         Boolean,
@@ -184,6 +180,12 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
         "2",
         Some("group.streams.num.warmup.replicas"),
     )),
+    key(
+        "streams.rack.aware.assignment.tags",
+        List,
+        "",
+        Some("group.streams.rack.aware.assignment.tags"),
+    ),
     internal(key("streams.acceptable.recovery.lag", Long, "10000", None)),
     key(
         "streams.assignor.name",
@@ -191,8 +193,6 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
         "sticky",
         Some("group.streams.assignors"),
     ),
-    key("share.isolation.level", Str, "read_uncommitted", None),
-    key("share.renew.acknowledge.enable", Boolean, "true", None),
     key("errors.deadletterqueue.topic.name", Str, "", None),
     key(
         "errors.deadletterqueue.copy.record.enable",
