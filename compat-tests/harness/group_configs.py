@@ -17,6 +17,7 @@ Checks, on each broker:
   bounds, not a number, a session timeout not above the heartbeat interval, APPEND on an int,
   a null value, an empty group name;
 - the legacy AlterConfigs on a group;
+- a group's configs stay after DeleteGroups of the group (as on Kafka 4.4);
 - `kafka-configs --entity-type groups --alter --add-config` and `--describe`.
 
 By design Shale refuses (INVALID_CONFIG, naming the key) a SET of the keys it does not act on
@@ -44,6 +45,7 @@ from run import KAFKA_LIB, deps_var, shale_binary  # noqa: E402
 
 WAIT_S = 15.0
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+CREATE_TOPICS, FIND_COORDINATOR, OFFSET_COMMIT, DELETE_GROUPS = 19, 10, 8, 42
 GROUP = 32
 SET, DELETE, APPEND = 0, 1, 2
 
@@ -144,6 +146,35 @@ class Conn:
         out = r.array(lambda: (r.take(">h"), r.string(), r.take(">b"), r.string()))
         return out[0][0], out[0][1]
 
+    def group_with_offsets(self, group, topic):
+        """Makes `group` exist: creates `topic` (CreateTopics v2), waits for the coordinator
+        (FindCoordinator v1), commits an offset (OffsetCommit v2, no generation) -> its code."""
+        body = (array([string(topic) + struct.pack(">ih", 1, 1) + array([]) + array([])])
+                + struct.pack(">i?", 10_000, False))
+        r = self.call(CREATE_TOPICS, 2, body)
+        r.take(">i")
+        r.array(lambda: (r.string(), r.take(">h"), r.string()))
+        code = None
+        deadline = time.monotonic() + WAIT_S
+        while code != 0 and time.monotonic() < deadline:
+            r = self.call(FIND_COORDINATOR, 1, string(group) + struct.pack(">b", 0))
+            r.take(">i")
+            code = r.take(">h")
+            if code == 0:
+                body = (string(group) + struct.pack(">i", -1) + string("") + struct.pack(">q", -1)
+                        + array([string(topic) + array([struct.pack(">iq", 0, 5) + string("")])]))
+                r = self.call(OFFSET_COMMIT, 2, body)
+                code = r.array(lambda: (r.string(), r.array(lambda: (r.take(">i"), r.take(">h")))))[0][1][0][1]
+            if code != 0:
+                time.sleep(0.1)
+        return code
+
+    def delete_group(self, group):
+        """DeleteGroups v0 of one group -> its code."""
+        r = self.call(DELETE_GROUPS, 0, array([string(group)]))
+        r.take(">i")
+        return r.array(lambda: (r.string(), r.take(">h")))[0][1]
+
     def legacy_alter(self, name, configs):
         """AlterConfigs v0 of one group -> (code, message)."""
         body = array([struct.pack(">b", GROUP) + string(name)
@@ -229,6 +260,12 @@ def observe(port):
     seen["a last set"] = c.incremental("g3", [(HEARTBEAT, SET, "4000")])
     seen["nothing stored by refusals or validate only"] = settled(c, "g3", HEARTBEAT, lambda v: v == "4000")
     seen["validate only stored nothing"] = c.describe("g1", keys=[HEARTBEAT])
+    # A group that exists, with a config, then deleted: Kafka keeps the group's configs.
+    seen["a group with offsets"] = c.group_with_offsets("dg", "dg-topic")
+    seen["set on an existing group"] = c.incremental("dg", [(SESSION, SET, "50000")])
+    settled(c, "dg", SESSION, lambda v: v == "50000")
+    seen["delete the group"] = c.delete_group("dg")
+    seen["configs kept after DeleteGroups"] = c.describe("dg", keys=[SESSION])
     c.sock.close()
     return seen
 
