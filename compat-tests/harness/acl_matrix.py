@@ -46,7 +46,7 @@ PROPS = {
 # Kafka's ACL enums.
 TOPIC, GROUP, CLUSTER, TXN_ID = 2, 3, 4, 5
 ANY, LITERAL, PREFIXED = 1, 3, 4
-ALL, READ, WRITE, CREATE, DELETE, DESCRIBE, IDEMPOTENT_WRITE = 2, 3, 4, 5, 6, 8, 12
+ALL, READ, WRITE, CREATE, DELETE, DESCRIBE, ALTER_CONFIGS, IDEMPOTENT_WRITE = 2, 3, 4, 5, 6, 8, 11, 12
 DENY, ALLOW = 2, 3
 
 
@@ -282,6 +282,16 @@ def describe_configs(c, resource_type, name):
     return r.i16()
 
 
+def alter_group_config(c, group):
+    """IncrementalAlterConfigs v0 of a GROUP resource (type 32): consumer.session.timeout.ms."""
+    body = (array([i8(32) + string(group)
+                   + array([string("consumer.session.timeout.ms") + i8(0) + string("50000")])])
+            + i8(0))
+    r = c.call(44, 0, body)
+    r.i32(), r.i32()
+    return r.i16()
+
+
 def describe_group(c, group):
     r = c.call(15, 0, array([string(group)]))
     r.i32()
@@ -410,6 +420,10 @@ def matrix(port):
             "CreateTopics new": create_topic(alice, "new-" + stage.replace(" ", "-").lower()),
             "DescribeConfigs topic t": describe_configs(alice, 2, "t"),
             "DescribeConfigs broker 1": describe_configs(alice, 4, "1"),
+            "DescribeConfigs group g": describe_configs(alice, 32, "g"),
+            "DescribeConfigs group other": describe_configs(alice, 32, "other"),
+            "IncrementalAlterConfigs group g": alter_group_config(alice, "g"),
+            "IncrementalAlterConfigs group other": alter_group_config(alice, "other"),
             "InitProducerId idempotent": init_producer_id(alice),
             "InitProducerId tx": init_producer_id(alice, "tx"),
             "FindCoordinator group g": find_coordinator(alice, "g", 0),
@@ -431,6 +445,7 @@ def matrix(port):
         acl_binding(TOPIC, "t", PREFIXED, "User:alice", ALL, ALLOW),
         acl_binding(TOPIC, "new-", PREFIXED, "User:alice", CREATE, ALLOW),
         acl_binding(GROUP, "g", LITERAL, "User:alice", READ, ALLOW),
+        acl_binding(GROUP, "g", LITERAL, "User:alice", ALTER_CONFIGS, ALLOW),
         acl_binding(TXN_ID, "tx", LITERAL, "User:alice", WRITE, ALLOW),
         acl_binding(CLUSTER, "kafka-cluster", LITERAL, "User:alice", IDEMPOTENT_WRITE, ALLOW),
     ]

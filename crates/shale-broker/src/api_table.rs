@@ -123,6 +123,8 @@ declare_apis! {
             DescribeConfigs on Cluster,
             // Topic configs.
             DescribeConfigs on Topic,
+            // Group configs (KIP-848).
+            DescribeConfigs on Group,
         ]
         authorize [in handler]
         handler reply(handlers::configs::describe(broker, ctx, request));
@@ -132,6 +134,8 @@ declare_apis! {
             AlterConfigs on Cluster,
             // Topic configs.
             AlterConfigs on Topic,
+            // Group configs (KIP-848).
+            AlterConfigs on Group,
         ]
         authorize [in handler]
         handler reply(handlers::configs::alter(broker, ctx, request).await);
@@ -145,6 +149,8 @@ declare_apis! {
             AlterConfigs on Cluster,
             // Topic configs.
             AlterConfigs on Topic,
+            // Group configs (KIP-848).
+            AlterConfigs on Group,
         ]
         authorize [in handler]
         handler reply(handlers::configs::incremental_alter(broker, ctx, request).await);

@@ -209,6 +209,17 @@ async fn metadata_node_config(config: &BrokerConfig) -> Result<MetadataNodeConfi
     controller.broker_heartbeat_interval_ms = config.broker_heartbeat_interval_ms;
     controller.unclean_leader_election_enable = config.unclean_leader_election_enable;
     controller.min_insync_replicas = config.min_insync_replicas;
+    // Group configs are checked against this node's `group.consumer.*` bounds, as Kafka's
+    // controller checks them against its own.
+    let consumer = &config.consumer_groups;
+    controller.group_config_bounds = shale_metadata::group_config_defs::GroupConfigBounds {
+        session_timeout_ms: consumer.session_timeout_ms,
+        session_timeout_ms_min: consumer.session_timeout_ms_min,
+        session_timeout_ms_max: consumer.session_timeout_ms_max,
+        heartbeat_interval_ms: consumer.heartbeat_interval_ms,
+        heartbeat_interval_ms_min: consumer.heartbeat_interval_ms_min,
+        heartbeat_interval_ms_max: consumer.heartbeat_interval_ms_max,
+    };
     // Preferred-leader rebalancing (Kafka's keys, read as given; the controller has the
     // defaults).
     if let Some(v) = config.properties.get("auto.leader.rebalance.enable") {

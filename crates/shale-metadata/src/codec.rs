@@ -135,6 +135,7 @@ versioned_enum!(ConfigResource {
     0 => Topic(name),
     1 => Broker(broker_id),
     2 => ClusterDefaultBroker,
+    3 => Group(group_id),
 });
 
 versioned_struct!(FeatureRange {
@@ -420,6 +421,7 @@ mod tests {
             text().prop_map(ConfigResource::Topic),
             any::<i32>().prop_map(ConfigResource::Broker),
             Just(ConfigResource::ClusterDefaultBroker),
+            text().prop_map(ConfigResource::Group),
         ]
     }
 
@@ -704,6 +706,28 @@ mod tests {
             let _ = from_slice::<ControllerResponse>(&bytes[1..]);
             let _ = crate::image::MetadataImage::decode_snapshot(&bytes);
         }
+    }
+
+    #[test]
+    fn config_resource_kinds_are_fixed() {
+        // A record written before groups had configs keeps its kind, so older logs and
+        // snapshots load unchanged; a group takes the next kind, 3.
+        let resources = [
+            ConfigResource::Topic("t".into()),
+            ConfigResource::Broker(1),
+            ConfigResource::ClusterDefaultBroker,
+            ConfigResource::Group("g".into()),
+        ];
+        for (kind, resource) in resources.iter().enumerate() {
+            let bytes = to_vec(resource);
+            assert_eq!(usize::from(bytes[0]), kind, "{resource:?}");
+            assert_eq!(&from_slice::<ConfigResource>(&bytes).unwrap(), resource);
+        }
+        // A kind the reader does not know is refused, never misread (so a node from before
+        // group configs refuses a group's record instead of taking it for another resource).
+        let mut unknown = to_vec(&ConfigResource::Group("g".into()));
+        unknown[0] = 4;
+        assert!(from_slice::<ConfigResource>(&unknown).is_err());
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub enum ConfigSource {
     DynamicDefaultBrokerConfig,
     StaticBrokerConfig,
     DefaultConfig,
+    /// A value set on a group (Kafka's GROUP_CONFIG).
+    DynamicGroupConfig,
 }
 
 impl ConfigSource {
@@ -71,6 +73,7 @@ impl ConfigSource {
             ConfigSource::DynamicDefaultBrokerConfig => 3,
             ConfigSource::StaticBrokerConfig => 4,
             ConfigSource::DefaultConfig => 5,
+            ConfigSource::DynamicGroupConfig => 8,
         }
     }
 }
@@ -527,7 +530,7 @@ pub fn validate_value(def: &TopicConfigDef, value: &str) -> Result<(), MetadataE
     validate_typed(def.name, def.config_type, def.validator, value)
 }
 
-fn validate_typed(
+pub(crate) fn validate_typed(
     name: &str,
     config_type: ConfigType,
     validator: Validator,
@@ -732,7 +735,7 @@ fn resolve_one(
             ConfigSource::DynamicDefaultBrokerConfig => cluster_default.get(synonym.name).cloned(),
             ConfigSource::StaticBrokerConfig => static_broker_props.get(synonym.name).cloned(),
             ConfigSource::DefaultConfig => synonym.default.map(str::to_string),
-            ConfigSource::DynamicTopicConfig => None,
+            ConfigSource::DynamicTopicConfig | ConfigSource::DynamicGroupConfig => None,
         }
     };
     const BROKER_SOURCES: [ConfigSource; 4] = [

@@ -156,6 +156,8 @@ pub struct MetadataImage {
     topic_configs: OrdMap<String, BTreeMap<String, String>>,
     /// Dynamic broker configs; `None` holds the cluster-wide defaults.
     broker_configs: Arc<BTreeMap<Option<i32>, BTreeMap<String, String>>>,
+    /// Dynamic group configs by group id (KIP-848); a group without any has no entry.
+    group_configs: OrdMap<String, BTreeMap<String, String>>,
     features: Arc<BTreeMap<String, i16>>,
     acls: Arc<BTreeMap<Uuid, AclEntry>>,
     scram_credentials: Arc<BTreeMap<(String, i8), ScramCredential>>,
@@ -255,11 +257,17 @@ impl MetadataImage {
         self.broker_configs.get(&None).unwrap_or(&EMPTY_CONFIGS)
     }
 
+    /// Dynamic configs set on a group (not the broker's values it inherits).
+    pub fn group_configs(&self, group_id: &str) -> &BTreeMap<String, String> {
+        self.group_configs.get(group_id).unwrap_or(&EMPTY_CONFIGS)
+    }
+
     pub fn configs(&self, resource: &ConfigResource) -> &BTreeMap<String, String> {
         match resource {
             ConfigResource::Topic(name) => self.topic_configs(name),
             ConfigResource::Broker(id) => self.broker_configs(*id),
             ConfigResource::ClusterDefaultBroker => self.cluster_default_broker_configs(),
+            ConfigResource::Group(group_id) => self.group_configs(group_id),
         }
     }
 
@@ -276,7 +284,11 @@ impl MetadataImage {
             .topic_configs
             .iter()
             .map(|(name, c)| (ConfigResource::Topic(name.clone()), c));
-        brokers.chain(topics).collect()
+        let groups = self
+            .group_configs
+            .iter()
+            .map(|(id, c)| (ConfigResource::Group(id.clone()), c));
+        brokers.chain(topics).chain(groups).collect()
     }
 
     fn set_config(&mut self, resource: &ConfigResource, name: &str, value: Option<&String>) {
@@ -327,6 +339,25 @@ impl MetadataImage {
             ConfigResource::ClusterDefaultBroker => {
                 update(Arc::make_mut(&mut self.broker_configs), &None, name, value)
             }
+            ConfigResource::Group(group_id) => match value {
+                Some(v) => {
+                    let mut configs = self
+                        .group_configs
+                        .get(group_id)
+                        .cloned()
+                        .unwrap_or_default();
+                    configs.insert(name.to_string(), v.clone());
+                    self.group_configs.insert(group_id.clone(), configs);
+                }
+                None => {
+                    if let Some(configs) = self.group_configs.get_mut(group_id) {
+                        configs.remove(name);
+                        if configs.is_empty() {
+                            self.group_configs.remove(group_id);
+                        }
+                    }
+                }
+            },
         }
     }
 
@@ -894,6 +925,7 @@ impl PartialEq for MetadataImage {
             && self.topic_ids_by_name == other.topic_ids_by_name
             && self.topic_configs == other.topic_configs
             && self.broker_configs == other.broker_configs
+            && self.group_configs == other.group_configs
             && self.features == other.features
             && self.acls == other.acls
             && self.scram_credentials == other.scram_credentials
@@ -949,6 +981,11 @@ mod tests {
                 name: "retention.ms".into(),
                 value: Some("1000".into()),
             },
+            MetadataRecord::Config {
+                resource: ConfigResource::Group("payments".into()),
+                name: "consumer.session.timeout.ms".into(),
+                value: Some("50000".into()),
+            },
             MetadataRecord::ProducerIds {
                 broker_id: 1,
                 broker_epoch: 5,
@@ -966,6 +1003,11 @@ mod tests {
         assert_eq!(image.topic_by_id(topic.topic_id).unwrap().name, "orders");
         assert_eq!(image.topic_configs("orders")["retention.ms"], "1000");
         assert!(image.topic_configs("other").is_empty());
+        assert_eq!(
+            image.configs(&ConfigResource::Group("payments".into()))["consumer.session.timeout.ms"],
+            "50000"
+        );
+        assert!(image.group_configs("other").is_empty());
         assert_eq!(image.feature_level("metadata.version"), Some(27));
         assert_eq!(image.next_producer_id(), 2000);
         assert_eq!(image.offset, 3);
@@ -1040,5 +1082,31 @@ mod tests {
         let decoded = MetadataImage::decode_snapshot(&image.encode_snapshot()).unwrap();
         assert_eq!(decoded, image);
         assert!(MetadataImage::decode_snapshot(b"nope").is_err());
+    }
+
+    #[test]
+    fn group_configs_replay_and_leave_with_their_last_key() {
+        let image = sample_image();
+        let group = ConfigResource::Group("payments".into());
+        let decoded = MetadataImage::decode_snapshot(&image.encode_snapshot()).unwrap();
+        assert_eq!(
+            decoded.configs(&group)["consumer.session.timeout.ms"],
+            "50000"
+        );
+        let removed = image.apply(
+            &MetadataRecord::Config {
+                resource: group.clone(),
+                name: "consumer.session.timeout.ms".into(),
+                value: None,
+            },
+            4,
+        );
+        assert!(removed.configs(&group).is_empty());
+        assert!(!removed
+            .all_configs()
+            .iter()
+            .any(|(resource, _)| *resource == group));
+        // A topic of the same name is another resource.
+        assert!(image.topic_configs("payments").is_empty());
     }
 }

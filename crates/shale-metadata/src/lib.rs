@@ -30,6 +30,7 @@ pub mod config_defs;
 pub mod controller;
 pub mod error;
 mod forward;
+pub mod group_config_defs;
 pub mod image;
 mod legacy;
 mod liveness;

@@ -77,6 +77,9 @@ pub enum ConfigResource {
     /// The cluster-wide default for dynamic broker configs (Kafka's broker resource with an
     /// empty name).
     ClusterDefaultBroker,
+    /// A group's dynamic configs (KIP-848's GROUP resource, Kafka's resource type 32), keyed by
+    /// group id; the group need not exist.
+    Group(String),
 }
 
 /// A supported feature range a broker announces at registration.

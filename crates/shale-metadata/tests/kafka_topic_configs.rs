@@ -23,6 +23,7 @@ fn source_name(source: ConfigSource) -> &'static str {
         ConfigSource::DynamicDefaultBrokerConfig => "DYNAMIC_DEFAULT_BROKER_CONFIG",
         ConfigSource::StaticBrokerConfig => "STATIC_BROKER_CONFIG",
         ConfigSource::DefaultConfig => "DEFAULT_CONFIG",
+        ConfigSource::DynamicGroupConfig => "DYNAMIC_GROUP_CONFIG",
     }
 }
 

@@ -12,6 +12,7 @@ pub mod kafka_keys;
 mod listener;
 mod peer;
 mod properties;
+mod reader;
 mod sasl;
 mod security;
 mod static_props;

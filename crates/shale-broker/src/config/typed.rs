@@ -10,6 +10,7 @@ use super::defs::{self, ConfigKind};
 use super::error::ConfigError;
 pub use super::listener::Listener;
 use super::peer::{self, PeerClient};
+use super::reader::{invalid, parse_bool, Reader};
 use super::sasl::{self, ListenerSasl};
 use super::security::{self, NamedListener};
 use super::static_props::StaticProperties;
@@ -403,63 +404,6 @@ impl BrokerConfig {
     }
 }
 
-pub(super) struct Reader<'a> {
-    pub(super) props: &'a StaticProperties,
-}
-
-impl Reader<'_> {
-    pub(super) fn raw(&self, key: &str) -> Option<String> {
-        self.props
-            .get(key)
-            .map(str::to_string)
-            .or_else(|| defs::find(key).and_then(|d| d.default.map(str::to_string)))
-    }
-
-    pub(super) fn long(&self, key: &str) -> Result<i64, ConfigError> {
-        let value = self.raw(key).unwrap_or_default();
-        value
-            .trim()
-            .parse::<i64>()
-            .map_err(|_| invalid(key, &value, "expected a whole number"))
-    }
-
-    pub(super) fn int(&self, key: &str) -> Result<i32, ConfigError> {
-        let v = self.long(key)?;
-        i32::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for an int"))
-    }
-
-    pub(super) fn short(&self, key: &str) -> Result<i16, ConfigError> {
-        let v = self.long(key)?;
-        i16::try_from(v).map_err(|_| invalid(key, &v.to_string(), "out of range for a short"))
-    }
-
-    pub(super) fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
-        let value = self.raw(key).unwrap_or_default();
-        parse_bool(&value).ok_or_else(|| invalid(key, &value, "expected true or false"))
-    }
-
-    pub(super) fn list(&self, key: &str) -> Vec<String> {
-        split_list(&self.raw(key).unwrap_or_default())
-    }
-}
-
-pub(crate) fn split_list(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => None,
-    }
-}
-
 /// Kafka's rule: a delayed refusal must be answered before the idle connection would be closed.
 fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64, ConfigError> {
     if idle_max_ms >= 0 && i64::from(delay_ms) >= idle_max_ms {
@@ -474,14 +418,6 @@ fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64
         ));
     }
     Ok(u64::try_from(delay_ms).unwrap_or(0))
-}
-
-pub(super) fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_string(),
-        value: value.to_string(),
-        reason: reason.to_string(),
-    }
 }
 
 /// Checks a value against its key's type and lower bound.

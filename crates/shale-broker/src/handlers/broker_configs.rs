@@ -52,7 +52,7 @@ impl BrokerConfigSources<'_> {
             ConfigSource::DefaultConfig => defs::find(key)
                 .and_then(|d| d.default)
                 .map(|v| Some(v.to_string())),
-            ConfigSource::DynamicTopicConfig => None,
+            ConfigSource::DynamicTopicConfig | ConfigSource::DynamicGroupConfig => None,
         }
     }
 }

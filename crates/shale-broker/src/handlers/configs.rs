@@ -1,4 +1,5 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and groups
+//! (KIP-848's GROUP resource: described here from the image, checked by the controller).
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use shale_metadata::{
 use super::broker_configs::{
     check_alter, describe_broker, describe_cluster_default, BrokerConfigEntry, BrokerConfigSources,
 };
+use super::group_configs::describe_group;
 use crate::authorization::{AclOperation, ResourceType};
 use crate::authorizer::Authz;
 use crate::broker::Broker;
@@ -87,6 +89,9 @@ fn resource(
             }
             Ok(ConfigResource::Topic(name.to_string()))
         }
+        // Any group id, also one of a group that does not exist (as Kafka); the empty id is
+        // refused by each API with Kafka's own text.
+        RESOURCE_GROUP => Ok(ConfigResource::Group(name.to_string())),
         RESOURCE_BROKER if name.is_empty() => Ok(ConfigResource::ClusterDefaultBroker),
         RESOURCE_BROKER => match name.parse::<i32>() {
             Ok(id) if broker.image().broker(id).is_some() => Ok(ConfigResource::Broker(id)),
@@ -208,6 +213,18 @@ pub fn describe(
                     .filter(|e| wanted(&e.name))
                     .map(|e| broker_entry(e, include_synonyms))
                     .collect(),
+                ConfigResource::Group(group_id) if group_id.is_empty() => {
+                    return base
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(s("Group name must not be empty")));
+                }
+                ConfigResource::Group(group_id) => {
+                    describe_group(image.group_configs(&group_id), &broker.config.properties)
+                        .into_iter()
+                        .filter(|e| wanted(&e.name))
+                        .map(|e| broker_entry(e, include_synonyms))
+                        .collect()
+                }
             };
             base.with_configs(configs)
         })
@@ -279,7 +296,7 @@ async fn run_alter(
     }
 }
 
-/// Each resource needs ALTER_CONFIGS (on the cluster for a broker).
+/// Each resource needs ALTER_CONFIGS (on the cluster for a broker, on the group for a group).
 pub async fn alter(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -341,7 +358,7 @@ pub async fn alter(
     )
 }
 
-/// Each resource needs ALTER_CONFIGS (on the cluster for a broker).
+/// Each resource needs ALTER_CONFIGS (on the cluster for a broker, on the group for a group).
 pub async fn incremental_alter(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -432,3 +449,7 @@ pub async fn incremental_alter(
             .collect(),
     )
 }
+
+#[cfg(test)]
+#[path = "configs_group_tests.rs"]
+mod group_tests;

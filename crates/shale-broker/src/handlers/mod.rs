@@ -11,6 +11,7 @@ pub mod delete_records;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod fetch;
+pub(crate) mod group_configs;
 pub(crate) mod leader_hints;
 pub mod list_offsets;
 pub mod metadata;

@@ -8,6 +8,7 @@ use super::partitions::{ChangeSpec, Election};
 use super::{AlterConfigOp, AlterConfigOpType, Batch, ConfigSet, Controller};
 use crate::config_defs::{self, ConfigType};
 use crate::error::MetadataError;
+use crate::group_config_defs::{self, validate_group_configs};
 use crate::image::{MetadataImage, NO_LEADER};
 use crate::records::{ConfigResource, MetadataRecord};
 
@@ -19,6 +20,8 @@ fn validate_value(resource: &ConfigResource, name: &str, value: &str) -> Result<
         ConfigResource::Broker(_) | ConfigResource::ClusterDefaultBroker => {
             config_defs::validate_broker_config(name, value)
         }
+        // A group's keys depend on each other: checked together once planned.
+        ConfigResource::Group(_) => Ok(()),
     }
 }
 
@@ -37,21 +40,34 @@ fn check_resource(image: &MetadataImage, resource: &ConfigResource) -> Result<()
             }
         }
         ConfigResource::ClusterDefaultBroker => {}
+        ConfigResource::Group(group_id) => {
+            if group_id.is_empty() {
+                return Err(MetadataError::InvalidRequest(
+                    "Default group resources are not allowed.".into(),
+                ));
+            }
+        }
     }
     Ok(())
 }
 
 fn is_list(resource: &ConfigResource, name: &str) -> bool {
-    let def = match resource {
-        ConfigResource::Topic(_) => config_defs::topic_config_def(name),
-        _ => config_defs::topic_config_for_broker_synonym(name).map(|(d, _)| d),
+    let config_type = match resource {
+        ConfigResource::Topic(_) => config_defs::topic_config_def(name).map(|d| d.config_type),
+        ConfigResource::Group(_) => {
+            group_config_defs::group_config_def(name).map(|d| d.config_type)
+        }
+        _ => config_defs::topic_config_for_broker_synonym(name).map(|(d, _)| d.config_type),
     };
-    def.is_some_and(|d| d.config_type == ConfigType::List)
+    config_type == Some(ConfigType::List)
 }
 
 fn list_default(resource: &ConfigResource, name: &str) -> String {
     match resource {
         ConfigResource::Topic(_) => config_defs::topic_config_def(name)
+            .map(|d| d.default.to_string())
+            .unwrap_or_default(),
+        ConfigResource::Group(_) => group_config_defs::group_config_def(name)
             .map(|d| d.default.to_string())
             .unwrap_or_default(),
         _ => config_defs::topic_config_for_broker_synonym(name)
@@ -147,6 +163,14 @@ impl Controller {
                 }
                 AlterConfigOpType::Append | AlterConfigOpType::Subtract => {
                     if !is_list(resource, &op.name) {
+                        if matches!(resource, ConfigResource::Group(_)) {
+                            let op_name = if op.op == AlterConfigOpType::Append {
+                                "APPEND"
+                            } else {
+                                "SUBTRACT"
+                            };
+                            return Err(group_config_defs::not_a_list(op_name, &op.name));
+                        }
                         let verb = if op.op == AlterConfigOpType::Append {
                             "append"
                         } else {
@@ -183,6 +207,7 @@ impl Controller {
         if removes_elr_min_isr(image, resource, &changes) {
             return Err(min_isr_removal_refused());
         }
+        self.check_group_result(image, resource, &changes)?;
         Ok(changes)
     }
 
@@ -231,7 +256,29 @@ impl Controller {
         if removes_elr_min_isr(image, resource, &changes) {
             return Err(min_isr_removal_refused());
         }
+        self.check_group_result(image, resource, &changes)?;
         Ok(changes)
+    }
+
+    /// A group's configs as they would be after `changes`, checked as Kafka's GroupConfig
+    /// validates them against this node's `group.consumer.*` bounds.
+    fn check_group_result(
+        &self,
+        image: &MetadataImage,
+        resource: &ConfigResource,
+        changes: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), MetadataError> {
+        if !matches!(resource, ConfigResource::Group(_)) {
+            return Ok(());
+        }
+        let mut after = image.configs(resource).clone();
+        for (name, value) in changes {
+            match value {
+                Some(v) => after.insert(name.clone(), v.clone()),
+                None => after.remove(name),
+            };
+        }
+        validate_group_configs(&after, &self.config.group_config_bounds)
     }
 
     /// KIP-966, as Kafka's controller does it: while ELR is enabled the cluster carries an
@@ -289,6 +336,7 @@ impl Controller {
             .topics()
             .filter(|t| match resource {
                 ConfigResource::Topic(name) => &t.name == name,
+                ConfigResource::Group(_) => false,
                 _ => true,
             })
             .flat_map(|t| {
@@ -320,7 +368,7 @@ fn clear_elr(batch: &mut Batch, resource: &ConfigResource) {
         .filter(|t| match resource {
             ConfigResource::Topic(name) => &t.name == name,
             ConfigResource::ClusterDefaultBroker => true,
-            ConfigResource::Broker(_) => false,
+            ConfigResource::Broker(_) | ConfigResource::Group(_) => false,
         })
         .flat_map(|t| {
             t.partitions

@@ -15,6 +15,8 @@ mod topics;
 pub use topics::validate_topic_name;
 
 #[cfg(test)]
+mod group_config_tests;
+#[cfg(test)]
 mod invariants;
 #[cfg(test)]
 mod tests;
@@ -25,6 +27,7 @@ use uuid::Uuid;
 
 use crate::acl::AclFilter;
 use crate::error::MetadataError;
+use crate::group_config_defs::GroupConfigBounds;
 use crate::image::{AclEntry, MetadataImage, PartitionImage, QuotaEntity};
 use crate::records::{ConfigResource, Endpoint, FeatureRange, MetadataRecord};
 
@@ -59,6 +62,9 @@ pub struct ControllerConfig {
     pub auto_leader_rebalance_enable: bool,
     /// `leader.imbalance.check.interval.seconds`, in ms.
     pub leader_imbalance_check_interval_ms: i64,
+    /// The node's `group.consumer.*` settings, which a group's configs are checked against
+    /// (Kafka's controller validates group configs with its own configuration).
+    pub group_config_bounds: GroupConfigBounds,
 }
 
 impl Default for ControllerConfig {
@@ -77,6 +83,7 @@ impl Default for ControllerConfig {
             partitions_per_request_max: 10_000,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
+            group_config_bounds: GroupConfigBounds::default(),
         }
     }
 }
