@@ -296,6 +296,23 @@ declare_apis! {
         access [Delete on Group, Read on Topic]
         authorize [in handler]
         handler reply(groups::offsets::offset_delete(broker, ctx, request).await);
+    // The consumer group protocol (KIP-848), in the same coordinator.
+    ConsumerGroupHeartbeat 0..=1
+        access [
+            Read on Group,
+            // Each topic named in the subscription.
+            Describe on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::consumer::consumer_group_heartbeat(broker, ctx, request).await);
+    ConsumerGroupDescribe 0..=1
+        access [
+            Describe on Group,
+            // Each topic the group's members subscribe to or are assigned.
+            Describe on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::consumer::consumer_group_describe(broker, ctx, request).await);
     // The transaction coordinator: versions 5 of AddPartitionsToTxn, EndTxn and
     // TxnOffsetCommit are transaction version 2 (KIP-890), which ApiVersions finalises;
     // TxnOffsetCommit 6 names topics by id, WriteTxnMarkers 2 says each marker's

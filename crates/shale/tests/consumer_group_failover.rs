@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use cluster_support::{call, Cluster, WAIT_MAX};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupDescribeRequest, CreateTopicsRequest, FindCoordinatorRequest, GroupId,
     RequestKind, ResponseKind, TopicName,
 };
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -52,7 +52,12 @@ fn create_topic(addr: &str) {
             .with_num_partitions(PARTITIONS)
             .with_replication_factor(3)])
         .with_timeout_ms(30_000);
-    match call(addr, ApiKey::CreateTopics, 5, RequestKind::CreateTopics(request)) {
+    match call(
+        addr,
+        ApiKey::CreateTopics,
+        5,
+        RequestKind::CreateTopics(request),
+    ) {
         ResponseKind::CreateTopics(response) => {
             assert_eq!(response.topics[0].error_code, 0, "{response:?}")
         }
@@ -65,7 +70,12 @@ fn coordinator(addr: &str) -> Option<i32> {
     let request = FindCoordinatorRequest::default()
         .with_key_type(0)
         .with_coordinator_keys(vec![StrBytes::from_static_str(GROUP)]);
-    match call(addr, ApiKey::FindCoordinator, 4, RequestKind::FindCoordinator(request)) {
+    match call(
+        addr,
+        ApiKey::FindCoordinator,
+        4,
+        RequestKind::FindCoordinator(request),
+    ) {
         ResponseKind::FindCoordinator(response) => {
             let found = &response.coordinators[0];
             (found.error_code == 0).then_some(found.node_id.0)
@@ -113,7 +123,11 @@ fn assignment(consumer: &BaseConsumer) -> BTreeSet<i32> {
 }
 
 /// Polls both members until every payload of `wanted` was seen by one of them.
-fn consume_until(members: &[&BaseConsumer], seen: &mut BTreeSet<String>, wanted: &BTreeSet<String>) {
+fn consume_until(
+    members: &[&BaseConsumer],
+    seen: &mut BTreeSet<String>,
+    wanted: &BTreeSet<String>,
+) {
     let deadline = Instant::now() + WAIT_MAX * 2;
     while !wanted.is_subset(seen) {
         assert!(
@@ -153,7 +167,10 @@ fn a_consumer_group_survives_the_kill_of_its_coordinator() {
         || assignment(&a).is_empty()
         || assignment(&b).is_empty()
     {
-        assert!(Instant::now() < deadline, "the members never split the partitions");
+        assert!(
+            Instant::now() < deadline,
+            "the members never split the partitions"
+        );
         let _ = a.poll(Duration::from_millis(20));
         let _ = b.poll(Duration::from_millis(20));
     }

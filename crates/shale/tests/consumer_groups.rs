@@ -154,9 +154,12 @@ fn a_second_member_takes_only_the_partitions_moved_to_it_and_they_move_back_when
     let shale = Shale::start_with(BROKER_OVERRIDES);
     create_topic(&shale, "six", 6);
     let first = member(&shale, "g848", "six");
-    poll_until(&[&first], "the first member owns every partition", no_invariant, || {
-        assignment(&first).len() == 6
-    });
+    poll_until(
+        &[&first],
+        "the first member owns every partition",
+        no_invariant,
+        || assignment(&first).len() == 6,
+    );
     assert!(first.context().revoked.lock().unwrap().is_empty());
 
     let second = member(&shale, "g848", "six");
@@ -166,7 +169,14 @@ fn a_second_member_takes_only_the_partitions_moved_to_it_and_they_move_back_when
         || disjoint(&[&first, &second]),
         || covers(&[&first, &second], 6) && assignment(&first).len() == 3,
     );
-    let revoked: BTreeSet<i32> = first.context().revoked.lock().unwrap().iter().copied().collect();
+    let revoked: BTreeSet<i32> = first
+        .context()
+        .revoked
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .collect();
     assert_eq!(
         revoked,
         assignment(&second),
@@ -183,7 +193,12 @@ fn a_second_member_takes_only_the_partitions_moved_to_it_and_they_move_back_when
 }
 
 /// A member that joins by raw ConsumerGroupHeartbeat v1 and then stops heartbeating.
-fn raw_join(shale: &Shale, group: &str, topic: &str, member_id: &str) -> ConsumerGroupHeartbeatResponse {
+fn raw_join(
+    shale: &Shale,
+    group: &str,
+    topic: &str,
+    member_id: &str,
+) -> ConsumerGroupHeartbeatResponse {
     heartbeat(
         shale,
         ConsumerGroupHeartbeatRequest::default()
@@ -198,7 +213,10 @@ fn raw_join(shale: &Shale, group: &str, topic: &str, member_id: &str) -> Consume
     )
 }
 
-fn heartbeat(shale: &Shale, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse {
+fn heartbeat(
+    shale: &Shale,
+    request: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
     match call(
         &shale.bootstrap(),
         ApiKey::ConsumerGroupHeartbeat,
@@ -254,7 +272,9 @@ fn committed_offsets_of_a_consumer_group_are_where_the_next_member_resumes() {
             assert_eq!(message.offset(), consumed);
             consumed += 1;
             if consumed == 10 {
-                first.commit_message(&message, CommitMode::Sync).expect("commit");
+                first
+                    .commit_message(&message, CommitMode::Sync)
+                    .expect("commit");
             }
         }
     }
@@ -314,7 +334,10 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
             .with_rebalance_timeout_ms(5_000)
             .with_topic_partitions(Some(vec![])),
     );
-    assert_eq!(no_subscription.error_code, 42, "INVALID_REQUEST: {no_subscription:?}");
+    assert_eq!(
+        no_subscription.error_code, 42,
+        "INVALID_REQUEST: {no_subscription:?}"
+    );
     // An assignor the broker does not offer.
     let assignor = heartbeat(
         &shale,
@@ -327,7 +350,10 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
             .with_server_assignor(Some(StrBytes::from_static_str("sticky-of-my-own")))
             .with_topic_partitions(Some(vec![])),
     );
-    assert_eq!(assignor.error_code, 112, "UNSUPPORTED_ASSIGNOR: {assignor:?}");
+    assert_eq!(
+        assignor.error_code, 112,
+        "UNSUPPORTED_ASSIGNOR: {assignor:?}"
+    );
 
     let described = match call(
         &shale.bootstrap(),
@@ -347,7 +373,10 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
     assert_eq!(found.assignor_name.as_str(), "uniform");
     assert_eq!(found.members.len(), 1);
     let described_member = &found.members[0];
-    assert_eq!(described_member.member_id.as_str(), "described-member-00000001");
+    assert_eq!(
+        described_member.member_id.as_str(),
+        "described-member-00000001"
+    );
     assert_eq!(
         described_member.subscribed_topic_names,
         vec![TopicName(StrBytes::from_static_str("two"))]

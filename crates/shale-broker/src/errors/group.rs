@@ -33,6 +33,7 @@ pub fn group_error_code(e: &GroupError) -> (i16, String) {
         G::InvalidRegularExpression(_) => E::InvalidRegularExpression,
         G::InvalidRequest(_) => E::InvalidRequest,
         G::InvalidConfig(_) => E::InvalidConfig,
+        G::UnsupportedVersion(_) => E::UnsupportedVersion,
         G::UnknownServerError(_) => E::UnknownServerError,
     };
     (code.code(), e.to_string())
@@ -96,6 +97,7 @@ mod tests {
             (G::InvalidRegularExpression("x".into()), 128),
             (G::InvalidRequest("x".into()), 42),
             (G::InvalidConfig("x".into()), 40),
+            (G::UnsupportedVersion("x".into()), 35),
             (G::UnknownServerError("x".into()), -1),
         ];
         for (error, code) in &cases {

@@ -11,7 +11,6 @@ use kafka_protocol::messages::{
     GroupId, ListGroupsRequest, ListGroupsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use shale_group::core::GroupState;
 use shale_group::GroupError;
 use shale_protocol::newer::delete_groups_response as v3;
 use shale_protocol::{NewerResponse, Response};
@@ -23,8 +22,6 @@ use crate::errors::{authorization_failed_code, delete_group_error_message};
 use crate::request::RequestContext;
 
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-/// The only group type this coordinator has.
-const GROUP_TYPE_CLASSIC: &str = "classic";
 
 fn s(value: impl Into<String>) -> StrBytes {
     StrBytes::from_string(value.into())
@@ -127,20 +124,12 @@ pub async fn list_groups(
     } else {
         Vec::new()
     };
-    let states: Vec<GroupState> = state_names
-        .iter()
-        .filter_map(|name| GroupState::parse(name))
-        .collect();
-    // A filter naming only unknown states or types matches nothing.
-    let matches_nothing = (!state_names.is_empty() && states.is_empty())
-        || (!type_names.is_empty()
-            && !type_names
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(GROUP_TYPE_CLASSIC)));
-    if matches_nothing {
-        return ListGroupsResponse::default();
-    }
-    match broker.groups.coordinator.list_groups(&states).await {
+    match broker
+        .groups
+        .coordinator
+        .list_groups_filtered(&state_names, &type_names)
+        .await
+    {
         Ok(listed) => ListGroupsResponse::default().with_groups(
             listed
                 .into_iter()

@@ -9,7 +9,6 @@ pub mod consumer;
 pub mod find_coordinator;
 // Handed to the coordinator once its constructor takes a GroupConfigSource (the KIP-848
 // coordinator's change); until then only its tests use it.
-#[allow(dead_code)]
 pub mod group_configs;
 mod load;
 mod log;
@@ -22,7 +21,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use shale_group::assignor::TopicsImage;
+use shale_group::assignor::{assignor_named, TopicsImage};
+use shale_group::core::ConsumerSettings;
 use shale_group::runtime::GroupCoordinator;
 use shale_group::{GroupConfig, GroupError};
 use shale_metadata::MetadataImage;
@@ -100,8 +100,20 @@ impl GroupService {
             .filter(|n| *n > 0)
             .unwrap_or(config.offsets_topic_num_partitions);
         let log = Arc::new(log::OffsetsLog::new(core.clone()));
+        let consumer = ConsumerSettings {
+            assignors: Arc::new(assignor_named),
+            group_configs: Arc::new(group_configs::ImageGroupConfigs::new(
+                core.metadata.subscribe(),
+                &config.consumer_groups,
+            )),
+        };
         GroupService {
-            coordinator: GroupCoordinator::new(group_config(config), num_partitions, log),
+            coordinator: GroupCoordinator::with_consumer_settings(
+                group_config(config),
+                num_partitions,
+                log,
+                consumer,
+            ),
             num_partitions,
             host: CoordinatorHost::new(OFFSETS_TOPIC),
             topics_seen: Mutex::new(HashMap::new()),

@@ -313,13 +313,13 @@ pub async fn offset_fetch(
                     })
                     .collect()
             });
+            let member = (version >= 9).then(|| FetchingMember {
+                member_id: group.member_id.as_ref().map(|id| id.to_string()),
+                member_epoch: group.member_epoch,
+            });
             let entry = OffsetFetchResponseGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(group_id.clone())));
             groups.push(
-                let member = (version >= 9).then(|| FetchingMember {
-                    member_id: group.member_id.as_ref().map(|id| id.to_string()),
-                    member_epoch: group.member_epoch,
-                });
                 match fetch_described(broker, &authz, group_id, topics, require_stable, member)
                     .await
                 {
