@@ -116,7 +116,8 @@ impl ConsumerMember {
             client_id: self.client_id.clone(),
             client_host: self.client_host.clone(),
             subscribed_topic_names: self.subscribed_topic_names.clone(),
-            subscribed_topic_regex: self.subscribed_topic_regex.clone(),
+            // Kafka writes "" for a member without a regular expression.
+            subscribed_topic_regex: Some(self.subscribed_topic_regex.clone().unwrap_or_default()),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
             classic_member_metadata: self.classic_member_metadata.clone(),
@@ -169,7 +170,9 @@ impl ConsumerGroup {
     pub(crate) fn new(group_id: &str) -> Self {
         Self {
             group_id: group_id.to_owned(),
-            group_epoch: 0,
+            // Kafka 4.4's ModernGroup starts at epoch 1 (the assignment at 0): the first
+            // member's join writes epoch 2.
+            group_epoch: 1,
             metadata_hash: 0,
             assignment_epoch: 0,
             assignment_timestamp_ms: 0,
