@@ -126,8 +126,10 @@ async fn a_consumer_group_survives_a_coordinator_restart() {
         "answered after writing"
     );
 
-    // Partitions are added: every partition served hears of it and the group moves on.
+    // Partitions are added: every partition served hears of it and the group moves on, once
+    // group.consumer.assignment.interval.ms (1 s, paused time) since the last assignment passed.
     first.on_topics_image(orders(3));
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
     let moved = first
         .consumer_group_heartbeat(beat("m1", 2, &[0, 1]))
         .await

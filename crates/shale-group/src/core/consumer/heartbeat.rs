@@ -133,8 +133,11 @@ impl CoordinatorShard {
             draft.bump_epoch(&self.topics);
         }
 
-        // 2. A new target assignment when the group epoch moved.
-        if draft.group.group_epoch > draft.group.assignment_epoch {
+        // 2. A new target assignment when the group epoch moved, at most once per
+        // `group.consumer.assignment.interval.ms`.
+        if draft.group.group_epoch > draft.group.assignment_epoch
+            && self.may_compute_target(&draft.group, now_ms)
+        {
             self.update_target_assignment(&mut draft, now_ms)?;
         }
 

@@ -458,3 +458,40 @@ fn a_first_join_writes_the_records_kafka_writes() {
         (hex("00080005667265736800026631"), Some(expected_current))
     );
 }
+
+/// Kafka 4.4's default `group.consumer.assignment.interval.ms` (1 s), as seen on Kafka: a member
+/// joining just after the last assignment joins the current target epoch with nothing; the
+/// first heartbeat once the interval passed computes the new target.
+#[test]
+fn assignments_are_computed_at_most_once_per_assignment_interval() {
+    let config = crate::config::GroupConfig {
+        consumer_assignment_interval_ms: 1_000,
+        ..test_config()
+    };
+    let mut h = ConsumerHarness::with(config, FixedOverrides::default());
+    h.heartbeat(join("a", &["orders"])).unwrap();
+    h.advance(14);
+    let b = h.heartbeat(join("b", &["orders"])).unwrap();
+    assert_eq!(b.member_epoch, 2);
+    assert_eq!(b.assignment, Some(assignment(&[])));
+    let group = &h.shard.consumer_groups[GROUP];
+    assert_eq!((group.group_epoch, group.assignment_epoch), (3, 2));
+    assert_eq!(
+        h.shard.consumer_group_state(GROUP),
+        Some(ConsumerGroupState::Assigning)
+    );
+    // Still within the interval: a's heartbeat changes nothing.
+    h.advance(500);
+    let a = h
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
+    assert_eq!(a.assignment, None);
+    // Past it: the target moves and a is asked to revoke.
+    h.advance(500);
+    let a = h
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
+    assert_eq!(h.shard.consumer_groups[GROUP].assignment_epoch, 3);
+}

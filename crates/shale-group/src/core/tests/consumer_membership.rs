@@ -221,6 +221,7 @@ fn group_configs_override_the_session_timeout_and_heartbeat_interval() {
         GroupOverrides {
             consumer_session_timeout_ms: Some(50_000),
             consumer_heartbeat_interval_ms: Some(7_000),
+            consumer_assignment_interval_ms: None,
         },
     )]));
     let mut h = ConsumerHarness::with(test_config(), overrides);
