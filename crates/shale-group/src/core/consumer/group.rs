@@ -164,6 +164,9 @@ pub(crate) struct ConsumerGroup {
     pub(crate) static_members: BTreeMap<String, String>,
     pub(crate) target: BTreeMap<String, MemberAssignment>,
     pub(crate) regexes: BTreeMap<String, RegularExpressionValue>,
+    /// A pre-4.1 `ConsumerGroupPartitionMetadata` record is stored for the group: the next
+    /// epoch bump deletes it, as Kafka does once it has the metadata hash.
+    pub(crate) has_partition_metadata_record: bool,
 }
 
 impl ConsumerGroup {
@@ -180,6 +183,7 @@ impl ConsumerGroup {
             static_members: BTreeMap::new(),
             target: BTreeMap::new(),
             regexes: BTreeMap::new(),
+            has_partition_metadata_record: false,
         }
     }
 
@@ -301,7 +305,9 @@ impl ConsumerGroup {
             ConsumerRecord::GroupMetadata { value: None, .. } => {}
             // Kafka 4.1+ keeps the metadata hash instead; the old record only forces a
             // recomputation (its group's hash loads as 0).
-            ConsumerRecord::PartitionMetadata { .. } => {}
+            ConsumerRecord::PartitionMetadata { value, .. } => {
+                self.has_partition_metadata_record = value.is_some();
+            }
             ConsumerRecord::MemberMetadata {
                 member_id,
                 value: Some(value),

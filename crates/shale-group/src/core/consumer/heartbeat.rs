@@ -131,6 +131,12 @@ impl CoordinatorShard {
         bump |= hash != draft.group.metadata_hash;
         if bump {
             draft.bump_epoch(&self.topics);
+            if draft.group.has_partition_metadata_record {
+                draft.push(ConsumerRecord::PartitionMetadata {
+                    group_id: draft.group.group_id.clone(),
+                    value: None,
+                });
+            }
         }
 
         // 2. A new target assignment when the group epoch moved, at most once per

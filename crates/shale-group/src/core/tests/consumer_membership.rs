@@ -310,3 +310,42 @@ fn a_member_loaded_in_an_unknown_state_must_rejoin_owning_nothing() {
         crate::core::MemberState::Stable
     );
 }
+
+#[test]
+fn a_group_written_before_kafka_4_1_moves_to_the_metadata_hash() {
+    use crate::records::consumer_records::{
+        ConsumerGroupMetadataValue, ConsumerRecord, PartitionMetadataTopic,
+    };
+    use crate::records::GroupRecord;
+    let mut h = ConsumerHarness::new();
+    // As Kafka 4.0 left it: an epoch without a hash, and the subscribed topics' metadata.
+    for record in [
+        ConsumerRecord::GroupMetadata {
+            group_id: GROUP.to_owned(),
+            value: Some(ConsumerGroupMetadataValue {
+                epoch: 4,
+                metadata_hash: 0,
+            }),
+        },
+        ConsumerRecord::PartitionMetadata {
+            group_id: GROUP.to_owned(),
+            value: Some(vec![PartitionMetadataTopic {
+                topic_id: ORDERS,
+                topic_name: "orders".to_owned(),
+                num_partitions: 4,
+                partition_racks: Vec::new(),
+            }]),
+        },
+    ] {
+        h.shard.replay(&GroupRecord::Consumer(record));
+    }
+    let mark = h.log.len();
+    let joined = h.heartbeat(join("a", &["orders"])).unwrap();
+    assert_eq!(joined.member_epoch, 5);
+    assert!(h.records_since(mark).iter().any(|record| matches!(
+        record,
+        GroupRecord::Consumer(ConsumerRecord::PartitionMetadata { value: None, .. })
+    )));
+    assert!(!h.shard.consumer_groups[GROUP].has_partition_metadata_record);
+    assert_ne!(h.shard.consumer_groups[GROUP].metadata_hash, 0);
+}
