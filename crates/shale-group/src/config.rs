@@ -33,6 +33,9 @@ pub struct GroupConfig {
     pub consumer_heartbeat_interval_ms_max: i32,
     /// `group.consumer.max.size`
     pub consumer_group_size_max: usize,
+    /// `group.consumer.assignment.interval.ms` (KIP-1263): a group's target assignment is
+    /// computed again at most this often; a heartbeat in between gets the current target.
+    pub consumer_assignment_interval_ms: i32,
     /// `group.consumer.assignors`, by Kafka's short names; the first is the default.
     pub consumer_assignors: Vec<String>,
     /// `group.consumer.migration.policy`
@@ -90,6 +93,7 @@ impl Default for GroupConfig {
             consumer_heartbeat_interval_ms_min: 5_000,
             consumer_heartbeat_interval_ms_max: 15_000,
             consumer_group_size_max: i32::MAX as usize,
+            consumer_assignment_interval_ms: 1_000,
             consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
             consumer_migration_policy: MigrationPolicy::Bidirectional,
             // Off until the broker's config turns it on.
@@ -106,6 +110,8 @@ pub struct GroupOverrides {
     pub consumer_session_timeout_ms: Option<i32>,
     /// `consumer.heartbeat.interval.ms`
     pub consumer_heartbeat_interval_ms: Option<i32>,
+    /// `consumer.assignment.interval.ms`
+    pub consumer_assignment_interval_ms: Option<i32>,
 }
 
 /// Where the coordinator reads a group's overrides, at each heartbeat (a change applies from

@@ -107,7 +107,7 @@ fn member_metadata_and_target_bytes_by_hand() {
             0,    // SubscribedTopicRegex null
             0, 0, 1, 44, // RebalanceTimeoutMs 300
             2, b'u', // ServerAssignor
-            0,    // no tagged fields
+            1, 0, 1, 0, // tag 0, ClassicMemberMetadata: null, written as Kafka writes it
         ]
     );
 
@@ -174,7 +174,7 @@ fn every_consumer_record_round_trips() {
             subscribed_topic_regex: Some("or.*".into()),
             rebalance_timeout_ms: -1,
             server_assignor: None,
-            classic_member_metadata: Some(vec![0, 0, 39, 16, 1, 0]),
+            classic_member_metadata: Some(vec![1, 0, 0, 39, 16, 1, 0]),
         }),
     });
     round_trip(ConsumerRecord::TargetAssignmentMetadata {
@@ -250,4 +250,76 @@ fn records_kafka_wrote_before_4_4_still_load() {
         decode_record(&[0, 9, 0, 1, b'g'], None),
         Err(RecordDecodeError::UnknownKeyVersion(9))
     );
+}
+
+/// Records Apache Kafka 4.4 wrote to `__consumer_offsets` for members "f1" and "f2" joining a
+/// new group "fresh" subscribed to a 4-partition topic (read from its log segment): decoded and
+/// written again they are the same bytes.
+#[test]
+fn records_are_byte_for_byte_what_kafka_4_4_writes() {
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|index| u8::from_str_radix(&text[index..index + 2], 16).unwrap())
+            .collect()
+    }
+    let topic = Uuid::from_slice(&hex("cfdf2de850d04680a64d43f57457ec2a")).unwrap();
+    let cases = [
+        // MemberMetadata of f1: no regex is "", a null ClassicMemberMetadata is tag 0 = 0.
+        (
+            "00050005667265736800026631",
+            concat!(
+                "000000000b7361736c2d636865636b0b2f3132372e302e302e31",
+                "02076f726465727301000075300001000100"
+            ),
+        ),
+        // TargetAssignmentMember of f1.
+        (
+            "00070005667265736800026631",
+            "000002cfdf2de850d04680a64d43f57457ec2a05000000000000000100000002000000030000",
+        ),
+        // TargetAssignmentMetadata with its AssignmentTimestamp.
+        ("000600056672657368", "000000000002010008000001a23554d721"),
+        // CurrentMemberAssignment of f1 with AssignmentEpochs.
+        (
+            "00080005667265736800026631",
+            concat!(
+                "000000000002000000000002cfdf2de850d04680a64d43f57457ec2a05",
+                "00000000000000010000000200000003",
+                "0100110500000002000000020000000200000002",
+                "0100"
+            ),
+        ),
+        // CurrentMemberAssignment of f2, nothing assigned yet.
+        ("00080005667265736800026632", "0000000000020000000000010100"),
+        // The group epoch with its metadata hash.
+        ("000300056672657368", "000000000003010008174949f5d34f43df"),
+    ];
+    for (key, value) in cases {
+        let (key, value) = (hex(key), hex(value));
+        let decoded = decode_record(&key, Some(&value)).unwrap();
+        assert_eq!(encode_record(&decoded), (key.clone(), Some(value.clone())));
+        match &decoded {
+            GroupRecord::Consumer(ConsumerRecord::CurrentMemberAssignment {
+                member_id,
+                value: Some(current),
+                ..
+            }) if member_id == "f1" => {
+                assert_eq!(current.member_epoch, 2);
+                assert_eq!(
+                    current.assigned_partitions,
+                    BTreeMap::from([(topic, (0..4).map(|partition| (partition, 2)).collect())])
+                );
+            }
+            GroupRecord::Consumer(ConsumerRecord::MemberMetadata {
+                value: Some(member),
+                ..
+            }) => {
+                assert_eq!(member.subscribed_topic_regex.as_deref(), Some(""));
+                assert_eq!(member.classic_member_metadata, None);
+                assert_eq!(member.rebalance_timeout_ms, 30_000);
+            }
+            _ => {}
+        }
+    }
 }

@@ -137,12 +137,13 @@ pub(super) fn encode_member_metadata(value: &ConsumerMemberMetadataValue) -> Vec
     out.nullable_string(value.subscribed_topic_regex.as_deref());
     out.i32(value.rebalance_timeout_ms);
     out.nullable_string(value.server_assignor.as_deref());
-    let tagged: Vec<(u32, Vec<u8>)> = value
+    // Kafka's generated writer always writes tag 0: a null ClassicMemberMetadata is the
+    // single byte 0 (the nullable struct's null marker).
+    let classic = value
         .classic_member_metadata
-        .iter()
-        .map(|bytes| (0, bytes.clone()))
-        .collect();
-    out.tagged_fields(&tagged);
+        .clone()
+        .unwrap_or_else(|| vec![0]);
+    out.tagged_fields(&[(0, classic)]);
     out.bytes
 }
 
@@ -164,7 +165,8 @@ pub(super) fn decode_member_metadata(
     let server_assignor = reader.nullable_string(true)?;
     let mut classic_member_metadata = None;
     reader.tagged_fields(|tag, bytes| {
-        if tag == 0 {
+        // The null marker (0) is no classic metadata.
+        if tag == 0 && bytes != [0] {
             classic_member_metadata = Some(bytes.to_vec());
         }
         Ok(())

@@ -115,7 +115,7 @@ async fn a_consumer_group_survives_a_coordinator_restart() {
         first.load_partition(partition, Vec::new());
     }
     let joined = first.consumer_group_heartbeat(join("m1")).await.unwrap();
-    assert_eq!(joined.member_epoch, 1);
+    assert_eq!(joined.member_epoch, 2);
     assert_eq!(
         joined.assignment,
         Some(BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))]))
@@ -126,13 +126,15 @@ async fn a_consumer_group_survives_a_coordinator_restart() {
         "answered after writing"
     );
 
-    // Partitions are added: every partition served hears of it and the group moves on.
+    // Partitions are added: every partition served hears of it and the group moves on, once
+    // group.consumer.assignment.interval.ms (1 s, paused time) since the last assignment passed.
     first.on_topics_image(orders(3));
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
     let moved = first
-        .consumer_group_heartbeat(beat("m1", 1, &[0, 1]))
+        .consumer_group_heartbeat(beat("m1", 2, &[0, 1]))
         .await
         .unwrap();
-    assert_eq!(moved.member_epoch, 2);
+    assert_eq!(moved.member_epoch, 3);
     assert_eq!(
         moved.assignment,
         Some(BTreeMap::from([(ORDERS, BTreeSet::from([0, 1, 2]))]))
@@ -154,24 +156,24 @@ async fn a_consumer_group_survives_a_coordinator_restart() {
     let described = second.consumer_group_describe(vec![GROUP.into()]).await;
     assert_eq!(described[0].error, None);
     assert_eq!(described[0].group_state, "Stable");
-    assert_eq!(described[0].group_epoch, 2);
-    assert_eq!(described[0].members[0].member_epoch, 2);
+    assert_eq!(described[0].group_epoch, 3);
+    assert_eq!(described[0].members[0].member_epoch, 3);
     assert_eq!(
         described[0].members[0].assignment[0].partitions,
         BTreeSet::from([0, 1, 2])
     );
     // The member carries on with its epoch.
     let resumed = second
-        .consumer_group_heartbeat(beat("m1", 2, &[0, 1, 2]))
+        .consumer_group_heartbeat(beat("m1", 3, &[0, 1, 2]))
         .await
         .unwrap();
-    assert_eq!(resumed.member_epoch, 2);
+    assert_eq!(resumed.member_epoch, 3);
     // And its session runs again from the load: silent for 45 s, it is removed.
     tokio::time::sleep(std::time::Duration::from_millis(45_100)).await;
     let described = second.consumer_group_describe(vec![GROUP.into()]).await;
     assert_eq!(described[0].group_state, "Empty");
     assert_eq!(
-        second.consumer_group_heartbeat(beat("m1", 2, &[])).await,
+        second.consumer_group_heartbeat(beat("m1", 3, &[])).await,
         Err(GroupError::UnknownMemberId)
     );
 }

@@ -116,7 +116,8 @@ impl ConsumerMember {
             client_id: self.client_id.clone(),
             client_host: self.client_host.clone(),
             subscribed_topic_names: self.subscribed_topic_names.clone(),
-            subscribed_topic_regex: self.subscribed_topic_regex.clone(),
+            // Kafka writes "" for a member without a regular expression.
+            subscribed_topic_regex: Some(self.subscribed_topic_regex.clone().unwrap_or_default()),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
             classic_member_metadata: self.classic_member_metadata.clone(),
@@ -163,13 +164,18 @@ pub(crate) struct ConsumerGroup {
     pub(crate) static_members: BTreeMap<String, String>,
     pub(crate) target: BTreeMap<String, MemberAssignment>,
     pub(crate) regexes: BTreeMap<String, RegularExpressionValue>,
+    /// A pre-4.1 `ConsumerGroupPartitionMetadata` record is stored for the group: the next
+    /// epoch bump deletes it, as Kafka does once it has the metadata hash.
+    pub(crate) has_partition_metadata_record: bool,
 }
 
 impl ConsumerGroup {
     pub(crate) fn new(group_id: &str) -> Self {
         Self {
             group_id: group_id.to_owned(),
-            group_epoch: 0,
+            // Kafka 4.4's ModernGroup starts at epoch 1 (the assignment at 0): the first
+            // member's join writes epoch 2.
+            group_epoch: 1,
             metadata_hash: 0,
             assignment_epoch: 0,
             assignment_timestamp_ms: 0,
@@ -177,6 +183,7 @@ impl ConsumerGroup {
             static_members: BTreeMap::new(),
             target: BTreeMap::new(),
             regexes: BTreeMap::new(),
+            has_partition_metadata_record: false,
         }
     }
 
@@ -298,7 +305,9 @@ impl ConsumerGroup {
             ConsumerRecord::GroupMetadata { value: None, .. } => {}
             // Kafka 4.1+ keeps the metadata hash instead; the old record only forces a
             // recomputation (its group's hash loads as 0).
-            ConsumerRecord::PartitionMetadata { .. } => {}
+            ConsumerRecord::PartitionMetadata { value, .. } => {
+                self.has_partition_metadata_record = value.is_some();
+            }
             ConsumerRecord::MemberMetadata {
                 member_id,
                 value: Some(value),

@@ -131,10 +131,19 @@ impl CoordinatorShard {
         bump |= hash != draft.group.metadata_hash;
         if bump {
             draft.bump_epoch(&self.topics);
+            if draft.group.has_partition_metadata_record {
+                draft.push(ConsumerRecord::PartitionMetadata {
+                    group_id: draft.group.group_id.clone(),
+                    value: None,
+                });
+            }
         }
 
-        // 2. A new target assignment when the group epoch moved.
-        if draft.group.group_epoch > draft.group.assignment_epoch {
+        // 2. A new target assignment when the group epoch moved, at most once per
+        // `group.consumer.assignment.interval.ms`.
+        if draft.group.group_epoch > draft.group.assignment_epoch
+            && self.may_compute_target(&draft.group, now_ms)
+        {
             self.update_target_assignment(&mut draft, now_ms)?;
         }
 

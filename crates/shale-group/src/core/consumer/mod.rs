@@ -114,6 +114,24 @@ impl CoordinatorShard {
             .unwrap_or(self.config().consumer_heartbeat_interval_ms)
     }
 
+    /// `consumer.assignment.interval.ms` of the group, else `group.consumer.assignment.interval.ms`.
+    pub(crate) fn consumer_assignment_interval_ms(&self, group_id: &str) -> i32 {
+        self.consumer
+            .group_configs
+            .overrides(group_id)
+            .consumer_assignment_interval_ms
+            .unwrap_or(self.config().consumer_assignment_interval_ms)
+    }
+
+    /// Kafka's `canComputeNextTargetAssignment`: never computed, no interval, or the interval
+    /// since the last one has passed.
+    pub(crate) fn may_compute_target(&self, group: &group::ConsumerGroup, now_ms: i64) -> bool {
+        let interval_ms = i64::from(self.consumer_assignment_interval_ms(&group.group_id));
+        group.assignment_timestamp_ms == 0
+            || interval_ms == 0
+            || now_ms >= group.assignment_timestamp_ms.saturating_add(interval_ms)
+    }
+
     /// Loading is over: every loaded member must heartbeat within its session, and a member
     /// that still has partitions to revoke within its rebalance timeout.
     pub(crate) fn start_consumer_timers(&mut self, now_ms: i64) {

@@ -19,23 +19,74 @@ const INTERNAL_TOPICS: [&str; 3] = [
 /// Compiles a subscription regex with Kafka's (RE2/J `matches`) full-match semantics.
 pub(crate) fn compile_regex(regex: &str) -> Result<regex::Regex, GroupError> {
     let invalid = |error: regex::Error| {
-        // The regex crate explains a syntax error over several lines; the last one says what.
-        let text = error.to_string();
-        let description = text
+        GroupError::InvalidRegularExpression(format!(
+            "SubscribedTopicRegex `{regex}` is not a valid regular expression: {}.",
+            re2_description(regex, &error)
+        ))
+    };
+    // Checked alone first, so that anchoring it cannot change what it means.
+    regex::Regex::new(regex).map_err(invalid)?;
+    regex::Regex::new(&format!("^(?:{regex})$")).map_err(invalid)
+}
+
+/// The description RE2/J's PatternSyntaxException gives for the same mistake (what Kafka
+/// puts in its message), else the regex crate's own.
+fn re2_description(regex: &str, error: &regex::Error) -> String {
+    use regex_syntax::ast::ErrorKind as K;
+    let kind = regex_syntax::ast::parse::Parser::new()
+        .parse(regex)
+        .err()
+        .map(|error| error.kind().clone());
+    let known = match kind {
+        Some(K::GroupUnclosed) => Some("missing closing )"),
+        Some(K::GroupUnopened) => Some("unexpected )"),
+        Some(K::ClassUnclosed) => Some("missing closing ]"),
+        Some(K::ClassRangeInvalid | K::ClassRangeLiteral) => Some("invalid character class range"),
+        Some(K::EscapeUnexpectedEof) => Some("trailing backslash at end of expression"),
+        Some(
+            K::ClassEscapeInvalid
+            | K::EscapeUnrecognized
+            | K::EscapeHexEmpty
+            | K::EscapeHexInvalid
+            | K::EscapeHexInvalidDigit,
+        ) => Some("invalid escape sequence"),
+        Some(K::RepetitionMissing) => Some("missing argument to repetition operator"),
+        Some(
+            K::RepetitionCountInvalid
+            | K::RepetitionCountUnclosed
+            | K::RepetitionCountDecimalEmpty
+            | K::DecimalInvalid
+            | K::DecimalEmpty,
+        ) => Some("invalid repeat count"),
+        Some(
+            K::GroupNameInvalid
+            | K::GroupNameEmpty
+            | K::GroupNameDuplicate { .. }
+            | K::GroupNameUnexpectedEof,
+        ) => Some("invalid named capture"),
+        Some(
+            K::FlagUnrecognized
+            | K::FlagDanglingNegation
+            | K::FlagDuplicate { .. }
+            | K::FlagRepeatedNegation { .. }
+            | K::FlagUnexpectedEof
+            | K::UnsupportedLookAround
+            | K::UnsupportedBackreference,
+        ) => Some("invalid or unsupported Perl syntax"),
+        _ => None,
+    };
+    known.map(str::to_owned).unwrap_or_else(|| {
+        // The regex crate explains an error over several lines; the last one says what.
+        error
+            .to_string()
             .lines()
             .rev()
             .find(|line| !line.trim().is_empty())
             .unwrap_or_default()
             .trim()
             .trim_start_matches("error: ")
-            .to_owned();
-        GroupError::InvalidRegularExpression(format!(
-            "SubscribedTopicRegex `{regex}` is not a valid regular expression: {description}."
-        ))
-    };
-    // Checked alone first, so that anchoring it cannot change what it means.
-    regex::Regex::new(regex).map_err(invalid)?;
-    regex::Regex::new(&format!("^(?:{regex})$")).map_err(invalid)
+            .to_owned()
+    })
 }
 
 /// The topics of `topics` that `regex` matches (an invalid stored regex matches nothing).

@@ -99,9 +99,12 @@ pub(super) fn image(topics: Vec<TopicMetadata>) -> Arc<TopicsImage> {
     })
 }
 
+/// Assignments are computed at every epoch change (`group.consumer.assignment.interval.ms=0`)
+/// unless a test says otherwise.
 pub(super) fn test_config() -> GroupConfig {
     GroupConfig {
         consumer_protocol_enabled: true,
+        consumer_assignment_interval_ms: 0,
         ..GroupConfig::default()
     }
 }

@@ -8,11 +8,11 @@ use crate::records::consumer_records::ConsumerRecord;
 use crate::records::GroupRecord;
 
 #[test]
-fn first_member_gets_every_partition_at_epoch_one() {
+fn first_member_gets_every_partition_at_epoch_two() {
     let mut h = ConsumerHarness::new();
     let response = h.heartbeat(join("a", &["orders"])).unwrap();
     assert_eq!(response.member_id, "a");
-    assert_eq!(response.member_epoch, 1);
+    assert_eq!(response.member_epoch, 2);
     assert_eq!(response.heartbeat_interval_ms, 5_000);
     assert_eq!(
         response.assignment,
@@ -44,9 +44,9 @@ fn first_member_gets_every_partition_at_epoch_one() {
     // A heartbeat that changes nothing writes nothing and sends no assignment.
     let mark = h.log.len();
     let again = h
-        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    assert_eq!(again.member_epoch, 1);
+    assert_eq!(again.member_epoch, 2);
     assert_eq!(again.assignment, None);
     assert!(h.records_since(mark).is_empty());
 }
@@ -57,7 +57,7 @@ fn second_member_gets_only_moved_partitions_after_they_are_revoked() {
     h.heartbeat(join("a", &["orders"])).unwrap();
     let b = h.heartbeat(join("b", &["orders"])).unwrap();
     // b joins epoch 2 but its partitions are still a's: nothing yet.
-    assert_eq!(b.member_epoch, 2);
+    assert_eq!(b.member_epoch, 3);
     assert_eq!(b.assignment, Some(assignment(&[])));
     assert_eq!(
         h.shard.consumer_group_state(GROUP),
@@ -66,28 +66,28 @@ fn second_member_gets_only_moved_partitions_after_they_are_revoked() {
 
     // a keeps epoch 1 and is asked to give up only 1 and 3.
     let a = h
-        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    assert_eq!(a.member_epoch, 1);
+    assert_eq!(a.member_epoch, 2);
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
     let group = &h.shard.consumer_groups[GROUP];
     assert_eq!(group.members["a"].state, MemberState::UnrevokedPartitions);
     assert_eq!(group.members["b"].state, MemberState::UnreleasedPartitions);
 
     // b still gets nothing while a owns them.
-    let b = h.heartbeat(beat("b", 2, &[])).unwrap();
+    let b = h.heartbeat(beat("b", 3, &[])).unwrap();
     assert_eq!(b.assignment, None);
     assert!(h.shard.consumer_groups[GROUP].members["b"]
         .assigned
         .is_empty());
 
     // a acknowledges: it moves to epoch 2 and keeps 0 and 2.
-    let a = h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
-    assert_eq!(a.member_epoch, 2);
+    let a = h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
+    assert_eq!(a.member_epoch, 3);
     assert_eq!(a.assignment, None);
 
     // Now b gets 1 and 3.
-    let b = h.heartbeat(beat("b", 2, &[])).unwrap();
+    let b = h.heartbeat(beat("b", 3, &[])).unwrap();
     assert_eq!(b.assignment, Some(assignment(&[(ORDERS, &[1, 3])])));
     assert_eq!(
         h.shard.consumer_group_state(GROUP),
@@ -110,12 +110,12 @@ fn a_member_that_did_not_report_its_partitions_keeps_them_until_it_does() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    let mut partial = beat("a", 1, &[]);
+    let mut partial = beat("a", 2, &[]);
     partial.owned_partitions = None;
     let a = h.heartbeat(partial).unwrap();
-    assert_eq!(a.member_epoch, 1, "no progress without owned partitions");
+    assert_eq!(a.member_epoch, 2, "no progress without owned partitions");
 }
 
 #[test]
@@ -123,24 +123,24 @@ fn epochs_ahead_or_unknown_are_fenced_and_the_previous_epoch_is_tolerated() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     assert_eq!(
-        h.heartbeat(beat("a", 5, &[])),
+        h.heartbeat(beat("a", 6, &[])),
         Err(GroupError::FencedMemberEpoch)
     );
     assert_eq!(
-        h.heartbeat(beat("nobody", 1, &[])),
+        h.heartbeat(beat("nobody", 2, &[])),
         Err(GroupError::UnknownMemberId)
     );
     // The group moves to epoch 2 with a second member; a is at epoch 2 after revoking.
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
     // The answer with epoch 2 was lost: epoch 1 with a subset of the partitions is accepted.
-    let retry = h.heartbeat(beat("a", 1, &[(ORDERS, &[0])])).unwrap();
-    assert_eq!(retry.member_epoch, 2);
+    let retry = h.heartbeat(beat("a", 2, &[(ORDERS, &[0])])).unwrap();
+    assert_eq!(retry.member_epoch, 3);
     // But not with partitions it does not hold.
     assert_eq!(
-        h.heartbeat(beat("a", 1, &[(ORDERS, &[1])])),
+        h.heartbeat(beat("a", 2, &[(ORDERS, &[1])])),
         Err(GroupError::FencedMemberEpoch)
     );
 }
@@ -192,7 +192,7 @@ fn invalid_requests_get_kafkas_messages() {
     assert!(matches!(
         h.heartbeat(request),
         Err(GroupError::InvalidRegularExpression(message))
-            if message == "SubscribedTopicRegex `orders(` is not a valid regular expression: unclosed group."
+            if message == "SubscribedTopicRegex `orders(` is not a valid regular expression: missing closing )."
     ));
     // Nothing of these was stored.
     assert!(h.log.is_empty());
@@ -206,7 +206,7 @@ fn version_zero_lets_the_coordinator_choose_the_member_id() {
     request.api_version = 0;
     let response = h.heartbeat(request).unwrap();
     assert!(uuid::Uuid::parse_str(&response.member_id).is_ok());
-    assert_eq!(response.member_epoch, 1);
+    assert_eq!(response.member_epoch, 2);
 }
 
 #[test]
@@ -284,7 +284,7 @@ fn a_regex_subscription_picks_up_a_new_topic() {
 fn partition_additions_and_topic_deletion_move_the_group_epoch() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders", "payments"])).unwrap();
-    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 1);
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 2);
     // An unrelated topic changes nothing.
     let mark = h.log.len();
     h.set_topics(image(vec![
@@ -297,17 +297,17 @@ fn partition_additions_and_topic_deletion_move_the_group_epoch() {
         topic(ORDERS, "orders", 4),
         topic(PAYMENTS, "payments", 1),
     ]));
-    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 2);
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 3);
     // Partitions are added.
     h.set_topics(image(vec![
         topic(ORDERS, "orders", 6),
         topic(PAYMENTS, "payments", 1),
     ]));
-    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 3);
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 4);
     let response = h
-        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    assert_eq!(response.member_epoch, 3);
+    assert_eq!(response.member_epoch, 4);
     assert_eq!(
         response.assignment,
         Some(assignment(&[
@@ -317,16 +317,16 @@ fn partition_additions_and_topic_deletion_move_the_group_epoch() {
     );
     // A topic is deleted: its partitions are revoked.
     h.set_topics(image(vec![topic(ORDERS, "orders", 6)]));
-    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 4);
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 5);
     let response = h
         .heartbeat(beat(
             "a",
-            3,
+            4,
             &[(ORDERS, &[0, 1, 2, 3, 4, 5]), (PAYMENTS, &[0])],
         ))
         .unwrap();
     assert_eq!(
-        response.member_epoch, 3,
+        response.member_epoch, 4,
         "revokes the deleted topic's partition first"
     );
     assert_eq!(
@@ -334,9 +334,9 @@ fn partition_additions_and_topic_deletion_move_the_group_epoch() {
         Some(assignment(&[(ORDERS, &[0, 1, 2, 3, 4, 5])]))
     );
     let response = h
-        .heartbeat(beat("a", 3, &[(ORDERS, &[0, 1, 2, 3, 4, 5])]))
+        .heartbeat(beat("a", 4, &[(ORDERS, &[0, 1, 2, 3, 4, 5])]))
         .unwrap();
-    assert_eq!(response.member_epoch, 4);
+    assert_eq!(response.member_epoch, 5);
 }
 
 #[test]
@@ -347,14 +347,14 @@ fn a_subscription_change_gives_a_new_target() {
         topic(PAYMENTS, "payments", 2),
     ]));
     h.heartbeat(join("a", &["orders"])).unwrap();
-    let mut request = beat("a", 1, &[(ORDERS, &[0, 1])]);
+    let mut request = beat("a", 2, &[(ORDERS, &[0, 1])]);
     request.subscribed_topic_names = Some(vec!["payments".to_owned()]);
     let response = h.heartbeat(request).unwrap();
     // orders must be revoked before payments is given.
-    assert_eq!(response.member_epoch, 1);
-    assert_eq!(response.assignment, Some(assignment(&[])));
-    let response = h.heartbeat(beat("a", 1, &[])).unwrap();
     assert_eq!(response.member_epoch, 2);
+    assert_eq!(response.assignment, Some(assignment(&[])));
+    let response = h.heartbeat(beat("a", 2, &[])).unwrap();
+    assert_eq!(response.member_epoch, 3);
     assert_eq!(
         response.assignment,
         Some(assignment(&[(PAYMENTS, &[0, 1])]))
@@ -374,7 +374,7 @@ fn regular_expressions_match_whole_topic_names_and_go_with_their_last_member() {
     let response = h.heartbeat(request).unwrap();
     assert_eq!(response.assignment, Some(assignment(&[(ORDERS, &[0])])));
 
-    let mut change = beat("a", 1, &[(ORDERS, &[0])]);
+    let mut change = beat("a", 2, &[(ORDERS, &[0])]);
     change.subscribed_topic_regex = Some("pay.*".to_owned());
     h.heartbeat(change).unwrap();
     let group = &h.shard.consumer_groups[GROUP];
@@ -395,11 +395,103 @@ fn a_member_subscribing_to_nothing_joins_the_current_epoch() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     let idle = h.heartbeat(join("idle", &[])).unwrap();
-    assert_eq!(idle.member_epoch, 1);
+    assert_eq!(idle.member_epoch, 2);
     assert_eq!(idle.assignment, Some(assignment(&[])));
-    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 1);
+    assert_eq!(h.shard.consumer_groups[GROUP].group_epoch, 2);
     assert_eq!(
         h.shard.consumer_group_state(GROUP),
         Some(ConsumerGroupState::Stable)
     );
+}
+
+/// The same first join as one run against Apache Kafka 4.4 (member "f1" of a new group "fresh"
+/// on a 4-partition topic): Shale writes the records Kafka wrote, in the same order, byte for
+/// byte but for the metadata hash (Kafka's XXH3 value) and the assignment timestamp.
+#[test]
+fn a_first_join_writes_the_records_kafka_writes() {
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|index| u8::from_str_radix(&text[index..index + 2], 16).unwrap())
+            .collect()
+    }
+    let topic_id = uuid::Uuid::from_slice(&hex("cfdf2de850d04680a64d43f57457ec2a")).unwrap();
+    let mut h = ConsumerHarness::new();
+    h.set_topics(image(vec![topic(topic_id, "orders", 4)]));
+    let mark = h.log.len();
+    let mut request = join("f1", &["orders"]);
+    request.group_id = "fresh".to_owned();
+    request.client_id = "sasl-check".to_owned();
+    h.heartbeat(request).unwrap();
+    let written: Vec<(Vec<u8>, Option<Vec<u8>>)> = h
+        .records_since(mark)
+        .iter()
+        .map(crate::records::encode_record)
+        .collect();
+    let expected_member = hex(concat!(
+        "000000000b7361736c2d636865636b0b2f3132372e302e302e31",
+        "02076f726465727301000075300001000100"
+    ));
+    let expected_target =
+        hex("000002cfdf2de850d04680a64d43f57457ec2a05000000000000000100000002000000030000");
+    let expected_current = hex(concat!(
+        "000000000002000000000002cfdf2de850d04680a64d43f57457ec2a05",
+        "00000000000000010000000200000003",
+        "0100110500000002000000020000000200000002",
+        "0100"
+    ));
+    assert_eq!(written.len(), 5);
+    assert_eq!(
+        written[0],
+        (hex("00050005667265736800026631"), Some(expected_member))
+    );
+    assert_eq!(written[1].0, hex("000300056672657368"));
+    assert_eq!(written[1].1.as_ref().unwrap()[..6], [0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        written[2],
+        (hex("00070005667265736800026631"), Some(expected_target))
+    );
+    assert_eq!(written[3].0, hex("000600056672657368"));
+    assert_eq!(written[3].1.as_ref().unwrap()[..6], [0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        written[4],
+        (hex("00080005667265736800026631"), Some(expected_current))
+    );
+}
+
+/// Kafka 4.4's default `group.consumer.assignment.interval.ms` (1 s), as seen on Kafka: a member
+/// joining just after the last assignment joins the current target epoch with nothing; the
+/// first heartbeat once the interval passed computes the new target.
+#[test]
+fn assignments_are_computed_at_most_once_per_assignment_interval() {
+    let config = crate::config::GroupConfig {
+        consumer_assignment_interval_ms: 1_000,
+        ..test_config()
+    };
+    let mut h = ConsumerHarness::with(config, FixedOverrides::default());
+    h.heartbeat(join("a", &["orders"])).unwrap();
+    h.advance(14);
+    let b = h.heartbeat(join("b", &["orders"])).unwrap();
+    assert_eq!(b.member_epoch, 2);
+    assert_eq!(b.assignment, Some(assignment(&[])));
+    let group = &h.shard.consumer_groups[GROUP];
+    assert_eq!((group.group_epoch, group.assignment_epoch), (3, 2));
+    assert_eq!(
+        h.shard.consumer_group_state(GROUP),
+        Some(ConsumerGroupState::Assigning)
+    );
+    // Still within the interval: a's heartbeat changes nothing.
+    h.advance(500);
+    let a = h
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
+    assert_eq!(a.assignment, None);
+    // Past it: the target moves and a is asked to revoke.
+    h.advance(500);
+    let a = h
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
+        .unwrap();
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
+    assert_eq!(h.shard.consumer_groups[GROUP].assignment_epoch, 3);
 }

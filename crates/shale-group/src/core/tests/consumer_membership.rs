@@ -35,28 +35,28 @@ fn a_member_that_stops_heartbeating_is_removed_after_its_session() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
-    h.heartbeat(beat("b", 2, &[])).unwrap();
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
+    h.heartbeat(beat("b", 3, &[])).unwrap();
     // a keeps heartbeating; b goes silent.
     for _ in 0..8 {
         h.advance(5_000);
-        h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
+        h.heartbeat(beat("a", 3, &[(ORDERS, &[0, 2])])).unwrap();
     }
     h.advance(4_999);
     assert!(h.shard.consumer_groups[GROUP].members.contains_key("b"));
     h.advance(1);
     let group = &h.shard.consumer_groups[GROUP];
     assert!(!group.members.contains_key("b"), "45 s session expired");
-    assert_eq!(group.group_epoch, 3);
+    assert_eq!(group.group_epoch, 4);
     assert!(!group.target.contains_key("b"));
     // a gets b's partitions at the next heartbeat.
-    let a = h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
-    assert_eq!(a.member_epoch, 3);
+    let a = h.heartbeat(beat("a", 3, &[(ORDERS, &[0, 2])])).unwrap();
+    assert_eq!(a.member_epoch, 4);
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3])])));
     assert_eq!(
-        h.heartbeat(beat("b", 2, &[])),
+        h.heartbeat(beat("b", 3, &[])),
         Err(GroupError::UnknownMemberId)
     );
 }
@@ -67,27 +67,27 @@ fn a_member_that_does_not_revoke_in_time_is_fenced() {
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
     let a = h
-        .heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        .heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
     assert_eq!(a.assignment, Some(assignment(&[(ORDERS, &[0, 2])])));
     // a heartbeats but keeps owning 1 and 3 past its 30 s rebalance timeout.
     h.advance(20_000);
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    h.heartbeat(beat("b", 2, &[])).unwrap();
+    h.heartbeat(beat("b", 3, &[])).unwrap();
     h.advance(10_001);
     let group = &h.shard.consumer_groups[GROUP];
     assert!(
         !group.members.contains_key("a"),
         "fenced by its rebalance timeout"
     );
-    assert_eq!(group.group_epoch, 3);
+    assert_eq!(group.group_epoch, 4);
     assert_eq!(
-        h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])),
+        h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])])),
         Err(GroupError::UnknownMemberId)
     );
-    let b = h.heartbeat(beat("b", 2, &[])).unwrap();
-    assert_eq!(b.member_epoch, 3);
+    let b = h.heartbeat(beat("b", 3, &[])).unwrap();
+    assert_eq!(b.member_epoch, 4);
     assert_eq!(b.assignment, Some(assignment(&[(ORDERS, &[0, 1, 2, 3])])));
 }
 
@@ -96,11 +96,11 @@ fn a_member_that_revokes_in_time_is_not_fenced() {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
     h.advance(10_000);
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
-    h.heartbeat(beat("b", 2, &[])).unwrap();
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
+    h.heartbeat(beat("b", 3, &[])).unwrap();
     h.advance(25_000);
     assert!(h.shard.consumer_groups[GROUP].members.contains_key("a"));
 }
@@ -114,7 +114,7 @@ fn leaving_with_minus_one_removes_the_member_and_moves_the_epoch() {
     assert_eq!(left.member_id, "a");
     let group = &h.shard.consumer_groups[GROUP];
     assert!(group.members.is_empty());
-    assert_eq!(group.group_epoch, 2);
+    assert_eq!(group.group_epoch, 3);
     assert_eq!(
         h.shard.consumer_group_state(GROUP),
         Some(ConsumerGroupState::Empty)
@@ -137,13 +137,13 @@ fn a_static_member_restarting_within_its_session_keeps_its_assignment() {
     h.heartbeat(static_beat(
         "a1",
         "instance-a",
-        1,
+        2,
         &[(ORDERS, &[0, 1, 2, 3])],
     ))
     .unwrap();
-    h.heartbeat(static_beat("a1", "instance-a", 1, &[(ORDERS, &[0, 2])]))
+    h.heartbeat(static_beat("a1", "instance-a", 2, &[(ORDERS, &[0, 2])]))
         .unwrap();
-    h.heartbeat(beat("b", 2, &[])).unwrap();
+    h.heartbeat(beat("b", 3, &[])).unwrap();
     let epoch = h.shard.consumer_groups[GROUP].group_epoch;
 
     // -2: a temporary leave; the member keeps its partitions.
@@ -184,7 +184,7 @@ fn a_static_member_restarting_within_its_session_keeps_its_assignment() {
         Err(GroupError::FencedInstanceId)
     );
     assert_eq!(
-        h.heartbeat(static_beat("a9", "instance-z", 1, &[])),
+        h.heartbeat(static_beat("a9", "instance-z", 2, &[])),
         Err(GroupError::UnknownMemberId)
     );
 }
@@ -221,6 +221,7 @@ fn group_configs_override_the_session_timeout_and_heartbeat_interval() {
         GroupOverrides {
             consumer_session_timeout_ms: Some(50_000),
             consumer_heartbeat_interval_ms: Some(7_000),
+            consumer_assignment_interval_ms: None,
         },
     )]));
     let mut h = ConsumerHarness::with(test_config(), overrides);
@@ -245,7 +246,7 @@ fn the_group_rebuilt_from_its_records_is_the_same() {
     h.heartbeat(static_beat(
         "a",
         "instance-a",
-        1,
+        2,
         &[(ORDERS, &[0, 1, 2, 3])],
     ))
     .unwrap();
@@ -275,7 +276,7 @@ fn the_group_rebuilt_from_its_records_is_the_same() {
     h2.shard = loaded;
     h2.now_ms = h.now_ms;
     let a = h2
-        .heartbeat(static_beat("a", "instance-a", 1, &[(ORDERS, &[0, 2])]))
+        .heartbeat(static_beat("a", "instance-a", 2, &[(ORDERS, &[0, 2])]))
         .unwrap();
     assert_eq!(
         a.member_epoch,
@@ -299,13 +300,52 @@ fn a_member_loaded_in_an_unknown_state_must_rejoin_owning_nothing() {
         },
     ));
     assert_eq!(
-        h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])])),
+        h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])])),
         Err(GroupError::FencedMemberEpoch)
     );
-    let back = h.heartbeat(beat("a", 1, &[])).unwrap();
-    assert_eq!(back.member_epoch, 1);
+    let back = h.heartbeat(beat("a", 2, &[])).unwrap();
+    assert_eq!(back.member_epoch, 2);
     assert_eq!(
         h.shard.consumer_groups[GROUP].members["a"].state,
         crate::core::MemberState::Stable
     );
+}
+
+#[test]
+fn a_group_written_before_kafka_4_1_moves_to_the_metadata_hash() {
+    use crate::records::consumer_records::{
+        ConsumerGroupMetadataValue, ConsumerRecord, PartitionMetadataTopic,
+    };
+    use crate::records::GroupRecord;
+    let mut h = ConsumerHarness::new();
+    // As Kafka 4.0 left it: an epoch without a hash, and the subscribed topics' metadata.
+    for record in [
+        ConsumerRecord::GroupMetadata {
+            group_id: GROUP.to_owned(),
+            value: Some(ConsumerGroupMetadataValue {
+                epoch: 4,
+                metadata_hash: 0,
+            }),
+        },
+        ConsumerRecord::PartitionMetadata {
+            group_id: GROUP.to_owned(),
+            value: Some(vec![PartitionMetadataTopic {
+                topic_id: ORDERS,
+                topic_name: "orders".to_owned(),
+                num_partitions: 4,
+                partition_racks: Vec::new(),
+            }]),
+        },
+    ] {
+        h.shard.replay(&GroupRecord::Consumer(record));
+    }
+    let mark = h.log.len();
+    let joined = h.heartbeat(join("a", &["orders"])).unwrap();
+    assert_eq!(joined.member_epoch, 5);
+    assert!(h.records_since(mark).iter().any(|record| matches!(
+        record,
+        GroupRecord::Consumer(ConsumerRecord::PartitionMetadata { value: None, .. })
+    )));
+    assert!(!h.shard.consumer_groups[GROUP].has_partition_metadata_record);
+    assert_ne!(h.shard.consumer_groups[GROUP].metadata_hash, 0);
 }

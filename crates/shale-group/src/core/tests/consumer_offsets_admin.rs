@@ -53,34 +53,34 @@ fn two_members() -> ConsumerHarness {
     let mut h = ConsumerHarness::new();
     h.heartbeat(join("a", &["orders"])).unwrap();
     h.heartbeat(join("b", &["orders"])).unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
         .unwrap();
-    h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 2])])).unwrap();
-    h.heartbeat(beat("b", 2, &[])).unwrap();
+    h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 2])])).unwrap();
+    h.heartbeat(beat("b", 3, &[])).unwrap();
     h
 }
 
 #[test]
 fn offset_commits_are_checked_against_member_epochs() {
     let mut h = two_members();
-    assert_eq!(do_commit(&mut h, commit("a", 2, &[0, 2])), Ok(()));
+    assert_eq!(do_commit(&mut h, commit("a", 3, &[0, 2])), Ok(()));
     // An epoch ahead of the member's.
     assert_eq!(
-        do_commit(&mut h, commit("a", 3, &[0])),
+        do_commit(&mut h, commit("a", 4, &[0])),
         Err(GroupError::StaleMemberEpoch)
     );
     // An older epoch: fine for partitions held since then, stale for the others.
-    assert_eq!(do_commit(&mut h, commit("a", 1, &[0, 2])), Ok(()));
+    assert_eq!(do_commit(&mut h, commit("a", 2, &[0, 2])), Ok(()));
     assert_eq!(
-        do_commit(&mut h, commit("b", 1, &[1])),
+        do_commit(&mut h, commit("b", 2, &[1])),
         Err(GroupError::StaleMemberEpoch)
     );
     assert_eq!(
-        do_commit(&mut h, commit("a", 1, &[1])),
+        do_commit(&mut h, commit("a", 2, &[1])),
         Err(GroupError::StaleMemberEpoch)
     );
     assert_eq!(
-        do_commit(&mut h, commit("nobody", 2, &[0])),
+        do_commit(&mut h, commit("nobody", 3, &[0])),
         Err(GroupError::UnknownMemberId)
     );
     // Admin commits (no member, generation -1) need an empty group.
@@ -89,7 +89,7 @@ fn offset_commits_are_checked_against_member_epochs() {
         Err(GroupError::UnknownMemberId)
     );
     // Consumer-protocol members must commit with OffsetCommit v9+.
-    let mut old = commit("a", 2, &[0]);
+    let mut old = commit("a", 3, &[0]);
     old.reports_missing_group = false;
     assert!(matches!(
         do_commit(&mut h, old),
@@ -110,17 +110,17 @@ fn offset_fetch_checks_the_member_epoch_it_is_given() {
     assert!(h.shard.fetch_offsets_as_member(&fetch(), None, -1).is_ok());
     assert!(h
         .shard
-        .fetch_offsets_as_member(&fetch(), Some("a"), 2)
+        .fetch_offsets_as_member(&fetch(), Some("a"), 3)
         .is_ok());
     assert_eq!(
         h.shard
-            .fetch_offsets_as_member(&fetch(), Some("a"), 1)
+            .fetch_offsets_as_member(&fetch(), Some("a"), 2)
             .err(),
         Some(GroupError::StaleMemberEpoch)
     );
     assert_eq!(
         h.shard
-            .fetch_offsets_as_member(&fetch(), Some("zz"), 2)
+            .fetch_offsets_as_member(&fetch(), Some("zz"), 3)
             .err(),
         Some(GroupError::UnknownMemberId)
     );
@@ -134,10 +134,10 @@ fn offset_delete_keeps_subscribed_topics_and_delete_groups_needs_an_empty_group(
         topic(PAYMENTS, "payments", 1),
     ]));
     h.heartbeat(join("a", &["orders"])).unwrap();
-    do_commit(&mut h, commit("a", 1, &[0])).unwrap();
-    let mut payments = commit("a", 1, &[]);
+    do_commit(&mut h, commit("a", 2, &[0])).unwrap();
+    let mut payments = commit("a", 2, &[]);
     payments.topics[0].name = "payments".to_owned();
-    payments.topics[0].partitions = commit("a", 1, &[0]).topics[0].partitions.clone();
+    payments.topics[0].partitions = commit("a", 2, &[0]).topics[0].partitions.clone();
     // Not assigned to a: a commit for it at an older epoch would be stale, at its epoch it is
     // accepted (Kafka checks assignment epochs only for older epochs).
     do_commit(&mut h, payments).unwrap();
@@ -227,8 +227,8 @@ fn describe_and_list_know_consumer_groups() {
     let described = h.shard.describe_consumer_group(GROUP);
     assert_eq!(described.error, None);
     assert_eq!(described.group_state, "Stable");
-    assert_eq!(described.group_epoch, 2);
-    assert_eq!(described.assignment_epoch, 2);
+    assert_eq!(described.group_epoch, 3);
+    assert_eq!(described.assignment_epoch, 3);
     assert_eq!(described.assignor_name, "uniform");
     assert_eq!(described.members.len(), 2);
     let a = &described.members[0];
@@ -258,7 +258,7 @@ fn describe_and_list_know_consumer_groups() {
     simple.group_id = "simple".to_owned();
     do_commit(&mut h, simple).unwrap();
     // The consumer group's own offsets do not make it a classic group.
-    do_commit(&mut h, commit("a", 2, &[0])).unwrap();
+    do_commit(&mut h, commit("a", 3, &[0])).unwrap();
 
     let listed = h.shard.list_groups_filtered(&[], &[]);
     let summary: Vec<(&str, &str, &str, &str)> = listed
@@ -348,7 +348,7 @@ fn the_classic_and_consumer_protocols_meet_as_kafka_answers_them() {
     do_commit(&mut h, simple).unwrap();
     let mut request = join("y", &["orders"]);
     request.group_id = "was-simple".to_owned();
-    assert_eq!(h.heartbeat(request).unwrap().member_epoch, 1);
+    assert_eq!(h.heartbeat(request).unwrap().member_epoch, 2);
     let fetched = h
         .shard
         .fetch_offsets(&OffsetFetchRequest {
@@ -364,7 +364,7 @@ fn the_classic_and_consumer_protocols_meet_as_kafka_answers_them() {
         .iter()
         .all(|group| group.group_id != "was-simple"));
     // A heartbeat with an epoch for a group that does not exist.
-    let mut request = beat("z", 3, &[]);
+    let mut request = beat("z", 4, &[]);
     request.group_id = "nothing".to_owned();
     assert_eq!(h.heartbeat(request), Err(GroupError::GroupIdNotFound));
 }
@@ -377,8 +377,8 @@ fn offsets_of_a_consumer_group_expire_only_for_unsubscribed_topics() {
         topic(PAYMENTS, "payments", 1),
     ]));
     h.heartbeat(join("a", &["orders"])).unwrap();
-    do_commit(&mut h, commit("a", 1, &[0])).unwrap();
-    let mut payments = commit("a", 1, &[0]);
+    do_commit(&mut h, commit("a", 2, &[0])).unwrap();
+    let mut payments = commit("a", 2, &[0]);
     payments.topics[0].name = "payments".to_owned();
     do_commit(&mut h, payments).unwrap();
     // Keep a alive for longer than offsets.retention.minutes (7 days).
@@ -387,7 +387,7 @@ fn offsets_of_a_consumer_group_expire_only_for_unsubscribed_topics() {
     let mut elapsed = 0;
     while elapsed <= retention_ms + 600_000 {
         h.advance(step_ms);
-        h.heartbeat(beat("a", 1, &[(ORDERS, &[0, 1, 2, 3])]))
+        h.heartbeat(beat("a", 2, &[(ORDERS, &[0, 1, 2, 3])]))
             .unwrap();
         elapsed += step_ms;
     }
