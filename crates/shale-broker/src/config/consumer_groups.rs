@@ -14,6 +14,9 @@ pub struct ConsumerGroupSettings {
     pub heartbeat_interval_ms_min: i32,
     pub heartbeat_interval_ms_max: i32,
     pub group_size_max: i32,
+    /// `group.consumer.assignment.interval.ms`: a target assignment is computed at most this
+    /// often per group.
+    pub assignment_interval_ms: i32,
     /// Short names (`uniform`, `range`), in the configured order; the first is the default.
     pub assignors: Vec<String>,
     pub migration_policy: shale_group::MigrationPolicy,
@@ -42,6 +45,7 @@ pub(super) fn consumer_group_settings(
         heartbeat_interval_ms_min: r.int("group.consumer.min.heartbeat.interval.ms")?,
         heartbeat_interval_ms_max: r.int("group.consumer.max.heartbeat.interval.ms")?,
         group_size_max: r.int("group.consumer.max.size")?,
+        assignment_interval_ms: r.int("group.consumer.assignment.interval.ms")?,
         assignors: assignors(&r.list("group.consumer.assignors"))?,
         migration_policy: migration_policy(
             &r.raw("group.consumer.migration.policy").unwrap_or_default(),
@@ -70,6 +74,18 @@ pub(super) fn consumer_group_settings(
         settings.heartbeat_interval_ms,
         "group.consumer.max.heartbeat.interval.ms",
         settings.heartbeat_interval_ms_max,
+    )?;
+    at_least(
+        "group.consumer.assignment.interval.ms",
+        settings.assignment_interval_ms,
+        "group.consumer.min.assignment.interval.ms",
+        r.int("group.consumer.min.assignment.interval.ms")?,
+    )?;
+    at_most(
+        "group.consumer.assignment.interval.ms",
+        settings.assignment_interval_ms,
+        "group.consumer.max.assignment.interval.ms",
+        r.int("group.consumer.max.assignment.interval.ms")?,
     )?;
     if settings.heartbeat_interval_ms >= settings.session_timeout_ms {
         return Err(invalid(

@@ -94,3 +94,23 @@ fn migration_policy_is_kafkas_case_insensitive_enum() {
     let error = config(&[("group.consumer.migration.policy", "sometimes")]).unwrap_err();
     assert!(error.contains("group.consumer.migration.policy"), "{error}");
 }
+
+#[test]
+fn the_assignment_interval_lies_within_its_bounds() {
+    assert_eq!(
+        config(&[]).unwrap().consumer_groups.assignment_interval_ms,
+        1000
+    );
+    let error = config(&[("group.consumer.assignment.interval.ms", "20000")]).unwrap_err();
+    assert!(
+        error.contains(
+            "group.consumer.assignment.interval.ms must be less than or equal to \
+             group.consumer.max.assignment.interval.ms"
+        ),
+        "{error}"
+    );
+    let settings = config(&[("group.consumer.assignment.interval.ms", "0")])
+        .unwrap()
+        .consumer_groups;
+    assert_eq!(settings.assignment_interval_ms, 0);
+}

@@ -113,7 +113,26 @@ pub async fn consumer_group_heartbeat(
                         .collect(),
                 )
             })),
-        Err(error) => failed_heartbeat(code(&error), Some(error.to_string())),
+        Err(error) => failed_heartbeat(code(&error), Some(heartbeat_error_message(broker, &error))),
+    }
+}
+
+/// Kafka's message where it says more than the error's own text.
+fn heartbeat_error_message(broker: &Broker, error: &GroupError) -> String {
+    match error {
+        GroupError::UnsupportedAssignor(name) => format!(
+            "ServerAssignor {name} is not supported. Supported assignors: {}.",
+            broker.core.config.consumer_groups.assignors.join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Kafka's message for a described group's error.
+fn describe_error_message(group_id: &str, error: &GroupError) -> String {
+    match error {
+        GroupError::GroupIdNotFound => format!("Group {group_id} not found."),
+        other => other.to_string(),
     }
 }
 
@@ -190,7 +209,12 @@ pub async fn consumer_group_describe(
             };
             DescribedGroup::default()
                 .with_error_code(code_of(&group.error))
-                .with_error_message(group.error.as_ref().map(|error: &GroupError| s(error.to_string())))
+                .with_error_message(
+                    group
+                        .error
+                        .as_ref()
+                        .map(|error| s(describe_error_message(&group.group_id, error))),
+                )
                 .with_group_id(GroupId(s(group.group_id)))
                 .with_group_state(s(group.group_state))
                 .with_group_epoch(group.group_epoch)

@@ -65,6 +65,8 @@ impl GroupConfigSource for ImageGroupConfigs {
                 configs.get(CONSUMER_HEARTBEAT_INTERVAL_MS),
                 self.heartbeat_interval_ms_range,
             ),
+            // Refused on the GROUP resource (group_config_defs.rs): the broker's value applies.
+            consumer_assignment_interval_ms: None,
         }
     }
 }
@@ -84,6 +86,7 @@ mod tests {
             heartbeat_interval_ms_min: 1_000,
             heartbeat_interval_ms_max: 15_000,
             group_size_max: i32::MAX,
+            assignment_interval_ms: 1_000,
             assignors: vec!["uniform".into()],
             migration_policy: shale_group::MigrationPolicy::Bidirectional,
         }

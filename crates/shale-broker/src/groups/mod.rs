@@ -82,6 +82,7 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         consumer_heartbeat_interval_ms_min: consumer.heartbeat_interval_ms_min,
         consumer_heartbeat_interval_ms_max: consumer.heartbeat_interval_ms_max,
         consumer_group_size_max: usize::try_from(consumer.group_size_max).unwrap_or(usize::MAX),
+        consumer_assignment_interval_ms: consumer.assignment_interval_ms,
         consumer_assignors: consumer.assignors.clone(),
         consumer_migration_policy: consumer.migration_policy,
         consumer_protocol_enabled: config.consumer_protocol_enabled,

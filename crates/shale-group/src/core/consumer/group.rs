@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use crate::assignor::{MemberAssignment, TopicsImage};
+use crate::assignor::{MemberAssignment, SubscriptionType, TopicsImage};
 use crate::records::consumer_records::{
     ConsumerMemberMetadataValue, ConsumerRecord, CurrentMemberAssignmentValue, PartitionEpochs,
     RegularExpressionValue,
@@ -248,6 +248,38 @@ impl ConsumerGroup {
             .chain(regex_topics)
             .filter_map(|name| topics.by_name(name).map(|topic| topic.topic_id))
             .collect()
+    }
+
+    /// The topic names `member` subscribes to, directly or through its resolved regex, whether
+    /// or not they exist.
+    pub(crate) fn member_topic_names<'a>(
+        &'a self,
+        member: &'a ConsumerMember,
+    ) -> BTreeSet<&'a str> {
+        let regex_topics = member
+            .subscribed_topic_regex
+            .as_ref()
+            .and_then(|regex| self.regexes.get(regex))
+            .into_iter()
+            .flat_map(|resolved| resolved.topics.iter());
+        member
+            .subscribed_topic_names
+            .iter()
+            .chain(regex_topics)
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Kafka's subscription type: homogeneous when every member subscribes to the same topic
+    /// names (existing or not), which picks the uniform assignor's algorithm.
+    pub(crate) fn subscription_type(&self) -> SubscriptionType {
+        let mut subscribers: BTreeMap<&str, usize> = BTreeMap::new();
+        for member in self.members.values() {
+            for name in self.member_topic_names(member) {
+                *subscribers.entry(name).or_default() += 1;
+            }
+        }
+        SubscriptionType::from_topic_names(subscribers, self.members.len())
     }
 
     /// How many members subscribe with `regex`.

@@ -178,12 +178,14 @@ pub(crate) fn compute_target(
         })
         .collect();
     let spec = AssignmentSpec { members };
-    let mut assignment = assignor.assign(&spec, topics).map_err(|error| {
-        GroupError::UnknownServerError(format!(
-            "Failed to compute a new target assignment for epoch {}: {error}",
-            group.group_epoch
-        ))
-    })?;
+    let mut assignment = assignor
+        .assign_with_subscription_type(&spec, topics, group.subscription_type())
+        .map_err(|error| {
+            GroupError::UnknownServerError(format!(
+                "Failed to compute a new target assignment for epoch {}: {error}",
+                group.group_epoch
+            ))
+        })?;
     for assigned in assignment.values_mut() {
         assigned.retain(|_, partitions| !partitions.is_empty());
     }
