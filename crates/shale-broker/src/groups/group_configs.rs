@@ -118,6 +118,7 @@ mod tests {
             GroupOverrides {
                 consumer_session_timeout_ms: Some(20_000),
                 consumer_heartbeat_interval_ms: Some(2_000),
+                consumer_assignment_interval_ms: None,
             }
         );
         // Another group, and a topic of the same name, have none.
@@ -130,6 +131,7 @@ mod tests {
             GroupOverrides {
                 consumer_session_timeout_ms: Some(20_000),
                 consumer_heartbeat_interval_ms: None,
+                consumer_assignment_interval_ms: None,
             }
         );
     }
@@ -146,6 +148,7 @@ mod tests {
             GroupOverrides {
                 consumer_session_timeout_ms: Some(10_000),
                 consumer_heartbeat_interval_ms: Some(15_000),
+                consumer_assignment_interval_ms: None,
             }
         );
     }
