@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use cluster_support::call;
 use common::{admin, block_on, Shale};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, GroupId, ListGroupsRequest, RequestKind, ResponseKind,
-    TopicName,
+    ConsumerGroupHeartbeatResponse, GroupId, ListGroupsRequest, MetadataRequest, RequestKind,
+    ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
@@ -238,7 +239,8 @@ fn a_member_whose_heartbeats_stop_loses_its_partitions_after_the_session_timeout
         let response = raw_join(&shale, "expiring", "four", "raw-member-0000000000001");
         (response.error_code == 0).then_some(response)
     });
-    assert_eq!(joined.member_epoch, 1);
+    // As Kafka 4.4: a new group starts at epoch 1, so its first member joins at 2.
+    assert_eq!(joined.member_epoch, 2);
     assert_eq!(joined.heartbeat_interval_ms, 300);
     let live = member(&shale, "expiring", "four");
     poll_until(
@@ -304,7 +306,8 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
         let response = raw_join(&shale, "described", "two", "described-member-00000001");
         (response.error_code == 0).then_some(response)
     });
-    assert_eq!(joined.member_epoch, 1);
+    // As Kafka 4.4: a new group starts at epoch 1, so its first member joins at 2.
+    assert_eq!(joined.member_epoch, 2);
 
     // A member the group does not know, with an epoch past 0.
     let unknown = heartbeat(
@@ -369,7 +372,7 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
     };
     let found = &described.groups[0];
     assert_eq!(found.error_code, 0, "{found:?}");
-    assert_eq!(found.group_epoch, 1);
+    assert_eq!(found.group_epoch, 2);
     assert_eq!(found.assignor_name.as_str(), "uniform");
     assert_eq!(found.members.len(), 1);
     let described_member = &found.members[0];
@@ -413,4 +416,42 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
         vec![("described".to_string(), "consumer".to_string())]
     );
     assert!(listed(vec!["classic"]).is_empty());
+}
+
+/// A consumer-protocol member learns its assigned topics by id: the Java client asks Metadata
+/// for them with the names left "" (not null), and Kafka answers by id alone.
+#[test]
+fn metadata_by_topic_id_ignores_the_empty_names_the_java_client_sends() {
+    let shale = Shale::start();
+    create_topic(&shale, "by-id", 2);
+    let metadata = |topics: Vec<MetadataRequestTopic>| match call(
+        &shale.bootstrap(),
+        ApiKey::Metadata,
+        12,
+        RequestKind::Metadata(MetadataRequest::default().with_topics(Some(topics))),
+    ) {
+        ResponseKind::Metadata(response) => response,
+        other => panic!("{other:?}"),
+    };
+    let by_name = metadata(vec![MetadataRequestTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_static_str("by-id"))))]);
+    let topic_id = by_name.topics[0].topic_id;
+    assert!(!topic_id.is_nil());
+    let unknown_id = uuid::Uuid::from_u128(0x5ea1e);
+    let by_id = metadata(vec![
+        MetadataRequestTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_static_str(""))))
+            .with_topic_id(topic_id),
+        MetadataRequestTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_static_str(""))))
+            .with_topic_id(unknown_id),
+    ]);
+    assert_eq!(by_id.topics.len(), 2, "{by_id:?}");
+    let found = &by_id.topics[0];
+    assert_eq!(found.error_code, 0, "{found:?}");
+    assert_eq!(found.name.as_ref().map(|n| n.0.as_str()), Some("by-id"));
+    assert_eq!(found.partitions.len(), 2);
+    let unknown = &by_id.topics[1];
+    assert_eq!(unknown.error_code, 100, "UNKNOWN_TOPIC_ID: {unknown:?}");
+    assert_eq!(unknown.topic_id, unknown_id);
 }

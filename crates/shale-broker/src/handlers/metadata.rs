@@ -47,6 +47,17 @@ pub async fn handle(
     let wanted = match request.topics {
         None => Wanted::All,
         Some(ref t) if t.is_empty() && version == 0 => Wanted::All,
+        // Named by id when any topic carries one (v10+): Kafka then answers by id only and
+        // ignores the names, which the Java client leaves "" rather than null.
+        Some(t) if t.iter().any(|t| !t.topic_id.is_nil()) => {
+            let mut ids: Vec<Uuid> = t
+                .into_iter()
+                .map(|t| t.topic_id)
+                .filter(|id| !id.is_nil())
+                .collect();
+            ids.dedup();
+            Wanted::Some(ids.into_iter().map(|id| (None, id)).collect())
+        }
         Some(t) => Wanted::Some(
             t.into_iter()
                 .map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id))
