@@ -17,7 +17,6 @@ bench/README.md describes every figure and how it is taken.
 """
 import argparse
 import json
-import re
 import resource
 import sys
 import tempfile
@@ -32,10 +31,11 @@ from harness.brokers import KafkaBroker, ShaleBroker  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from groupbench.members import Member, heartbeat_counts, stop_all, wait_stable  # noqa: E402
+from groupbench.procstat import cpu_seconds, request_thread_cpu, thread_cpu, thread_delta  # noqa: E402
+from groupbench.report import table  # noqa: E402
 
 KAFKA_LIB = ROOT / "compat-tests" / ".deps" / "kafka" / "lib"
 COMMITS = 500
-CLK_TCK = 100  # USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on Linux
 # Kafka 4.4's defaults for the consumer protocol, set explicitly on both brokers so that the
 # run states them (GroupCoordinatorConfig).
 CONSUMER_PROTOCOL_PROPERTIES = {
@@ -52,23 +52,6 @@ CONSUMER_PROTOCOL_PROPERTIES = {
 # session.timeout.ms 45000, partition.assignment.strategy range,roundrobin (eager).
 CLASSIC_CLIENT_HEARTBEAT_S = 3.0
 CONSUMER_BROKER_HEARTBEAT_S = 5.0
-
-
-# The threads a heartbeat passes through, by their (15-character) names: Kafka's network and
-# request handler threads ("data-plane-kafka-...") and its group coordinator's event processors.
-# Shale serves every request on its runtime's workers, so there every thread counts.
-REQUEST_THREADS = {"kafka": ("data-plane-kafk", "group-coordinat"), "shale": ("",)}
-
-
-def request_thread_cpu(by_thread, broker_name):
-    prefixes = REQUEST_THREADS[broker_name]
-    return sum(v for k, v in by_thread.items() if k.startswith(prefixes))
-
-
-def cpu_seconds(pid):
-    """utime + stime of the whole process (all threads), from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def client_cpu_seconds():
@@ -104,26 +87,6 @@ def warm_up_and_commits(bootstrap, commits):
 def wait_events(events, timeout_s):
     deadline = time.monotonic() + timeout_s
     return all(e.wait(max(0.0, deadline - time.monotonic())) for e in events)
-
-
-def thread_cpu(pid):
-    """CPU seconds per thread name (digits dropped, so a pool's threads add up), from
-    /proc/<pid>/task/*/stat; a thread that exits inside a window is missed."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            text = (task / "stat").read_text()
-        except OSError:
-            continue
-        name = re.sub(r"\d+", "N", text[text.index("(") + 1:text.rindex(")")])
-        fields = text.rsplit(")", 1)[1].split()
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return out
-
-
-def thread_delta(before, after):
-    delta = {k: round(v - before.get(k, 0), 2) for k, v in after.items()}
-    return dict(sorted(((k, v) for k, v in delta.items() if v > 0), key=lambda kv: -kv[1]))
 
 
 def idle_cpu(pid, window_s):
@@ -163,11 +126,11 @@ def group_cpu(pid, members, probes, window_s):
     }
 
 
-def measure_case(broker, protocol, members_n, tag, args):
+def measure_case(broker, protocol, members_n, tag, args, round_index):
     """One cold start, the idle window, one join. Partitions: twice the members, so that every
     member of the group and of the group plus one holds at least one."""
     bootstrap, pid = broker.bootstrap, broker.proc.pid
-    topic = group = f"bench-{tag}-{members_n}"
+    topic = group = f"bench-{tag}-{members_n}-r{round_index}"
     partitions = 2 * members_n
     out = {"members": members_n, "partitions": partitions, "protocol": protocol, "case": tag}
     # The idle broker before the topic exists: creating it is work the window must not see.
@@ -246,73 +209,36 @@ def measure_broker(make_broker, args):
     out = {"cases": [], "broker_starts": []}
     for i, (props, cases) in enumerate(broker_starts(args)):
         broker = make_broker()
-        broker.start({"num.partitions": "1", **props})
-        out["version"] = broker.version
         out["broker_starts"].append(props)
+        try:
+            broker.start({"num.partitions": "1", **props})
+        except Exception as e:  # e.g. a broker that refuses a setting: the other starts still run
+            out.setdefault("errors", []).append(f"start with {props}: {e}")
+            broker.stop()
+            continue
+        out["version"] = broker.version
         try:
             commits = warm_up_and_commits(broker.bootstrap, args.commits if i == 0 else 0)
             if i == 0:
                 out["commits_per_s"] = commits
             for n in args.members:
                 for protocol, tag in cases:
-                    print(f"[{broker.name}] {tag}, {n} members", file=sys.stderr, flush=True)
-                    case = measure_case(broker, protocol, n, tag, args)
-                    case["broker_alive"] = broker.alive()
-                    print(json.dumps(case), file=sys.stderr, flush=True)
-                    out["cases"].append(case)
-                    if not broker.alive():
-                        out["error"] = f"broker exited; log tail:\n{broker.tail()}"
-                        return out
+                    for r in range(args.repeat):
+                        print(f"[{broker.name}] {tag}, {n} members, round {r + 1}", file=sys.stderr, flush=True)
+                        try:
+                            case = measure_case(broker, protocol, n, tag, args, r)
+                        except Exception as e:
+                            case = {"members": n, "protocol": protocol, "case": tag, "error": repr(e)}
+                        case["round"] = r + 1
+                        case["broker_alive"] = broker.alive()
+                        print(json.dumps(case), file=sys.stderr, flush=True)
+                        out["cases"].append(case)
+                        if not broker.alive():
+                            out["error"] = f"broker exited; log tail:\n{broker.tail()}"
+                            return out
         finally:
             broker.stop()
     return out
-
-
-LABELS = {"consumer": "consumer protocol", "classic-delay3000": "classic, initial delay 3000 ms",
-          "classic-delay0": "classic, initial delay 0 ms"}
-
-
-def fmt(value, spec):
-    return "-" if value is None else format(value, spec)
-
-
-def table(results):
-    brokers = [b for b in ("shale", "kafka") if b in results]
-    versions = {b: results[b].get("version", b) for b in brokers}
-    head = ["Shale" if b == "shale" else versions[b].replace("Apache ", "") for b in ("shale", "kafka")]
-    lines = [f"| measurement | {head[0]} | {head[1]} |", "|---|---:|---:|"]
-
-    def case(broker, tag, n):
-        for c in results.get(broker, {}).get("cases", []):
-            if c["case"] == tag and c["members"] == n:
-                return c
-        return {}
-
-    tags, sizes = [], []
-    for b in brokers:
-        for c in results[b].get("cases", []):
-            if c["case"] not in tags:
-                tags.append(c["case"])
-            if c["members"] not in sizes:
-                sizes.append(c["members"])
-    rows = [
-        ("stable from a cold start (s)", lambda c: c.get("cold", {}).get("stable_s"), ".2f"),
-        ("stable again after one more member joins (s)", lambda c: c.get("join", {}).get("stable_s"), ".2f"),
-        ("heartbeats per second, idle group (counted)", lambda c: c.get("cpu", {}).get("heartbeats_per_s"), ".1f"),
-        ("broker CPU per heartbeat, whole process (µs)",
-         lambda c: c.get("cpu", {}).get("cpu_us_per_heartbeat"), ",.0f"),
-        ("broker CPU per heartbeat, request and coordinator threads net of the idle broker's (µs)",
-         lambda c: c.get("cpu", {}).get("request_threads_cpu_us_per_heartbeat_net_of_idle"), ",.0f"),
-    ]
-    for tag in tags:
-        for n in sorted(sizes):
-            for label, get, spec in rows:
-                cells = [fmt(get(case(b, tag, n)), spec) for b in ("shale", "kafka")]
-                lines.append(f"| {n} members ({2 * n} partitions), {LABELS.get(tag, tag)}: {label} | "
-                             f"{cells[0]} | {cells[1]} |")
-    cells = [fmt(results.get(b, {}).get("commits_per_s"), ",.0f") for b in ("shale", "kafka")]
-    lines.append(f"| synchronous offset commits per second, one member | {cells[0]} | {cells[1]} |")
-    return "\n".join(lines)
 
 
 def int_list(text):
@@ -334,6 +260,7 @@ def main():
     ap.add_argument("--timeout-s", type=float, default=300.0)
     ap.add_argument("--probes", type=int, default=3, help="members whose request counters are read")
     ap.add_argument("--commits", type=int, default=COMMITS)
+    ap.add_argument("--repeat", type=int, default=1, help="rounds per case; the table gives the median")
     ap.add_argument("--render", nargs="+", metavar="JSON", help="print the table of earlier runs")
     args = ap.parse_args()
     if args.render:
@@ -360,6 +287,14 @@ def main():
     print(json.dumps(results, indent=2))
     print(f"\nresults: {out_path}\n")
     print(table(results))
+    failures = [f"{b}: {e}" for b in ("shale", "kafka") for e in results.get(b, {}).get("errors", [])]
+    failures += [f"{b} {c['case']} {c['members']} members: {c.get('error') or 'no stable assignment'}"
+                 for b in ("shale", "kafka") for c in results.get(b, {}).get("cases", [])
+                 if c.get("error") or c.get("cold", {}).get("stable_s") is None
+                 or c.get("join", {}).get("stable_s") is None]
+    for f in failures:
+        print(f"FAILED {f}")
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":

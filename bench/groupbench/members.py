@@ -10,7 +10,6 @@ import re
 import threading
 import time
 
-from confluent_kafka import Consumer
 
 POLL_S = 0.1
 # librdkafka's `debug=protocol` line for every request it sends, e.g. "Sent HeartbeatRequest (v4,
@@ -71,6 +70,8 @@ class Member:
             logger.addHandler(self.requests)
             conf["debug"] = "protocol"
             conf["logger"] = logger
+        from confluent_kafka import Consumer  # here, so that the pure helpers need no client
+
         self.consumer = Consumer(conf)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
