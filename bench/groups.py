@@ -104,9 +104,11 @@ def group_cpu(pid, members, probes, window_s):
     paused = wait_events([m.paused for m in members], 30)
     # A Fetch already waiting at the broker (fetch.wait.max.ms, 500 ms) ends first.
     time.sleep(1.0)
+    client_start = client_cpu_seconds()
     threads, t_start, cpu_start = thread_cpu(pid), time.monotonic(), cpu_seconds(pid)
     time.sleep(window_s)
     t_end, cpu_end, threads_end = time.monotonic(), cpu_seconds(pid), thread_cpu(pid)
+    client_s = client_cpu_seconds() - client_start
     for m in members:
         m.pause(False)
     counts = heartbeat_counts(probes, t_start, t_end)
@@ -119,6 +121,7 @@ def group_cpu(pid, members, probes, window_s):
         "all_paused": paused,
         "window_s": t_end - t_start,
         "broker_cpu_s": cpu_end - cpu_start,
+        "client_cpu_s": client_s,
         "broker_cpu_s_by_thread": thread_delta(threads, threads_end),
         "heartbeats_per_probe": [hb for hb, _ in counts],
         "heartbeats_counted": per_member * len(members) if per_member else None,

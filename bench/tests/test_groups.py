@@ -153,8 +153,22 @@ class Table(unittest.TestCase):
         text = report.table(results)
         self.assertIn("| measurement | Shale | Kafka 4.4.0 |", text)
         self.assertIn("| 10 members (20 partitions), consumer protocol: stable from a cold start (s) | - | 6.00 |", text)
-        self.assertIn("broker CPU per heartbeat, whole process (µs) | - | 100 |", text)
+        self.assertIn("broker CPU per heartbeat, idle group, whole process (µs) | - | 100 |", text)
         self.assertIn("| synchronous offset commits per second, one member | - | 1,234 |", text)
+
+    def test_the_slope_is_the_cost_of_one_more_heartbeat(self):
+        # Idle: 0.02 CPU-s/s. 10 and 40 heartbeats/s at 100 µs each on top of it.
+        def case(hb_per_s):
+            return {"case": "consumer", "members": hb_per_s, "idle_broker_cpu_s": 0.6, "idle_broker_window_s": 30.0,
+                    "cpu": {"window_s": 30.0, "heartbeats_counted": hb_per_s * 30.0,
+                            "broker_cpu_s": 30.0 * (0.02 + hb_per_s * 100e-6),
+                            "request_threads_cpu_s": 30.0 * (0.01 + hb_per_s * 80e-6),
+                            "idle_request_threads_cpu_s_same_window": 0.3}}
+
+        cases = [case(10), case(40)]
+        self.assertAlmostEqual(report.slope_us(report.cpu_points(cases, False)), 100.0)
+        self.assertAlmostEqual(report.slope_us(report.cpu_points(cases, True)), 80.0)
+        self.assertIsNone(report.slope_us([(0.0, 0.1), (0.0, 0.2)]))
 
 
 if __name__ == "__main__":
