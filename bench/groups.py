@@ -182,7 +182,7 @@ def measure_case(broker, protocol, members_n, tag, args, round_index):
         return out
     finally:
         everyone = members + ([extra] if extra else [])
-        errors = sorted({m.error for m in everyone if m.error})
+        errors = sorted({m.error for m in everyone if m.error} | {e for m in everyone for e in m.poll_errors})
         if errors:
             out["client_errors"] = errors
         out["members_not_closed"] = stop_all(everyone)

@@ -49,6 +49,7 @@ class Member:
         self.changed_at = None  # monotonic time of the last rebalance callback
         self.requests = RequestLog() if probe else None
         self.error = None
+        self.poll_errors = set()
         self._dirty = False
         self._go = threading.Event()
         self._stop = threading.Event()
@@ -104,7 +105,10 @@ class Member:
             c.subscribe([self.topic], on_assign=self._on_change, on_revoke=self._on_change,
                         on_lost=self._on_change)
             while not self._stop.is_set():
-                c.poll(POLL_S)
+                msg = c.poll(POLL_S)
+                if msg is not None and msg.error():
+                    # e.g. a broker that does not serve the protocol: kept for the report
+                    self.poll_errors.add(str(msg.error()))
                 if self._dirty:
                     self._dirty = False
                     self.assignment = frozenset(tp.partition for tp in c.assignment())
