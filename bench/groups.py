@@ -17,6 +17,7 @@ bench/README.md describes every figure and how it is taken.
 """
 import argparse
 import json
+import random
 import resource
 import sys
 import tempfile
@@ -174,6 +175,11 @@ def measure_case(broker, protocol, members_n, tag, args, round_index):
         if not wait_events([extra.ready], 60):
             out["error"] = f"joining member not ready: {extra.error}"
             return out
+        # The members' heartbeats are in step (they all joined in the same rebalance), and a
+        # classic join waits for each member's next heartbeat: a join at a random moment of the
+        # heartbeat interval, not at the same moment of every run.
+        out["join_phase_wait_s"] = random.uniform(0, interval_s)
+        time.sleep(out["join_phase_wait_s"])
         cpu0 = client_cpu_seconds()
         t1 = time.monotonic()
         extra.subscribe()
