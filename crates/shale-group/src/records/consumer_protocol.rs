@@ -154,7 +154,8 @@ pub fn encode_subscription_v1(topics: &[&str], owned: &[(String, Vec<i32>)]) -> 
     }
     out.i32(-1);
     // The owned partitions share the assignment's layout.
-    out.bytes.extend_from_slice(&encode_assignment(owned, 0)[2..]);
+    out.bytes
+        .extend_from_slice(&encode_assignment(owned, 0)[2..]);
     out.bytes.truncate(out.bytes.len() - 4);
     out.bytes
 }

@@ -98,8 +98,8 @@ impl CoordinatorShard {
             };
         };
         // A classic member's instance id is taken over without it leaving first (Kafka checks the
-    // release only between two members using the consumer protocol).
-    if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH && !old.uses_classic_protocol() {
+        // release only between two members using the consumer protocol).
+        if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH && !old.uses_classic_protocol() {
             // "Static member X with instance id I cannot join the group because the instance
             // id is owned by Y member."
             return Err(GroupError::UnreleasedInstanceId);

@@ -14,7 +14,9 @@ use crate::core::timers::TimerKey;
 use crate::core::CoordinatorShard;
 use crate::core::Effects;
 use crate::error::GroupError;
-use crate::records::consumer_protocol::{encode_assignment, protocol_version, CONSUMER_PROTOCOL_TYPE};
+use crate::records::consumer_protocol::{
+    encode_assignment, protocol_version, CONSUMER_PROTOCOL_TYPE,
+};
 use crate::types::{
     HeartbeatRequest, LeaveGroupRequest, LeaveGroupResponse, LeaveMemberResult, SyncGroupRequest,
     SyncGroupResponse,
@@ -56,13 +58,19 @@ impl CoordinatorShard {
         }
         let group_id = request.group_id.clone();
         let member_id = member.member_id.clone();
-        if group.group_epoch > member.member_epoch && member.state != MemberState::UnrevokedPartitions
+        if group.group_epoch > member.member_epoch
+            && member.state != MemberState::UnrevokedPartitions
         {
             // A new rebalance: the member must rejoin (it already did when it has partitions to
             // revoke first).
             let deadline_ms = now_ms + i64::from(member.rebalance_timeout_ms.max(0));
-            self.timers
-                .schedule_if_absent(TimerKey::ConsumerJoin { group_id, member_id }, deadline_ms);
+            self.timers.schedule_if_absent(
+                TimerKey::ConsumerJoin {
+                    group_id,
+                    member_id,
+                },
+                deadline_ms,
+            );
             return Err(GroupError::RebalanceInProgress);
         }
         let assignment = self.classic_assignment(member);
@@ -72,7 +80,10 @@ impl CoordinatorShard {
             member_id: member_id.clone(),
         });
         self.timers.schedule(
-            TimerKey::ConsumerSession { group_id, member_id },
+            TimerKey::ConsumerSession {
+                group_id,
+                member_id,
+            },
             now_ms + i64::from(session_ms),
         );
         Ok(SyncGroupResponse {
@@ -131,7 +142,10 @@ impl CoordinatorShard {
         );
         if rejoin {
             self.timers.schedule_if_absent(
-                TimerKey::ConsumerJoin { group_id, member_id },
+                TimerKey::ConsumerJoin {
+                    group_id,
+                    member_id,
+                },
                 now_ms + i64::from(rebalance_timeout_ms.max(0)),
             );
             return Err(GroupError::RebalanceInProgress);

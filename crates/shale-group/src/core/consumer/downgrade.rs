@@ -15,7 +15,9 @@ use crate::assignor::{MemberAssignment, TopicsImage};
 use crate::core::group::{Group, GroupState, Member};
 use crate::core::timers::TimerKey;
 use crate::core::{CoordinatorShard, Effects};
-use crate::records::consumer_protocol::{encode_assignment, protocol_version, CONSUMER_PROTOCOL_TYPE};
+use crate::records::consumer_protocol::{
+    encode_assignment, protocol_version, CONSUMER_PROTOCOL_TYPE,
+};
 use crate::records::GroupRecord;
 
 impl CoordinatorShard {
@@ -60,7 +62,9 @@ impl CoordinatorShard {
             .values()
             .filter(|member| !leaving.contains(&member.member_id))
             .collect();
-        remaining.iter().all(|member| member.uses_classic_protocol())
+        remaining
+            .iter()
+            .all(|member| member.uses_classic_protocol())
             && !remaining.is_empty()
             && self.config().consumer_migration_policy.downgrade_enabled()
             && remaining.len() <= self.config().group_size_max
@@ -185,7 +189,10 @@ fn classic_group_from(
 }
 
 /// An assignment by topic name; topics no longer in the image are left out (as Kafka).
-pub(crate) fn named(assignment: &MemberAssignment, topics: &TopicsImage) -> Vec<(String, Vec<i32>)> {
+pub(crate) fn named(
+    assignment: &MemberAssignment,
+    topics: &TopicsImage,
+) -> Vec<(String, Vec<i32>)> {
     assignment
         .iter()
         .filter_map(|(topic_id, partitions)| {

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use crate::records::classic_member_metadata::ClassicMemberMetadata;
 use crate::assignor::{MemberAssignment, SubscriptionType, TopicsImage};
+use crate::records::classic_member_metadata::ClassicMemberMetadata;
 use crate::records::consumer_records::{
     ConsumerMemberMetadataValue, ConsumerRecord, CurrentMemberAssignmentValue, PartitionEpochs,
     RegularExpressionValue,

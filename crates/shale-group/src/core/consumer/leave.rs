@@ -63,7 +63,8 @@ impl CoordinatorShard {
             LEAVE_GROUP_STATIC_MEMBER_EPOCH
         } else {
             let leaving = BTreeSet::from([member_id]);
-            draft.records = self.fence_consumer_members(&request.group_id, &leaving, now_ms, effects);
+            draft.records =
+                self.fence_consumer_members(&request.group_id, &leaving, now_ms, effects);
             LEAVE_GROUP_MEMBER_EPOCH
         };
         Ok(Outcome {

@@ -106,7 +106,11 @@ impl CoordinatorShard {
 
     /// The converted classic group's parked JoinGroup and SyncGroup requests are answered
     /// REBALANCE_IN_PROGRESS so that their members rejoin the consumer group.
-    pub(super) fn release_upgraded_classic_requests(&mut self, group_id: &str, effects: &mut Effects) {
+    pub(super) fn release_upgraded_classic_requests(
+        &mut self,
+        group_id: &str,
+        effects: &mut Effects,
+    ) {
         let Some(classic) = self.groups.get_mut(group_id) else {
             return;
         };
@@ -127,7 +131,14 @@ fn converted_members(
     classic: &Group,
     topics: &TopicsImage,
 ) -> Result<Vec<ConsumerMember>, GroupError> {
-    let protocol = classic.protocol_name.clone().unwrap_or_default();
+    // A group still forming its first generation has no protocol yet: Kafka's conversion
+    // fails there with an unexpected error (it reads the absent protocol name).
+    let protocol = classic.protocol_name.clone().ok_or_else(|| {
+        GroupError::UnknownServerError(format!(
+            "the classic group {} has not selected a protocol yet",
+            classic.group_id
+        ))
+    })?;
     let generation = classic.generation_id;
     let mut members = Vec::with_capacity(classic.members.len());
     for old in classic.members_in_join_order() {
@@ -173,7 +184,10 @@ fn converted_members(
 }
 
 /// Partitions by topic id; topics the image does not know are left out (as Kafka).
-pub(crate) fn by_topic_id(partitions: &[(String, Vec<i32>)], topics: &TopicsImage) -> MemberAssignment {
+pub(crate) fn by_topic_id(
+    partitions: &[(String, Vec<i32>)],
+    topics: &TopicsImage,
+) -> MemberAssignment {
     let mut assignment = MemberAssignment::new();
     for (name, indexes) in partitions {
         if let Some(topic) = topics.by_name(name) {
@@ -192,7 +206,10 @@ fn with_epoch(assignment: &MemberAssignment, epoch: i32) -> PartitionEpochs {
         .map(|(topic_id, partitions)| {
             (
                 *topic_id,
-                partitions.iter().map(|partition| (*partition, epoch)).collect(),
+                partitions
+                    .iter()
+                    .map(|partition| (*partition, epoch))
+                    .collect(),
             )
         })
         .collect()
