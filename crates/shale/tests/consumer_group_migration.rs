@@ -160,7 +160,9 @@ fn a_classic_group_upgrades_when_a_consumer_member_joins_and_downgrades_when_it_
         "the partitions split between a classic and a consumer member",
         |_| {
             let (old, new) = (assignment(&classic), assignment(&modern));
-            !old.is_empty() && !new.is_empty() && old.union(&new).copied().collect::<BTreeSet<_>>() == all
+            !old.is_empty()
+                && !new.is_empty()
+                && old.union(&new).copied().collect::<BTreeSet<_>>() == all
         },
     );
     assert_eq!(group_type(&shale).as_deref(), Some("consumer"));

@@ -120,6 +120,12 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<ConsumerAssignment, RecordDecod
 pub fn encode_assignment(partitions: &[(String, Vec<i32>)], version: i16) -> Vec<u8> {
     let mut out = Writer::default();
     out.i16(version.clamp(0, 3));
+    write_topic_partitions(&mut out, partitions);
+    out.i32(-1);
+    out.bytes
+}
+
+fn write_topic_partitions(out: &mut Writer, partitions: &[(String, Vec<i32>)]) {
     out.i32(i32::try_from(partitions.len()).unwrap_or(i32::MAX));
     for (topic, indexes) in partitions {
         out.string(topic);
@@ -128,8 +134,6 @@ pub fn encode_assignment(partitions: &[(String, Vec<i32>)], version: i16) -> Vec
             out.i32(*index);
         }
     }
-    out.i32(-1);
-    out.bytes
 }
 
 /// A version-0 `ConsumerProtocolSubscription` with no user data (used by tests and tools).
@@ -153,10 +157,7 @@ pub fn encode_subscription_v1(topics: &[&str], owned: &[(String, Vec<i32>)]) -> 
         out.string(topic);
     }
     out.i32(-1);
-    // The owned partitions share the assignment's layout.
-    out.bytes
-        .extend_from_slice(&encode_assignment(owned, 0)[2..]);
-    out.bytes.truncate(out.bytes.len() - 4);
+    write_topic_partitions(&mut out, owned);
     out.bytes
 }
 

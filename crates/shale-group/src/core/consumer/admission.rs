@@ -30,13 +30,8 @@ impl CoordinatorShard {
         let joining = request.member_epoch == 0;
         let mut draft = Draft::new(ConsumerGroup::new(&request.group_id));
         match self.groups.get(&request.group_id) {
-            // A holder of committed offsets only, or no group: "Consumer group G not found."
-            None if !joining => return Err(GroupError::GroupIdNotFound),
-            Some(classic) if !joining && classic.protocol_type.is_none() => {
-                return Err(GroupError::GroupIdNotFound)
-            }
-            // "Group G is not a consumer group."
-            Some(_) if !joining => return Err(GroupError::GroupIdNotFound),
+            // "Consumer group G not found." / "Group G is not a consumer group."
+            _ if !joining => return Err(GroupError::GroupIdNotFound),
             Some(classic) => {
                 let empty = classic.members.is_empty() && classic.pending_members.is_empty();
                 if !empty {
