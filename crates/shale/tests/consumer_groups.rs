@@ -238,7 +238,8 @@ fn a_member_whose_heartbeats_stop_loses_its_partitions_after_the_session_timeout
         let response = raw_join(&shale, "expiring", "four", "raw-member-0000000000001");
         (response.error_code == 0).then_some(response)
     });
-    assert_eq!(joined.member_epoch, 1);
+    // A new group starts at epoch 1 (as Kafka 4.4): the first join writes epoch 2.
+    assert_eq!(joined.member_epoch, 2);
     assert_eq!(joined.heartbeat_interval_ms, 300);
     let live = member(&shale, "expiring", "four");
     poll_until(
@@ -304,7 +305,7 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
         let response = raw_join(&shale, "described", "two", "described-member-00000001");
         (response.error_code == 0).then_some(response)
     });
-    assert_eq!(joined.member_epoch, 1);
+    assert_eq!(joined.member_epoch, 2);
 
     // A member the group does not know, with an epoch past 0.
     let unknown = heartbeat(
@@ -369,7 +370,7 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
     };
     let found = &described.groups[0];
     assert_eq!(found.error_code, 0, "{found:?}");
-    assert_eq!(found.group_epoch, 1);
+    assert_eq!(found.group_epoch, 2);
     assert_eq!(found.assignor_name.as_str(), "uniform");
     assert_eq!(found.members.len(), 1);
     let described_member = &found.members[0];
