@@ -67,8 +67,8 @@ impl CoordinatorShard {
         {
             return Err(GroupError::InvalidSessionTimeout);
         }
-        // A classic member joins a live consumer group as one of its members, whatever
-        // `group.consumer.migration.policy` says (the policy only governs conversions).
+        // A classic member joins a live consumer group as one of its members (unless
+        // `group.consumer.migration.policy` is `disabled`).
         if self.joins_consumer_group(&request.group_id) {
             return self.join_consumer_group(token, request, now_ms, effects);
         }

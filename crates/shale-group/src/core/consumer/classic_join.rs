@@ -1,6 +1,7 @@
 //! JoinGroup to a consumer group: a member of the classic protocol joins (or rejoins) a
 //! consumer group, which assigns it like any member; its generation is its member epoch
-//! (Kafka's `classicGroupJoinToConsumerGroup`). A static member taking over the last member
+//! (Kafka's `classicGroupJoinToConsumerGroup`). Refused with INCONSISTENT_GROUP_PROTOCOL when
+//! `group.consumer.migration.policy` is `disabled`, as Kafka 4.4 refuses it. A static member taking over the last member
 //! using the consumer protocol downgrades the group when the policy allows it.
 
 use std::collections::BTreeSet;
@@ -11,6 +12,7 @@ use super::heartbeat::reconcile_member;
 use super::subscriptions::metadata_hash;
 use super::upgrade::by_topic_id;
 use super::TimerAction;
+use crate::config::MigrationPolicy;
 use crate::core::timers::TimerKey;
 use crate::core::{CoordinatorShard, Effects, RequestToken, Response};
 use crate::error::GroupError;
@@ -21,7 +23,8 @@ use crate::types::{JoinGroupRequest, JoinGroupResponse};
 
 impl CoordinatorShard {
     /// Whether a JoinGroup for `group_id` goes to a consumer group: a non-empty one (an empty
-    /// consumer group is replaced by a classic group, as Kafka's `classicGroupJoin` does).
+    /// consumer group is replaced by a classic group under every policy, as Kafka's
+    /// `classicGroupJoin` does).
     pub(crate) fn joins_consumer_group(&self, group_id: &str) -> bool {
         self.consumer_groups
             .get(group_id)
@@ -38,13 +41,24 @@ impl CoordinatorShard {
         let Some(group) = self.consumer_groups.get(&request.group_id).cloned() else {
             return Err(GroupError::UnknownMemberId);
         };
+        if self.config().consumer_migration_policy == MigrationPolicy::Disabled {
+            // "Cannot join the consumer group G with the classic protocol because the group
+            // migration is disabled."
+            return Err(GroupError::InconsistentGroupProtocol);
+        }
         let is_unknown_member = request.member_id.is_empty();
         let member_id = if is_unknown_member {
             uuid::Uuid::new_v4().to_string()
         } else {
             request.member_id.clone()
         };
-        if group.members.len() >= self.config().consumer_group_size_max
+        // A static member taking over its instance id does not count against the size.
+        let replaces_static = request
+            .group_instance_id
+            .as_deref()
+            .is_some_and(|instance_id| group.static_member(instance_id).is_some());
+        if !replaces_static
+            && group.members.len() >= self.config().consumer_group_size_max
             && !group.members.contains_key(&member_id)
         {
             // "The consumer group has reached its maximum capacity of N members."

@@ -194,9 +194,9 @@ fn classic_members_revoke_through_rebalance_in_progress_and_rejoin() {
 
 #[test]
 fn a_new_classic_member_joins_a_consumer_group_as_kafka_answers() {
-    let mut harness = harness(MigrationPolicy::Disabled);
+    let mut harness = harness(MigrationPolicy::Upgrade);
     consumer_beat(&mut harness, join("c", &["orders"])).unwrap();
-    // MEMBER_ID_REQUIRED first, whatever the migration policy.
+    // MEMBER_ID_REQUIRED first.
     let Err(GroupError::MemberIdRequired { member_id }) =
         join_now(&mut harness, classic_join("", &[]))
     else {
@@ -236,7 +236,7 @@ fn a_new_classic_member_joins_a_consumer_group_as_kafka_answers() {
 
 #[test]
 fn a_classic_member_that_does_not_sync_is_fenced() {
-    let mut harness = harness(MigrationPolicy::Disabled);
+    let mut harness = harness(MigrationPolicy::Downgrade);
     consumer_beat(&mut harness, join("c", &["orders"])).unwrap();
     let Err(GroupError::MemberIdRequired { member_id }) =
         join_now(&mut harness, classic_join("", &[]))

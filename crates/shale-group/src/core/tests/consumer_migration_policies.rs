@@ -1,6 +1,6 @@
 //! `group.consumer.migration.policy`, honoured as Kafka 4.4: `upgrade` and `bidirectional`
 //! allow the upgrade, `downgrade` and `bidirectional` the downgrade; classic members join a
-//! live consumer group whatever the policy. The upgrade's other refusals: a group over
+//! live consumer group under every policy but `disabled`. The upgrade's other refusals: a group over
 //! `group.consumer.max.size`, another protocol type, an assignment from a custom assignor.
 
 use bytes::Bytes;
@@ -29,10 +29,20 @@ fn upgrades(policy: MigrationPolicy) -> bool {
 }
 
 /// Whether the last consumer member leaving a converted group downgrades it under `policy`
-/// (the group is made by classic members joining a consumer group, which any policy allows).
+/// (the group is made by a classic member joining a consumer group, which every policy but
+/// `disabled` allows: there nothing can downgrade).
 fn downgrades(policy: MigrationPolicy) -> bool {
     let mut harness = harness(policy);
     consumer_beat(&mut harness, join("c", &["orders"])).unwrap();
+    if policy == MigrationPolicy::Disabled {
+        // "Cannot join the consumer group G with the classic protocol because the group
+        // migration is disabled."
+        assert_eq!(
+            join_now(&mut harness, classic_join("", &[])),
+            Err(GroupError::InconsistentGroupProtocol)
+        );
+        return false;
+    }
     let Err(GroupError::MemberIdRequired { member_id }) =
         join_now(&mut harness, classic_join("", &[]))
     else {
