@@ -356,3 +356,38 @@ fn a_rebuilt_shard_replays_both_conversions_into_the_same_state() {
     // A loaded group is Stable with the members of its last stored generation.
     assert_eq!(loaded[GROUP].state, GroupState::Stable);
 }
+
+#[test]
+fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_without_a_rebalance() {
+    let mut harness = harness(MigrationPolicy::Bidirectional);
+    let mut first = join("s", &["orders"]);
+    first.instance_id = Some("instance".into());
+    consumer_beat(&mut harness, first).unwrap();
+    let Err(GroupError::MemberIdRequired { member_id: classic }) =
+        join_now(&mut harness, classic_join("", &[]))
+    else {
+        panic!()
+    };
+    join_now(&mut harness, classic_join(&classic, &[])).unwrap();
+    // The consumer member's instance restarts as a classic member with the same subscription.
+    let mut restarted = classic_join("", &[]);
+    restarted.group_instance_id = Some("instance".into());
+    let joined = join_now(&mut harness, restarted).unwrap();
+    assert!(harness.shard.consumer_group_state(GROUP).is_none());
+    // No rebalance: the classic group is Stable with the new instance and the classic member.
+    assert_eq!(harness.shard.group_state(GROUP), Some(GroupState::Stable));
+    let group = &harness.shard.groups[GROUP];
+    assert_eq!(group.static_members["instance"], joined.member_id);
+    assert!(group.members.contains_key(&classic) && !group.members.contains_key("s"));
+    assert_eq!(group.members.len(), 2);
+    // The classic group stored is what a load rebuilds.
+    let mut rebuilt = shard(migration_config(MigrationPolicy::Bidirectional));
+    for record in &harness.log {
+        rebuilt.replay(record);
+    }
+    assert!(rebuilt.consumer_groups.is_empty());
+    assert_eq!(
+        rebuilt.snapshot()[GROUP].members,
+        harness.shard.snapshot()[GROUP].members
+    );
+}
