@@ -156,22 +156,13 @@ fn assignors(names: &[String]) -> Result<Vec<String>, ConfigError> {
 
 fn migration_policy(value: &str) -> Result<shale_group::MigrationPolicy, ConfigError> {
     let key = "group.consumer.migration.policy";
-    let policy = shale_group::MigrationPolicy::parse(value.trim()).ok_or_else(|| {
+    shale_group::MigrationPolicy::parse(value.trim()).ok_or_else(|| {
         invalid(
             key,
             value,
             "expected one of disabled, downgrade, upgrade, bidirectional",
         )
-    })?;
-    if policy != shale_group::MigrationPolicy::Disabled {
-        return Err(invalid(
-            key,
-            value,
-            "Shale does not yet convert a live group between the classic and consumer \
-             protocols; only disabled is served (empty groups convert under every policy)",
-        ));
-    }
-    Ok(policy)
+    })
 }
 
 #[cfg(test)]

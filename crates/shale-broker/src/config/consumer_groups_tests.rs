@@ -17,7 +17,7 @@ fn kafka_defaults() {
     assert_eq!(settings.assignors, vec!["uniform", "range"]);
     assert_eq!(
         settings.migration_policy,
-        shale_group::MigrationPolicy::Disabled
+        shale_group::MigrationPolicy::Bidirectional
     );
 }
 
@@ -83,20 +83,18 @@ fn assignors_by_short_or_class_name_and_custom_classes_refused() {
 }
 
 #[test]
-fn only_the_migration_policy_shale_serves_is_accepted() {
-    let settings = config(&[("group.consumer.migration.policy", "DISABLED")])
-        .unwrap()
-        .consumer_groups;
-    assert_eq!(
-        settings.migration_policy,
-        shale_group::MigrationPolicy::Disabled
-    );
-    for policy in ["upgrade", "downgrade", "bidirectional"] {
-        let error = config(&[("group.consumer.migration.policy", policy)]).unwrap_err();
-        assert!(
-            error.contains("group.consumer.migration.policy") && error.contains("only disabled"),
-            "{error}"
-        );
+fn every_migration_policy_is_accepted_case_insensitively() {
+    use shale_group::MigrationPolicy::*;
+    for (value, policy) in [
+        ("DISABLED", Disabled),
+        ("upgrade", Upgrade),
+        ("Downgrade", Downgrade),
+        ("bidirectional", Bidirectional),
+    ] {
+        let settings = config(&[("group.consumer.migration.policy", value)])
+            .unwrap()
+            .consumer_groups;
+        assert_eq!(settings.migration_policy, policy, "{value}");
     }
     let error = config(&[("group.consumer.migration.policy", "sometimes")]).unwrap_err();
     assert!(error.contains("group.consumer.migration.policy"), "{error}");

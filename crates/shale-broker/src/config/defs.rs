@@ -205,10 +205,9 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.consumer.min.assignment.interval.ms", Int, Some("0"), Some(0)),
     def("group.consumer.max.assignment.interval.ms", Int, Some("15000"), Some(0)),
     def("group.consumer.assignors", List, Some("uniform,range"), None),
-    // Kafka's default is bidirectional; Shale does not convert a live group between the
-    // protocols yet (empty groups convert under every policy, as on Kafka), so `disabled`
-    // is the only value it can honour.
-    def("group.consumer.migration.policy", String, Some("disabled"), None),
+    // Kafka's default: live groups convert both ways between the classic and consumer
+    // protocols.
+    def("group.consumer.migration.policy", String, Some("bidirectional"), None),
     def("compression.type", String, Some("producer"), None),
     // Broker-wide defaults of the topic configs of the same names (KIP-390).
     def("compression.gzip.level", Int, Some("-1"), Some(-1)),

@@ -31,7 +31,12 @@ impl CoordinatorShard {
             }
             effects.reply(token, Response::Join(Err(error)));
         }
-        if created && effects.records.is_empty() {
+        // Tombstones of an empty consumer group replaced by this classic group do not count.
+        let wrote_group = effects
+            .records
+            .iter()
+            .any(|record| !matches!(record, GroupRecord::Consumer(_)));
+        if created && !wrote_group && !self.consumer_groups.contains_key(&group_id) {
             // As Kafka: a new group is stored at once (empty), so that it survives a failover.
             if let Some(group) = self.groups.get(&group_id) {
                 let mut value = group.to_record_value();
@@ -57,16 +62,32 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
-        if self.consumer_groups.contains_key(&request.group_id) {
-            // Kafka answers this when `group.consumer.migration.policy` is `disabled`; with
-            // the other policies it would add a classic member to the consumer group, which
-            // Shale does not do yet (the migration hook belongs here).
-            return Err(GroupError::InconsistentGroupProtocol);
-        }
         if request.session_timeout_ms < self.config().session_timeout_ms_min
             || request.session_timeout_ms > self.config().session_timeout_ms_max
         {
             return Err(GroupError::InvalidSessionTimeout);
+        }
+        // A classic member joins a live consumer group as one of its members (unless
+        // `group.consumer.migration.policy` is `disabled`).
+        if self.joins_consumer_group(&request.group_id) {
+            return self.join_consumer_group(token, request, now_ms, effects);
+        }
+        // An empty consumer group is replaced by the classic group (Kafka's
+        // `maybeDeleteEmptyConsumerGroup`).
+        if let Some(empty) = self.consumer_groups.remove(&request.group_id) {
+            for key in empty
+                .members
+                .keys()
+                .flat_map(|member_id| self.consumer_member_timers(&empty.group_id, member_id))
+                .collect::<Vec<_>>()
+            {
+                self.timers.cancel(&key);
+            }
+            effects.records.extend(
+                super::consumer::group_tombstones(&empty)
+                    .into_iter()
+                    .map(GroupRecord::Consumer),
+            );
         }
         let is_unknown_member = request.member_id.is_empty();
         if !self.groups.contains_key(&request.group_id) {

@@ -29,6 +29,9 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        if self.consumer_groups.contains_key(&request.group_id) {
+            return self.heartbeat_consumer_group(request, now_ms);
+        }
         let group = self
             .groups
             .get(&request.group_id)
@@ -83,6 +86,9 @@ impl CoordinatorShard {
     ) -> Result<LeaveGroupResponse, GroupError> {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
+        }
+        if self.consumer_groups.contains_key(&request.group_id) {
+            return self.leave_consumer_group(request, now_ms, effects);
         }
         let group = self
             .groups

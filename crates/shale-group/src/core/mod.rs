@@ -223,11 +223,21 @@ impl CoordinatorShard {
                 TimerKey::ConsumerSession {
                     group_id,
                     member_id,
-                } => self.on_consumer_session_expired(&group_id, &member_id, &mut effects),
+                } => self.on_consumer_session_expired(&group_id, &member_id, now_ms, &mut effects),
                 TimerKey::ConsumerRebalance {
                     group_id,
                     member_id,
-                } => self.on_consumer_rebalance_expired(&group_id, &member_id, &mut effects),
+                } => {
+                    self.on_consumer_rebalance_expired(&group_id, &member_id, now_ms, &mut effects)
+                }
+                TimerKey::ConsumerJoin {
+                    group_id,
+                    member_id,
+                }
+                | TimerKey::ConsumerSync {
+                    group_id,
+                    member_id,
+                } => self.on_consumer_classic_timeout(&group_id, &member_id, now_ms, &mut effects),
             }
         }
         effects

@@ -36,6 +36,11 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        if self.consumer_groups.contains_key(&request.group_id) {
+            let response = self.sync_consumer_group(&request, now_ms)?;
+            effects.reply(token, Response::Sync(Ok(response)));
+            return Ok(());
+        }
         let group = self
             .groups
             .get_mut(&request.group_id)

@@ -21,6 +21,10 @@ pub(crate) enum TimerKey {
     ConsumerSession { group_id: String, member_id: String },
     /// A consumer group member must revoke its partitions before this (rebalance timeout).
     ConsumerRebalance { group_id: String, member_id: String },
+    /// A classic member of a consumer group told to rejoin must send JoinGroup before this.
+    ConsumerJoin { group_id: String, member_id: String },
+    /// A classic member of a consumer group that joined must send SyncGroup before this.
+    ConsumerSync { group_id: String, member_id: String },
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +39,13 @@ impl Timers {
             self.queue.remove(&(previous, key.clone()));
         }
         self.queue.insert((deadline_ms, key));
+    }
+
+    /// Schedules `key` unless it is already scheduled (Kafka's `scheduleIfAbsent`).
+    pub(crate) fn schedule_if_absent(&mut self, key: TimerKey, deadline_ms: i64) {
+        if !self.deadlines.contains_key(&key) {
+            self.schedule(key, deadline_ms);
+        }
     }
 
     pub(crate) fn cancel(&mut self, key: &TimerKey) {

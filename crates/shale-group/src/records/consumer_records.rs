@@ -105,10 +105,9 @@ pub struct ConsumerMemberMetadataValue {
     pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
-    /// Tagged field 0 (`ClassicMemberMetadata`) as stored, its presence marker included: only
-    /// members of a group converted from the classic protocol have it. Kept verbatim for the
-    /// migration work.
-    pub classic_member_metadata: Option<Vec<u8>>,
+    /// Tagged field 0 (`ClassicMemberMetadata`): only members that joined with the classic
+    /// protocol (or were converted from a classic group) have it.
+    pub classic_member_metadata: Option<super::classic_member_metadata::ClassicMemberMetadata>,
 }
 
 /// `ConsumerGroupTargetAssignmentMetadataValue`.

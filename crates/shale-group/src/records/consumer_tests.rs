@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
+use super::classic_member_metadata::ClassicMemberMetadata;
 use super::consumer_records::*;
 use super::{decode_record, encode_record, GroupRecord, RecordDecodeError};
 
@@ -174,7 +175,10 @@ fn every_consumer_record_round_trips() {
             subscribed_topic_regex: Some("or.*".into()),
             rebalance_timeout_ms: -1,
             server_assignor: None,
-            classic_member_metadata: Some(vec![1, 0, 0, 39, 16, 1, 0]),
+            classic_member_metadata: Some(ClassicMemberMetadata {
+                session_timeout_ms: 10_000,
+                supported_protocols: vec![],
+            }),
         }),
     });
     round_trip(ConsumerRecord::TargetAssignmentMetadata {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::classic_member_metadata::ClassicMemberMetadata;
 use super::codec::{CompactWriter, Reader};
 use super::consumer_records::*;
 use super::RecordDecodeError;
@@ -141,8 +142,8 @@ pub(super) fn encode_member_metadata(value: &ConsumerMemberMetadataValue) -> Vec
     // single byte 0 (the nullable struct's null marker).
     let classic = value
         .classic_member_metadata
-        .clone()
-        .unwrap_or_else(|| vec![0]);
+        .as_ref()
+        .map_or_else(|| vec![0], ClassicMemberMetadata::encode);
     out.tagged_fields(&[(0, classic)]);
     out.bytes
 }
@@ -165,9 +166,8 @@ pub(super) fn decode_member_metadata(
     let server_assignor = reader.nullable_string(true)?;
     let mut classic_member_metadata = None;
     reader.tagged_fields(|tag, bytes| {
-        // The null marker (0) is no classic metadata.
-        if tag == 0 && bytes != [0] {
-            classic_member_metadata = Some(bytes.to_vec());
+        if tag == 0 {
+            classic_member_metadata = ClassicMemberMetadata::decode(bytes)?;
         }
         Ok(())
     })?;

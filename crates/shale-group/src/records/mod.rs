@@ -6,6 +6,7 @@
 //! ([`consumer_records`]); other versions (share and streams groups) are not handled and are
 //! skipped at load. Values start with their own int16 version. A null value is a tombstone.
 
+pub mod classic_member_metadata;
 mod codec;
 pub mod consumer_protocol;
 pub mod consumer_records;

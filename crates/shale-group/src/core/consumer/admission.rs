@@ -15,33 +15,37 @@ use crate::records::GroupRecord;
 
 impl CoordinatorShard {
     /// Kafka's `getOrMaybeCreateConsumerGroup`: a joining member creates the group; an empty
-    /// classic group is converted (its metadata is deleted, its offsets stay).
+    /// classic group is converted (its metadata is deleted, its offsets stay), a live one is
+    /// upgraded when `group.consumer.migration.policy` allows it. The draft holds the records
+    /// of a conversion; `upgraded` says a live classic group was converted.
     pub(super) fn consumer_group_for_heartbeat(
         &self,
         request: &ConsumerGroupHeartbeatRequest,
-        records: &mut Vec<GroupRecord>,
-    ) -> Result<ConsumerGroup, GroupError> {
+        now_ms: i64,
+        timers: &mut Vec<TimerAction>,
+    ) -> Result<(Draft, bool), GroupError> {
         if let Some(group) = self.consumer_groups.get(&request.group_id) {
-            return Ok(group.clone());
+            return Ok((Draft::new(group.clone()), false));
         }
         let joining = request.member_epoch == 0;
+        let mut draft = Draft::new(ConsumerGroup::new(&request.group_id));
         match self.groups.get(&request.group_id) {
+            // "Consumer group G not found." / "Group G is not a consumer group."
+            _ if !joining => return Err(GroupError::GroupIdNotFound),
             Some(classic) => {
                 let empty = classic.members.is_empty() && classic.pending_members.is_empty();
-                if !joining || !empty {
-                    // Migration hook: a live classic group would be upgraded here when
-                    // `group.consumer.migration.policy` allows it; Shale does not convert yet.
-                    return Err(GroupError::GroupIdNotFound);
+                if !empty {
+                    let upgraded = self.upgrade_classic_group(classic, now_ms, timers)?;
+                    return Ok((upgraded, true));
                 }
-                records.push(GroupRecord::GroupMetadata {
+                draft.records.push(GroupRecord::GroupMetadata {
                     group_id: request.group_id.clone(),
                     value: None,
                 });
             }
-            None if !joining => return Err(GroupError::GroupIdNotFound),
             None => {}
         }
-        Ok(ConsumerGroup::new(&request.group_id))
+        Ok((draft, false))
     }
 
     /// Finds (or admits) the member the heartbeat is from, checking its epoch; a static member
@@ -88,16 +92,29 @@ impl CoordinatorShard {
                 None => admit(group),
             };
         };
-        if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        // A classic member's instance id is taken over without it leaving first (Kafka checks the
+        // release only between two members using the consumer protocol).
+        if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH && !old.uses_classic_protocol() {
             // "Static member X with instance id I cannot join the group because the instance
             // id is owned by Y member."
             return Err(GroupError::UnreleasedInstanceId);
         }
-        // The new instance takes over the old one's subscription, partitions and target.
-        let target = group.target.get(&old.member_id).cloned();
+        Ok(self.replace_static_consumer_member(draft, &old, &request.member_id, timers))
+    }
+
+    /// A new instance of a static member takes over the old one's subscription, partitions
+    /// and target under its own member id (Kafka's `replaceMember`).
+    pub(super) fn replace_static_consumer_member(
+        &self,
+        draft: &mut Draft,
+        old: &ConsumerMember,
+        member_id: &str,
+        timers: &mut Vec<TimerAction>,
+    ) -> ConsumerMember {
+        let target = draft.group.target.get(&old.member_id).cloned();
         draft.remove_member(&old.member_id);
         let mut replacement = ConsumerMember {
-            member_id: request.member_id.clone(),
+            member_id: member_id.to_owned(),
             member_epoch: 0,
             previous_member_epoch: 0,
             state: super::group::MemberState::Stable,
@@ -107,24 +124,24 @@ impl CoordinatorShard {
         replacement.assigned = old.assigned.clone();
         draft.push(ConsumerRecord::MemberMetadata {
             group_id: draft.group.group_id.clone(),
-            member_id: request.member_id.clone(),
+            member_id: member_id.to_owned(),
             value: Some(replacement.metadata_value()),
         });
         // Kafka's `replaceMember` order: subscription, target, current assignment.
         draft.push(ConsumerRecord::TargetAssignmentMember {
             group_id: draft.group.group_id.clone(),
-            member_id: request.member_id.clone(),
+            member_id: member_id.to_owned(),
             value: Some(target.unwrap_or_default()),
         });
         draft.push(ConsumerRecord::CurrentMemberAssignment {
             group_id: draft.group.group_id.clone(),
-            member_id: request.member_id.clone(),
+            member_id: member_id.to_owned(),
             value: Some(replacement.assignment_value()),
         });
         for key in self.consumer_member_timers(&draft.group.group_id, &old.member_id) {
             timers.push(TimerAction::Cancel(key));
         }
-        Ok(replacement)
+        replacement
     }
 }
 

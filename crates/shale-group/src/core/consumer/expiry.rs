@@ -1,7 +1,10 @@
 //! Session and rebalance timeouts: a member that stops heartbeating, or that does not revoke
-//! its partitions in time, is fenced (removed, and the group epoch moves).
+//! its partitions in time, is fenced (removed, and the group epoch moves, or the group is
+//! downgraded when only classic members remain); so is a classic member that does not rejoin
+//! or sync within its rebalance timeout.
 
-use super::draft::Draft;
+use std::collections::BTreeSet;
+
 use super::group::MemberState;
 use crate::core::{CoordinatorShard, Effects};
 
@@ -10,15 +13,28 @@ impl CoordinatorShard {
         &mut self,
         group_id: &str,
         member_id: &str,
+        now_ms: i64,
         effects: &mut Effects,
     ) {
-        self.fence_consumer_member(group_id, member_id, effects);
+        self.fence_consumer_member(group_id, member_id, now_ms, effects);
+    }
+
+    /// A classic member did not rejoin after it was told to, or did not sync after joining.
+    pub(crate) fn on_consumer_classic_timeout(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        now_ms: i64,
+        effects: &mut Effects,
+    ) {
+        self.fence_consumer_member(group_id, member_id, now_ms, effects);
     }
 
     pub(crate) fn on_consumer_rebalance_expired(
         &mut self,
         group_id: &str,
         member_id: &str,
+        now_ms: i64,
         effects: &mut Effects,
     ) {
         let unrevoked = self
@@ -27,24 +43,27 @@ impl CoordinatorShard {
             .and_then(|group| group.members.get(member_id))
             .is_some_and(|member| member.state == MemberState::UnrevokedPartitions);
         if unrevoked {
-            self.fence_consumer_member(group_id, member_id, effects);
+            self.fence_consumer_member(group_id, member_id, now_ms, effects);
         }
     }
 
     /// Kafka's `consumerGroupFenceMember`.
-    fn fence_consumer_member(&mut self, group_id: &str, member_id: &str, effects: &mut Effects) {
-        let Some(group) = self.consumer_groups.get(group_id) else {
-            return;
-        };
-        if !group.members.contains_key(member_id) {
+    fn fence_consumer_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        now_ms: i64,
+        effects: &mut Effects,
+    ) {
+        let known = self
+            .consumer_groups
+            .get(group_id)
+            .is_some_and(|group| group.members.contains_key(member_id));
+        if !known {
             return;
         }
-        let mut draft = Draft::new(group.clone());
-        draft.remove_member(member_id);
-        draft.bump_epoch(&self.topics);
-        effects.records.extend(draft.records);
-        for key in self.consumer_member_timers(group_id, member_id) {
-            self.timers.cancel(&key);
-        }
+        let leaving = BTreeSet::from([member_id.to_owned()]);
+        let records = self.fence_consumer_members(group_id, &leaving, now_ms, effects);
+        effects.records.extend(records);
     }
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use crate::assignor::{MemberAssignment, SubscriptionType, TopicsImage};
+use crate::records::classic_member_metadata::ClassicMemberMetadata;
 use crate::records::consumer_records::{
     ConsumerMemberMetadataValue, ConsumerRecord, CurrentMemberAssignmentValue, PartitionEpochs,
     RegularExpressionValue,
@@ -80,7 +81,8 @@ pub(crate) struct ConsumerMember {
     pub(crate) subscribed_topic_regex: Option<String>,
     pub(crate) rebalance_timeout_ms: i32,
     pub(crate) server_assignor: Option<String>,
-    pub(crate) classic_member_metadata: Option<Vec<u8>>,
+    /// Set for a member that uses the classic protocol (JoinGroup, SyncGroup, Heartbeat).
+    pub(crate) classic_member_metadata: Option<ClassicMemberMetadata>,
     pub(crate) member_epoch: i32,
     pub(crate) previous_member_epoch: i32,
     pub(crate) state: MemberState,
@@ -132,6 +134,11 @@ impl ConsumerMember {
             assigned_partitions: self.assigned.clone(),
             partitions_pending_revocation: self.pending_revocation.clone(),
         }
+    }
+
+    /// Kafka's `useClassicProtocol`.
+    pub(crate) fn uses_classic_protocol(&self) -> bool {
+        self.classic_member_metadata.is_some()
     }
 
     pub(crate) fn is_reconciled_to(&self, assignment_epoch: i32) -> bool {

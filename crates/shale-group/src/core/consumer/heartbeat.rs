@@ -36,7 +36,7 @@ impl CoordinatorShard {
         self.observe(now_ms);
         let mut effects = Effects::default();
         let result = self
-            .consumer_heartbeat_outcome(request, now_ms)
+            .consumer_heartbeat_outcome(request, now_ms, &mut effects)
             .map(|outcome| {
                 effects.records.extend(outcome.records);
                 self.apply_timer_actions(outcome.timers);
@@ -50,6 +50,7 @@ impl CoordinatorShard {
         &mut self,
         mut request: ConsumerGroupHeartbeatRequest,
         now_ms: i64,
+        effects: &mut Effects,
     ) -> Result<Outcome, GroupError> {
         validate_request(&request, &self.config().consumer_assignors)?;
         if let Some(regex) = &request.subscribed_topic_regex {
@@ -59,7 +60,7 @@ impl CoordinatorShard {
         }
         match request.member_epoch {
             LEAVE_GROUP_MEMBER_EPOCH | LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
-                return self.consumer_leave(&request);
+                return self.consumer_leave(&request, now_ms, effects);
             }
             _ => {}
         }
@@ -67,11 +68,9 @@ impl CoordinatorShard {
             // ConsumerGroupHeartbeat v0: the coordinator names a joining member.
             request.member_id = uuid::Uuid::new_v4().to_string();
         }
-        let mut records = Vec::new();
-        let group = self.consumer_group_for_heartbeat(&request, &mut records)?;
-        let mut draft = Draft::new(group);
-        draft.records = records;
         let mut timers = Vec::new();
+        let (mut draft, upgraded) =
+            self.consumer_group_for_heartbeat(&request, now_ms, &mut timers)?;
         let previous = self.member_for_heartbeat(&mut draft, &request, &mut timers)?;
         let member_id = request.member_id.clone();
 
@@ -195,6 +194,9 @@ impl CoordinatorShard {
         let changed = reconciled.assigned_partitions() != previous.assigned_partitions();
         let assignment = (request.member_epoch == 0 || full_request || changed)
             .then(|| reconciled.assigned_partitions());
+        if upgraded {
+            self.release_upgraded_classic_requests(&draft.group.group_id, effects);
+        }
         Ok(Outcome {
             records: draft.records,
             timers,

@@ -1,12 +1,13 @@
 //! Leaving: -1 removes the member (and moves the group epoch), -2 lets a static member leave
 //! for a while, keeping its partitions until its session expires.
 
+use std::collections::BTreeSet;
+
 use super::draft::Draft;
 use super::group::{LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
 use super::heartbeat::Outcome;
-use super::TimerAction;
 use crate::consumer_types::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
-use crate::core::CoordinatorShard;
+use crate::core::{CoordinatorShard, Effects};
 use crate::error::GroupError;
 use crate::records::consumer_records::ConsumerRecord;
 
@@ -15,6 +16,8 @@ impl CoordinatorShard {
     pub(super) fn consumer_leave(
         &mut self,
         request: &ConsumerGroupHeartbeatRequest,
+        now_ms: i64,
+        effects: &mut Effects,
     ) -> Result<Outcome, GroupError> {
         let group = self
             .consumer_groups
@@ -37,7 +40,6 @@ impl CoordinatorShard {
         };
         let mut draft = Draft::new(group.clone());
         let member_id = member.member_id.clone();
-        let mut timers = Vec::new();
         let member_epoch = if request.instance_id.is_some()
             && request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
         {
@@ -60,16 +62,14 @@ impl CoordinatorShard {
             });
             LEAVE_GROUP_STATIC_MEMBER_EPOCH
         } else {
-            draft.remove_member(&member_id);
-            draft.bump_epoch(&self.topics);
-            for key in self.consumer_member_timers(&request.group_id, &member_id) {
-                timers.push(TimerAction::Cancel(key));
-            }
+            let leaving = BTreeSet::from([member_id]);
+            draft.records =
+                self.fence_consumer_members(&request.group_id, &leaving, now_ms, effects);
             LEAVE_GROUP_MEMBER_EPOCH
         };
         Ok(Outcome {
             records: draft.records,
-            timers,
+            timers: Vec::new(),
             response: ConsumerGroupHeartbeatResponse {
                 member_id: request.member_id.clone(),
                 member_epoch,

@@ -14,6 +14,9 @@
 
 mod admin;
 mod admission;
+mod classic_join;
+mod classic_members;
+mod downgrade;
 mod draft;
 mod expiry;
 pub(crate) mod group;
@@ -24,6 +27,7 @@ mod reconcile;
 mod replay;
 mod subscriptions;
 mod topics;
+mod upgrade;
 
 use std::sync::Arc;
 
@@ -82,18 +86,41 @@ impl CoordinatorShard {
         }
     }
 
-    /// The member's session and rebalance timers.
-    pub(crate) fn consumer_member_timers(&self, group_id: &str, member_id: &str) -> [TimerKey; 2] {
+    /// The member's timers: session and rebalance, and a classic member's join and sync.
+    pub(crate) fn consumer_member_timers(&self, group_id: &str, member_id: &str) -> [TimerKey; 4] {
+        let (group_id, member_id) = (group_id.to_owned(), member_id.to_owned());
         [
             TimerKey::ConsumerSession {
-                group_id: group_id.to_owned(),
-                member_id: member_id.to_owned(),
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
             },
             TimerKey::ConsumerRebalance {
-                group_id: group_id.to_owned(),
-                member_id: member_id.to_owned(),
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            },
+            TimerKey::ConsumerJoin {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            },
+            TimerKey::ConsumerSync {
+                group_id,
+                member_id,
             },
         ]
+    }
+
+    /// A member's session timeout: a classic member's own (from its JoinGroup), else the
+    /// group's `consumer.session.timeout.ms`.
+    pub(crate) fn consumer_member_session_ms(
+        &self,
+        group_id: &str,
+        member: &group::ConsumerMember,
+    ) -> i32 {
+        member
+            .classic_member_metadata
+            .as_ref()
+            .map(|classic| classic.session_timeout_ms)
+            .unwrap_or_else(|| self.consumer_session_timeout_ms(group_id))
     }
 
     /// `consumer.session.timeout.ms` of the group, else `group.consumer.session.timeout.ms`.
@@ -137,15 +164,18 @@ impl CoordinatorShard {
     pub(crate) fn start_consumer_timers(&mut self, now_ms: i64) {
         let mut actions = Vec::new();
         for group in self.consumer_groups.values() {
-            let session_ms = self.consumer_session_timeout_ms(&group.group_id);
             for member in group.members.values() {
-                let [session, rebalance] =
+                let [session, rebalance, ..] =
                     self.consumer_member_timers(&group.group_id, &member.member_id);
+                let session_ms = self.consumer_member_session_ms(&group.group_id, member);
                 actions.push(TimerAction::Schedule(
                     session,
                     now_ms + i64::from(session_ms),
                 ));
-                if member.state == MemberState::UnrevokedPartitions {
+                // Classic members have join and sync timers instead, set by their requests.
+                if member.state == MemberState::UnrevokedPartitions
+                    && !member.uses_classic_protocol()
+                {
                     let deadline_ms = now_ms + i64::from(member.rebalance_timeout_ms.max(0));
                     actions.push(TimerAction::Schedule(rebalance, deadline_ms));
                 }

@@ -36,6 +36,14 @@ impl CoordinatorShard {
             .members
             .get(&request.member_id)
             .ok_or(GroupError::UnknownMemberId)?;
+        if member.uses_classic_protocol() {
+            // A classic member commits with its generation, which is its member epoch, at
+            // any OffsetCommit version.
+            if request.generation_id != member.member_epoch {
+                return Err(GroupError::IllegalGeneration);
+            }
+            return Ok(());
+        }
         // `reports_missing_group` is set exactly for OffsetCommit v9+.
         if !transactional && !request.reports_missing_group {
             return Err(GroupError::UnsupportedVersion(

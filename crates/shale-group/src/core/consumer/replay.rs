@@ -18,6 +18,7 @@ impl CoordinatorShard {
             }
             let holder_unused = self.groups.get(group_id).is_some_and(|holder| {
                 holder.members.is_empty()
+                    && holder.pending_members.is_empty()
                     && holder.protocol_type.is_none()
                     && holder.offsets.is_empty()
                     && holder.pending_transactional_offsets.is_empty()

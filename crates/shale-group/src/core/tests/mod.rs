@@ -3,9 +3,12 @@
 mod consumer_harness;
 mod consumer_heartbeat;
 mod consumer_membership;
+mod consumer_migration;
+mod consumer_migration_policies;
 mod consumer_offsets_admin;
 mod harness;
 mod join_sync;
 mod membership;
+mod migration_harness;
 mod offsets_admin;
 mod random_operations;
