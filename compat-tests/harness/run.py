@@ -124,9 +124,9 @@ FAST_CLIENTS = ["kcat", "kafka-python", "java"]
 FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group",
                   "offsets_for_times", "configs", "errors", "broker_configs", "record_errors", "recompression",
                   "transactions", "exactly_once", "wire44",
-                  # KIP-848 with the Java client (the fast slice's one consumer-protocol client).
+                  # KIP-848 with the Java client (the fast slice's one consumer-protocol client), migration included.
                   "cg848_join_consume", "cg848_second_member", "cg848_static_restart", "cg848_regex",
-                  "cg848_commit_resume"]
+                  "cg848_commit_resume", "cg848_mixed_migration"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}
