@@ -209,14 +209,14 @@ fn refusals_and_descriptions_follow_kafka() {
     assert!(entry(&configs, "log.dirs").read_only);
     assert!(entry(&configs, "node.id").read_only);
     assert!(entry(&configs, "log.retention.hours").read_only);
-    // What this broker serves, not Kafka's default.
+    // What this broker serves, not Kafka's default (which adds streams).
     assert_eq!(
         entry(&configs, "group.coordinator.rebalance.protocols")
             .value
             .as_ref()
             .map(|v| v.to_string())
             .as_deref(),
-        Some("classic")
+        Some("classic,consumer")
     );
     // No value anywhere: null, no synonyms.
     let retention = entry(&configs, "log.retention.ms");
