@@ -392,6 +392,20 @@ fn bad_heartbeats_get_kafkas_errors_and_groups_are_described_and_listed() {
         .collect();
     assert_eq!(target, BTreeSet::from([0, 1]));
     assert_eq!(described.groups[1].error_code, 69, "GROUP_ID_NOT_FOUND");
+    // Kafka 4.4's answer, measured: its message, no state and zero epochs.
+    let missing = &described.groups[1];
+    assert_eq!(
+        missing.error_message.as_ref().map(|m| m.as_str()),
+        Some("Group no-such-group not found.")
+    );
+    assert_eq!(
+        (
+            missing.group_state.as_str(),
+            missing.group_epoch,
+            missing.assignment_epoch
+        ),
+        ("", 0, 0)
+    );
 
     let listed = |types: Vec<&'static str>| -> Vec<(String, String)> {
         match call(

@@ -192,6 +192,8 @@ fn described(assignment: &MemberAssignment, topics: &TopicsImage) -> Vec<Describ
         .collect()
 }
 
+/// A group answered with an error carries no state and zero epochs, as Kafka 4.4 answers it
+/// (measured: an unknown group and one on a partition not served there).
 pub(crate) fn failed_consumer_description(
     group_id: &str,
     error: GroupError,
@@ -199,9 +201,9 @@ pub(crate) fn failed_consumer_description(
     DescribedConsumerGroup {
         group_id: group_id.to_owned(),
         error: Some(error),
-        group_state: ConsumerGroupState::Dead.kafka_name().to_owned(),
-        group_epoch: -1,
-        assignment_epoch: -1,
+        group_state: String::new(),
+        group_epoch: 0,
+        assignment_epoch: 0,
         assignor_name: String::new(),
         members: Vec::new(),
     }

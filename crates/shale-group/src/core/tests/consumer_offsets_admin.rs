@@ -244,9 +244,16 @@ fn describe_and_list_know_consumer_groups() {
         [0, 2]
     );
     assert_eq!(a.target_assignment, a.assignment);
+    let missing = h.shard.describe_consumer_group("missing");
+    assert_eq!(missing.error, Some(GroupError::GroupIdNotFound));
     assert_eq!(
-        h.shard.describe_consumer_group("missing").error,
-        Some(GroupError::GroupIdNotFound)
+        (
+            missing.group_state.as_str(),
+            missing.group_epoch,
+            missing.assignment_epoch
+        ),
+        ("", 0, 0),
+        "Kafka 4.4's answer for an unknown group"
     );
     // DescribeGroups (the classic API) does not describe a consumer group.
     let classic = h.shard.describe_group(GROUP);
