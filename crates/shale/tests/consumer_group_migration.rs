@@ -13,14 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use cluster_support::call;
-use common::{admin, block_on, Shale};
+use common::{create_topic, produce, Shale};
 use kafka_protocol::messages::{ApiKey, ListGroupsRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 const GROUP: &str = "migrating";
@@ -111,37 +109,16 @@ fn poll_until(
     }
 }
 
-fn produce(shale: &Shale, per_partition: usize) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .create()
-        .expect("producer");
+fn produce_to_every_partition(shale: &Shale, per_partition: usize) {
     for partition in 0..PARTITIONS {
-        for i in 0..per_partition {
-            let payload = format!("m{i}");
-            producer
-                .send(
-                    BaseRecord::<(), _>::to(TOPIC)
-                        .partition(partition)
-                        .payload(&payload),
-                )
-                .expect("enqueue");
-        }
+        produce(shale, TOPIC, partition, per_partition);
     }
-    producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
 #[test]
 fn a_classic_group_upgrades_when_a_consumer_member_joins_and_downgrades_when_it_leaves() {
     let shale = Shale::start_with(BROKER_OVERRIDES);
-    for result in block_on(admin(&shale).create_topics(
-        &[NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1))],
-        &AdminOptions::new(),
-    ))
-    .unwrap()
-    {
-        result.expect("topic created");
-    }
+    create_topic(&shale, TOPIC, PARTITIONS);
     let all: BTreeSet<i32> = (0..PARTITIONS).collect();
 
     let classic = consumer(&shale, "classic");
@@ -168,7 +145,7 @@ fn a_classic_group_upgrades_when_a_consumer_member_joins_and_downgrades_when_it_
     assert_eq!(group_type(&shale).as_deref(), Some("consumer"));
 
     // Both consume what is produced now, each from the partitions it owns, once.
-    produce(&shale, 5);
+    produce_to_every_partition(&shale, 5);
     let expected = (PARTITIONS as usize) * 5;
     poll_until(
         &[&classic, &modern],

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cluster_support::call;
-use common::{admin, block_on, Shale};
+use common::{create_topic, produce, Shale};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
@@ -21,11 +21,9 @@ use kafka_protocol::messages::{
     ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::ClientContext;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -68,35 +66,6 @@ fn member(shale: &Shale, group: &str, topic: &str) -> Member {
         .expect("consumer");
     consumer.subscribe(&[topic]).expect("subscribe");
     consumer
-}
-
-fn create_topic(shale: &Shale, name: &str, partitions: i32) {
-    let results = block_on(admin(shale).create_topics(
-        &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
-        &AdminOptions::new(),
-    ))
-    .unwrap();
-    for r in results {
-        r.expect("topic created");
-    }
-}
-
-fn produce(shale: &Shale, topic: &str, partition: i32, count: usize) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .create()
-        .expect("producer");
-    for i in 0..count {
-        let payload = format!("m{i}");
-        producer
-            .send(
-                BaseRecord::<(), _>::to(topic)
-                    .partition(partition)
-                    .payload(&payload),
-            )
-            .expect("enqueue");
-    }
-    producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
 fn assignment(consumer: &Member) -> BTreeSet<i32> {

@@ -12,7 +12,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use common::{admin, block_on, Shale};
+use common::{admin, block_on, create_topic, produce, Shale};
 use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
 use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -21,10 +21,9 @@ use kafka_protocol::messages::{
     SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::AdminOptions;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
@@ -67,35 +66,6 @@ fn member(shale: &Shale, group: &str, topic: &str, extra: &[(&str, &str)]) -> Me
         .expect("consumer");
     consumer.subscribe(&[topic]).expect("subscribe");
     consumer
-}
-
-fn create_topic(shale: &Shale, name: &str, partitions: i32) {
-    let results = block_on(admin(shale).create_topics(
-        &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
-        &AdminOptions::new(),
-    ))
-    .unwrap();
-    for r in results {
-        r.expect("topic created");
-    }
-}
-
-fn produce(shale: &Shale, topic: &str, partition: i32, count: usize) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", shale.bootstrap())
-        .create()
-        .expect("producer");
-    for i in 0..count {
-        let payload = format!("m{i}");
-        producer
-            .send(
-                BaseRecord::<(), _>::to(topic)
-                    .partition(partition)
-                    .payload(&payload),
-            )
-            .expect("enqueue");
-    }
-    producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
 fn assignment<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> BTreeSet<i32> {

@@ -203,3 +203,37 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         *woken = false;
     }
 }
+
+/// Creates `name` with `partitions` partitions at replication factor 1.
+pub fn create_topic(shale: &Shale, name: &str, partitions: i32) {
+    use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+    let results = block_on(admin(shale).create_topics(
+        &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+        &AdminOptions::new(),
+    ))
+    .unwrap();
+    for r in results {
+        r.expect("topic created");
+    }
+}
+
+/// Writes `count` records `m0..` to one partition and waits until they are acknowledged.
+pub fn produce(shale: &Shale, topic: &str, partition: i32, count: usize) {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", shale.bootstrap())
+        .create()
+        .expect("producer");
+    for i in 0..count {
+        let payload = format!("m{i}");
+        producer
+            .send(
+                BaseRecord::<(), _>::to(topic)
+                    .partition(partition)
+                    .payload(&payload),
+            )
+            .expect("enqueue");
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+}
