@@ -298,45 +298,10 @@ impl GroupCoordinator {
         &self,
         group_ids: Vec<String>,
     ) -> Vec<DescribedConsumerGroup> {
-        let mut results: Vec<Option<DescribedConsumerGroup>> = vec![None; group_ids.len()];
-        for (partition, indexes) in self.by_partition(&group_ids) {
-            let ids: Vec<String> = indexes
-                .iter()
-                .map(|index| group_ids[*index].clone())
-                .collect();
-            let described = match self.commands_for_partition(partition) {
-                Ok(commands) => {
-                    let (reply, receiver) = oneshot::channel();
-                    match send(&commands, Command::ConsumerDescribe(ids.clone(), reply)).await {
-                        Ok(()) => receiver.await.map_err(|_| GroupError::NotCoordinator),
-                        Err(error) => Err(error),
-                    }
-                }
-                Err(error) => Err(error),
-            };
-            for (slot, (index, group_id)) in indexes.into_iter().zip(ids).enumerate() {
-                results[index] = Some(match &described {
-                    Ok(described) => described.get(slot).cloned().unwrap_or_else(|| {
-                        crate::core::consumer::failed_description(
-                            &group_id,
-                            GroupError::NotCoordinator,
-                        )
-                    }),
-                    Err(error) => {
-                        crate::core::consumer::failed_description(&group_id, error.clone())
-                    }
-                });
-            }
-        }
-        results
-            .into_iter()
-            .zip(group_ids)
-            .map(|(result, group_id)| {
-                result.unwrap_or_else(|| {
-                    crate::core::consumer::failed_description(&group_id, GroupError::NotCoordinator)
-                })
-            })
-            .collect()
+        self.describe_each(group_ids, Command::ConsumerDescribe, |group_id, error| {
+            crate::core::consumer::failed_description(group_id, error)
+        })
+        .await
     }
 
     /// The cluster's topics changed: every partition served here refreshes its consumer
@@ -528,7 +493,21 @@ impl GroupCoordinator {
     /// Describes each group, in request order; a group this broker does not coordinate carries
     /// NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS) in its `error`.
     pub async fn describe_groups(&self, group_ids: Vec<String>) -> Vec<DescribedGroup> {
-        let mut results: Vec<Option<DescribedGroup>> = vec![None; group_ids.len()];
+        self.describe_each(group_ids, Command::Describe, |group_id, error| {
+            failed_description(group_id.to_owned(), error)
+        })
+        .await
+    }
+
+    /// Asks each partition's shard to describe its groups with `command`, and answers in
+    /// request order; a group whose partition could not answer gets `failed(group, error)`.
+    async fn describe_each<T: Clone>(
+        &self,
+        group_ids: Vec<String>,
+        command: impl Fn(Vec<String>, oneshot::Sender<Vec<T>>) -> Command,
+        failed: impl Fn(&str, GroupError) -> T,
+    ) -> Vec<T> {
+        let mut results: Vec<Option<T>> = vec![None; group_ids.len()];
         for (partition, indexes) in self.by_partition(&group_ids) {
             let ids: Vec<String> = indexes
                 .iter()
@@ -537,31 +516,28 @@ impl GroupCoordinator {
             let described = match self.commands_for_partition(partition) {
                 Ok(commands) => {
                     let (reply, receiver) = oneshot::channel();
-                    match send(&commands, Command::Describe(ids.clone(), reply)).await {
+                    match send(&commands, command(ids.clone(), reply)).await {
                         Ok(()) => receiver.await.map_err(|_| GroupError::NotCoordinator),
                         Err(error) => Err(error),
                     }
                 }
                 Err(error) => Err(error),
             };
-            match described {
-                Ok(described) => {
-                    for (index, group) in indexes.into_iter().zip(described) {
-                        results[index] = Some(group);
-                    }
-                }
-                Err(error) => {
-                    for (index, group_id) in indexes.into_iter().zip(ids) {
-                        results[index] = Some(failed_description(group_id, error.clone()));
-                    }
-                }
+            for (slot, (index, group_id)) in indexes.into_iter().zip(&ids).enumerate() {
+                results[index] = Some(match &described {
+                    Ok(described) => described
+                        .get(slot)
+                        .cloned()
+                        .unwrap_or_else(|| failed(group_id, GroupError::NotCoordinator)),
+                    Err(error) => failed(group_id, error.clone()),
+                });
             }
         }
         results
             .into_iter()
             .zip(group_ids)
             .map(|(result, group_id)| {
-                result.unwrap_or_else(|| failed_description(group_id, GroupError::NotCoordinator))
+                result.unwrap_or_else(|| failed(&group_id, GroupError::NotCoordinator))
             })
             .collect()
     }
