@@ -1,7 +1,8 @@
-//! Kafka broker keys that would tighten security or limits if honoured and that Shale does not
-//! act on yet. Kept and ignored, they would leave a broker weaker than its configuration says
-//! (a client believed to re-authenticate, a custom principal builder believed to map names),
-//! so start-up stops naming them. A value equal to Kafka's default changes nothing and passes.
+//! Kafka broker keys that Shale does not act on and whose value, kept and ignored, would leave a
+//! broker other than its configuration says: weaker (a client believed to re-authenticate, a
+//! custom principal builder believed to map names) or behaving differently (a consumer group
+//! coordinator believed to batch regex refreshes). Start-up stops naming them. A value equal to
+//! the behaviour Shale has passes.
 
 use super::error::ConfigError;
 use super::static_props::StaticProperties;
@@ -38,6 +39,18 @@ const UNSERVED_KEYS: &[(&str, Option<&str>, &str)] = &[
         "security.providers",
         None,
         "Shale cannot load Java security providers",
+    ),
+    (
+        "group.consumer.assignor.offload.enable",
+        Some("false"),
+        "target assignments are computed on the coordinator's request path, which is Kafka's \
+         false",
+    ),
+    (
+        "group.consumer.regex.refresh.interval.ms",
+        None,
+        "subscription regular expressions are resolved again on every change of the cluster's \
+         topics, not on an interval",
     ),
     (
         "max.connection.creation.rate",
@@ -89,6 +102,8 @@ mod tests {
             ("principal.builder.class", "com.example.Builder"),
             ("delegation.token.secret.key", "s3cret"),
             ("max.connection.creation.rate", "10"),
+            ("group.consumer.assignor.offload.enable", "true"),
+            ("group.consumer.regex.refresh.interval.ms", "600000"),
         ] {
             let err = check_unserved_keys(&props(&[(key, value)]))
                 .unwrap_err()
@@ -103,6 +118,7 @@ mod tests {
             ("connections.max.reauth.ms", "0"),
             ("max.connection.creation.rate", "2147483647"),
             ("principal.builder.class", ""),
+            ("group.consumer.assignor.offload.enable", "false"),
         ]))
         .unwrap();
         assert!(is_unserved_key("connections.max.reauth.ms"));
