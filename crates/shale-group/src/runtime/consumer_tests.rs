@@ -196,3 +196,48 @@ async fn a_group_on_a_partition_not_served_here_is_not_coordinated() {
         (0, 0)
     );
 }
+
+/// A heartbeat whose records cannot be written (a full disk, a lost leadership) is answered
+/// with the append's error and changes nothing: the group does not exist afterwards, and the
+/// next join starts the group as if the failed one never happened.
+#[tokio::test(start_paused = true)]
+async fn a_heartbeat_whose_records_fail_to_be_written_changes_nothing() {
+    let log = Arc::new(MemoryLog::default());
+    let coordinator = coordinator(log.clone());
+    coordinator.on_topics_image(orders(2));
+    for partition in 0..PARTITIONS {
+        coordinator.load_partition(partition, Vec::new());
+    }
+    log.fail_with(Some(GroupLogError::Unavailable));
+    assert_eq!(
+        coordinator.consumer_group_heartbeat(join("m1")).await,
+        Err(GroupError::CoordinatorNotAvailable)
+    );
+    log.fail_with(Some(GroupLogError::NotLeader));
+    assert_eq!(
+        coordinator.consumer_group_heartbeat(join("m1")).await,
+        Err(GroupError::NotCoordinator)
+    );
+    log.fail_with(None);
+    let partition = coordinator.partition_for(GROUP);
+    assert!(log.records_of(partition).is_empty(), "nothing was written");
+    let described = coordinator
+        .consumer_group_describe(vec![GROUP.into()])
+        .await;
+    assert_eq!(described[0].error, Some(GroupError::GroupIdNotFound));
+    assert_eq!(
+        coordinator
+            .consumer_group_heartbeat(beat("m1", 2, &[]))
+            .await,
+        Err(GroupError::UnknownMemberId)
+    );
+    let joined = coordinator
+        .consumer_group_heartbeat(join("m1"))
+        .await
+        .unwrap();
+    assert_eq!(joined.member_epoch, 2, "as a first join");
+    assert_eq!(
+        joined.assignment,
+        Some(BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))]))
+    );
+}

@@ -25,7 +25,7 @@ impl MemoryLog {
             .collect()
     }
 
-    fn fail_with(&self, failure: Option<GroupLogError>) {
+    pub(super) fn fail_with(&self, failure: Option<GroupLogError>) {
         *self.failure.lock().unwrap() = failure;
     }
 }
