@@ -225,11 +225,12 @@ async fn a_heartbeat_whose_records_fail_to_be_written_changes_nothing() {
         .consumer_group_describe(vec![GROUP.into()])
         .await;
     assert_eq!(described[0].error, Some(GroupError::GroupIdNotFound));
+    // The group was never created: a member's heartbeat finds no group, as on Kafka.
     assert_eq!(
         coordinator
             .consumer_group_heartbeat(beat("m1", 2, &[]))
             .await,
-        Err(GroupError::UnknownMemberId)
+        Err(GroupError::GroupIdNotFound)
     );
     let joined = coordinator
         .consumer_group_heartbeat(join("m1"))
