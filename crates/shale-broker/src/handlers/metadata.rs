@@ -50,13 +50,15 @@ pub async fn handle(
         // Named by id when any topic carries one (v10+): Kafka then answers by id only and
         // ignores the names, which the Java client leaves "" rather than null.
         Some(t) if t.iter().any(|t| !t.topic_id.is_nil()) => {
-            let mut ids: Vec<Uuid> = t
-                .into_iter()
-                .map(|t| t.topic_id)
-                .filter(|id| !id.is_nil())
-                .collect();
-            ids.dedup();
-            Wanted::Some(ids.into_iter().map(|id| (None, id)).collect())
+            // Kafka collects the ids into a set: each is answered once.
+            let mut seen = std::collections::HashSet::new();
+            Wanted::Some(
+                t.into_iter()
+                    .map(|t| t.topic_id)
+                    .filter(|id| !id.is_nil() && seen.insert(*id))
+                    .map(|id| (None, id))
+                    .collect(),
+            )
         }
         Some(t) => Wanted::Some(
             t.into_iter()
