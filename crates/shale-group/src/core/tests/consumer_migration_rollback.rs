@@ -209,3 +209,58 @@ fn a_join_replacing_an_empty_consumer_group_whose_records_fail_leaves_it_as_logg
     assert_eq!(joined.generation_id, 1);
     assert!(harness.shard.consumer_group_state(GROUP).is_none());
 }
+
+#[test]
+fn a_static_replacement_downgrade_whose_records_fail_keeps_the_replaced_member() {
+    let mut harness = harness(MigrationPolicy::Bidirectional);
+    let mut first = join("s", &["orders"]);
+    first.instance_id = Some("instance".into());
+    consumer_beat(&mut harness, first).unwrap();
+    let Err(GroupError::MemberIdRequired { member_id: classic }) =
+        join_now(&mut harness, classic_join("", &[]))
+    else {
+        panic!()
+    };
+    join_now(&mut harness, classic_join(&classic, &[])).unwrap();
+    let group_before = harness.shard.consumer_groups[GROUP].clone();
+    let timers_before = harness.shard.timers.all();
+    assert!(timers_before.iter().any(|(_, key)| *key
+        == TimerKey::ConsumerSession {
+            group_id: GROUP.into(),
+            member_id: "s".into(),
+        }));
+
+    // The consumer member's instance restarts as a classic member: the downgrade fails.
+    let mut restarted = classic_join("", &[]);
+    restarted.group_instance_id = Some("instance".into());
+    let token = harness.token();
+    let effects = harness
+        .shard
+        .join_group(token, restarted.clone(), harness.now_ms);
+    assert!(!effects.records.is_empty());
+    harness.apply_failed(effects, APPEND_ERROR);
+    assert_eq!(harness.take(token), Some(Response::Join(Err(APPEND_ERROR))));
+    assert_eq!(harness.shard.consumer_groups[GROUP], group_before);
+    assert!(harness.shard.consumer_groups[GROUP]
+        .members
+        .contains_key("s"));
+    assert_eq!(harness.shard.timers.all(), timers_before);
+    assert_eq!(rebuilt(&harness).consumer_groups[GROUP], group_before);
+
+    // "s" still heartbeats (and reconciles to the group epoch), and the restart succeeds once
+    // its records are written.
+    let epoch_s = group_before.members["s"].member_epoch;
+    let beaten = consumer_beat(&mut harness, beat("s", epoch_s, &[])).unwrap();
+    assert_eq!(
+        beaten.member_epoch,
+        harness.shard.consumer_groups[GROUP].members["s"].member_epoch
+    );
+    assert!(beaten.member_epoch >= epoch_s);
+    let joined = join_now(&mut harness, restarted).unwrap();
+    assert!(harness.shard.consumer_group_state(GROUP).is_none());
+    assert_eq!(harness.shard.group_state(GROUP), Some(GroupState::Stable));
+    assert_eq!(
+        harness.shard.groups[GROUP].static_members["instance"],
+        joined.member_id
+    );
+}
