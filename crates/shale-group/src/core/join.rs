@@ -74,6 +74,10 @@ impl CoordinatorShard {
         }
         // An empty consumer group is replaced by the classic group (Kafka's
         // `maybeDeleteEmptyConsumerGroup`).
+        // Until its tombstones are written the consumer group is kept to come back.
+        if self.consumer_groups.contains_key(&request.group_id) {
+            self.save_conversion(&request.group_id);
+        }
         if let Some(empty) = self.consumer_groups.remove(&request.group_id) {
             for key in empty
                 .members

@@ -131,6 +131,8 @@ pub struct CoordinatorShard {
     /// Counts the topics images seen (the version stored with resolved regular expressions).
     pub(crate) topics_version: i64,
     pub(crate) consumer: ConsumerSettings,
+    /// What protocol conversions replaced, kept until their records are replayed or fail.
+    pub(crate) conversions: BTreeMap<String, consumer::Conversion>,
 }
 
 impl std::fmt::Debug for CoordinatorShard {
@@ -171,6 +173,7 @@ impl CoordinatorShard {
             topics: Arc::new(TopicsImage::default()),
             topics_version: 0,
             consumer: ConsumerSettings::default(),
+            conversions: BTreeMap::new(),
         }
     }
 
@@ -277,11 +280,19 @@ impl CoordinatorShard {
         self.start_consumer_timers(now_ms);
     }
 
-    /// The records of `records` could not be written: a group whose new assignment was not stored
-    /// rebalances so that its members get a consistent assignment again (as Kafka does).
-    pub fn on_append_failed(&mut self, records: &[GroupRecord], now_ms: i64) -> Effects {
+    /// The records of `records` could not be written (`error` is what their requests were
+    /// answered): a protocol conversion among them is undone, so that the shard is again what
+    /// its log says, and a group whose new assignment was not stored rebalances so that its
+    /// members get a consistent assignment again (as Kafka does).
+    pub fn on_append_failed(
+        &mut self,
+        records: &[GroupRecord],
+        error: &GroupError,
+        now_ms: i64,
+    ) -> Effects {
         self.observe(now_ms);
         let mut effects = Effects::default();
+        self.roll_back_conversions(records, error, now_ms, &mut effects);
         for record in records {
             if let GroupRecord::GroupMetadata {
                 group_id,

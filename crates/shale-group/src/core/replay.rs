@@ -26,6 +26,7 @@ impl CoordinatorShard {
     /// Applies a record that was appended to (or loaded from) the partition.
     pub fn replay(&mut self, record: &GroupRecord) {
         let now_ms = self.last_now_ms;
+        self.end_conversion(record.group_id());
         match record {
             GroupRecord::OffsetCommit {
                 group_id,

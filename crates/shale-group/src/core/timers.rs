@@ -54,6 +54,16 @@ impl Timers {
         }
     }
 
+    pub(crate) fn deadline_ms(&self, key: &TimerKey) -> Option<i64> {
+        self.deadlines.get(key).copied()
+    }
+
+    /// Every timer in deadline order (tests compare whole timer sets).
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> Vec<(i64, TimerKey)> {
+        self.queue.iter().cloned().collect()
+    }
+
     pub(crate) fn next_deadline_ms(&self) -> Option<i64> {
         self.queue.first().map(|(deadline, _)| *deadline)
     }

@@ -225,9 +225,13 @@ impl PartitionTask {
                         %error,
                         "failed to append group records"
                     );
-                    self.deliver(effects.replies, Some(error.to_group_error()));
+                    let error = error.to_group_error();
+                    self.deliver(effects.replies, Some(error.clone()));
                     let now_ms = self.clock.now_ms();
-                    queue.push_back(self.shard.on_append_failed(&effects.records, now_ms));
+                    queue.push_back(
+                        self.shard
+                            .on_append_failed(&effects.records, &error, now_ms),
+                    );
                 }
             }
         }

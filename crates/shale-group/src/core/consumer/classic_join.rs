@@ -189,7 +189,8 @@ impl CoordinatorShard {
             if !bump {
                 reconciled = self.reconcile_classic(&mut draft, &reconciled, &owned, false)?;
             }
-            self.apply_timer_actions(timers);
+            // The conversion saves the live members' timers first, then cancels them (the
+            // replaced member's too), so the timer changes of the replacement come after it.
             let records = self.convert_to_classic_group(
                 &draft.group,
                 &BTreeSet::new(),
@@ -197,6 +198,7 @@ impl CoordinatorShard {
                 now_ms,
                 effects,
             );
+            self.apply_timer_actions(timers);
             effects.records.extend(draft.records);
             effects.records.extend(records);
         } else {

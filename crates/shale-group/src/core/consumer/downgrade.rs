@@ -37,13 +37,15 @@ impl CoordinatorShard {
             // Nothing to fence: the epoch does not move.
             return Vec::new();
         }
+        if self.may_downgrade_without(&group, member_ids) {
+            // The conversion saves the members' timers (to restore them if its records are
+            // not written) before it cancels them.
+            return self.convert_to_classic_group(&group, member_ids, true, now_ms, effects);
+        }
         for member_id in member_ids {
             for key in self.consumer_member_timers(group_id, member_id) {
                 self.timers.cancel(&key);
             }
-        }
-        if self.may_downgrade_without(&group, member_ids) {
-            return self.convert_to_classic_group(&group, member_ids, true, now_ms, effects);
         }
         let mut draft = Draft::new(group);
         for member_id in member_ids {
@@ -92,6 +94,8 @@ impl CoordinatorShard {
     /// consumer group's tombstones, then the classic group's `GroupMetadata` with each member's
     /// target assignment. The classic group is installed at once (its rebalance needs it), as
     /// Kafka does; it rebalances when members left or a static member changed its subscription.
+    /// The consumer group (from the live state, which is the log's, not the `group` draft) and
+    /// its timers are saved until the records are replayed, and come back if they fail.
     pub(crate) fn convert_to_classic_group(
         &mut self,
         group: &ConsumerGroup,
@@ -101,6 +105,7 @@ impl CoordinatorShard {
         effects: &mut Effects,
     ) -> Vec<GroupRecord> {
         let group_id = group.group_id.clone();
+        self.save_conversion(&group_id);
         let mut records: Vec<GroupRecord> = group_tombstones(group)
             .into_iter()
             .map(GroupRecord::Consumer)
@@ -115,7 +120,15 @@ impl CoordinatorShard {
             group_id: group_id.clone(),
             value: Some(classic.to_record_value()),
         });
-        for member_id in group.members.keys() {
+        // The draft's members and the live group's (a replaced static member is only there).
+        let live = self.consumer_groups.get(&group_id);
+        let member_ids: BTreeSet<String> = group
+            .members
+            .keys()
+            .chain(live.into_iter().flat_map(|live| live.members.keys()))
+            .cloned()
+            .collect();
+        for member_id in &member_ids {
             for key in self.consumer_member_timers(&group_id, member_id) {
                 self.timers.cancel(&key);
             }

@@ -4,7 +4,8 @@
 //! Unlike classic groups, a consumer group changes only through its records: handlers build
 //! the records of a change on a draft copy of the group, and `replay` applies them
 //! once they were written (the partition task serves one request at a time, so the next request
-//! sees them). The records are Kafka's, so a group loads from `__consumer_offsets` with its
+//! sees them). Only the conversions between protocols change the shard before their records
+//! are written, and they are undone when the append fails (`rollback.rs`). The records are Kafka's, so a group loads from `__consumer_offsets` with its
 //! members, epochs and assignments. Timers (session and rebalance timeouts) are not stored:
 //! they restart when the partition is loaded.
 //!
@@ -25,6 +26,7 @@ mod leave;
 mod offsets;
 mod reconcile;
 mod replay;
+mod rollback;
 mod subscriptions;
 mod topics;
 mod upgrade;
@@ -33,6 +35,7 @@ use std::sync::Arc;
 
 pub(crate) use admin::{failed_consumer_description as failed_description, group_tombstones};
 pub use group::{ConsumerGroupState, MemberState};
+pub(crate) use rollback::Conversion;
 
 use super::timers::TimerKey;
 use super::CoordinatorShard;

@@ -80,6 +80,24 @@ impl Harness {
         }
     }
 
+    /// Like the runtime when the append of `effects.records` fails with `error`: nothing is
+    /// replayed or logged, the batch's replies carry the error, and the shard reacts.
+    pub(super) fn apply_failed(&mut self, effects: Effects, error: GroupError) {
+        let reaction = self
+            .shard
+            .on_append_failed(&effects.records, &error, self.now_ms);
+        let replies = effects
+            .replies
+            .into_iter()
+            .map(|(token, response)| (token, response.failed(error.clone())))
+            .collect();
+        self.apply(Effects {
+            replies,
+            records: Vec::new(),
+        });
+        self.apply(reaction);
+    }
+
     pub(super) fn advance(&mut self, ms: i64) {
         self.now_ms += ms;
         let effects = self.shard.tick(self.now_ms);

@@ -5,6 +5,7 @@ mod consumer_heartbeat;
 mod consumer_membership;
 mod consumer_migration;
 mod consumer_migration_policies;
+mod consumer_migration_rollback;
 mod consumer_offsets_admin;
 mod harness;
 mod join_sync;
