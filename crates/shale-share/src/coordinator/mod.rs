@@ -1,0 +1,1 @@
+//! The share coordinator: filled in by its own change.

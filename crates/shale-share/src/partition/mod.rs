@@ -1,0 +1,1 @@
+//! A share-partition on its leader: filled in by its own change.
