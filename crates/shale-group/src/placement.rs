@@ -9,13 +9,23 @@ pub fn java_string_hash(s: &str) -> i32 {
 }
 
 /// The `__consumer_offsets` partition of `group_id`: Kafka's `Utils.abs(hash) % n`, where
-/// `Utils.abs` masks the sign bit (so `i32::MIN` maps to 0 rather than overflowing).
+/// `Utils.abs` is the absolute value with `i32::MIN` mapped to 0 (not a sign mask: a negative
+/// hash gives a different partition under the two).
 /// `num_partitions` must be positive; a non-positive count yields partition 0.
 pub fn partition_for(group_id: &str, num_partitions: i32) -> i32 {
     if num_partitions <= 0 {
         return 0;
     }
-    (java_string_hash(group_id) & 0x7fff_ffff) % num_partitions
+    kafka_abs(java_string_hash(group_id)) % num_partitions
+}
+
+/// Kafka's `Utils.abs`: `|n|`, except that `i32::MIN` (which has no positive counterpart) is 0.
+pub fn kafka_abs(n: i32) -> i32 {
+    if n == i32::MIN {
+        0
+    } else {
+        n.abs()
+    }
 }
 
 #[cfg(test)]
@@ -38,16 +48,19 @@ mod tests {
     }
 
     #[test]
-    fn partition_uses_sign_masking() {
+    fn partition_uses_kafka_abs() {
         // hash == i32::MIN: Utils.abs gives 0, not an overflow.
         assert_eq!(partition_for("polygenelubricants", 50), 0);
         assert_eq!(partition_for("hello", 50), 99_162_322 % 50);
         assert_eq!(partition_for("a", 50), 47);
         assert_eq!(partition_for("anything", 1), 0);
         assert_eq!(partition_for("x", 0), 0);
-        // A negative hash: mask the sign bit, then take the remainder (as Kafka does).
-        assert_eq!(partition_for("my-group", 50), 36);
-        assert_eq!(partition_for("abcdefghij", 50), 39);
-        assert_eq!(partition_for("group-1", 50), 49);
+        // A negative hash: its absolute value, then the remainder. Apache Kafka 4.4 places
+        // "my-group" on __consumer_offsets partition 12 of 50 (FindCoordinator against it).
+        assert_eq!(partition_for("my-group", 50), 1_906_497_762 % 50);
+        assert_eq!(partition_for("my-group", 50), 12);
+        let negative = java_string_hash("abcdefghij");
+        assert!(negative < 0);
+        assert_eq!(partition_for("abcdefghij", 50), negative.abs() % 50);
     }
 }
