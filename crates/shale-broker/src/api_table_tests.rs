@@ -209,6 +209,7 @@ async fn every_key_is_answered(extra: &[&str], principal: &str) {
             peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
             listener_name: Arc::from("PLAINTEXT"),
             principal: Arc::from(principal),
+            connection_id: 0,
         };
         let answer = async {
             match request {

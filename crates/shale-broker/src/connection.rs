@@ -215,6 +215,7 @@ async fn serve_buffered<S: ClientStream>(
     mut buffered: BytesMut,
     idle: IdleTimer,
 ) {
+    let connection_id = NEXT_CONNECTION_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (mut reader, mut writer) = stream.into_halves();
     let in_flight_max = broker.config.queued_max_requests.clamp(1, 1024);
     let (tx, mut rx) = mpsc::channel::<Job>(in_flight_max);
@@ -318,6 +319,7 @@ async fn serve_buffered<S: ClientStream>(
                     peer,
                     listener_name: listener_name.clone(),
                     principal: principal.clone(),
+                    connection_id,
                 };
                 Job::Run(ctx, body, frame.len())
             }
@@ -340,7 +342,12 @@ async fn serve_buffered<S: ClientStream>(
     }
     drop(tx);
     let _ = writer_task.await;
+    broker.share.connection_closed(connection_id);
 }
+
+/// Numbers connections for [`RequestContext::connection_id`]; 0 is never given out (requests
+/// answered before a connection is served, during SASL, carry it).
+static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Handles one request: its outcome and the time the connection is then throttled for.
 async fn run(

@@ -18,6 +18,9 @@ pub struct RequestContext {
     /// RFC 2253 subject (`User:CN=app,O=Example`), on a SASL listener `User:` and the name the
     /// client authenticated with (`User:alice`). The authorizer checks it (`authorizer/`).
     pub principal: Arc<str>,
+    /// This broker's number for the connection the request came on (unique while it runs):
+    /// share sessions belong to a connection and go when it closes.
+    pub connection_id: u64,
 }
 
 /// Kafka's principal of an unauthenticated client (`KafkaPrincipal.ANONYMOUS`).

@@ -114,7 +114,7 @@ impl TopicImage {
 }
 
 pub fn is_internal_topic(name: &str) -> bool {
-    name == "__consumer_offsets" || name == "__transaction_state"
+    name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

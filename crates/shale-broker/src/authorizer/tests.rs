@@ -440,6 +440,7 @@ fn context(principal: &str, peer: &str) -> RequestContext {
         peer: peer.parse().unwrap(),
         listener_name: Arc::from("SASL_PLAINTEXT"),
         principal: Arc::from(principal),
+        connection_id: 0,
     }
 }
 

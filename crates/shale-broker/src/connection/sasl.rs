@@ -117,6 +117,7 @@ pub(super) async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
                     peer,
                     listener_name: listener_name.clone(),
                     principal: Arc::from(ANONYMOUS_PRINCIPAL),
+                    connection_id: 0,
                 };
                 let answered = match shale_protocol::decode_any_request(&ctx.header, body) {
                     Ok(Request::Kafka(request)) => api_table::dispatch(broker, &ctx, request).await,

@@ -27,10 +27,17 @@ pub struct CoordinatorAppend {
     partition: Arc<Partition>,
     /// The high watermark that covers the records.
     required_offset: i64,
+    /// The offset of the first record.
+    base_offset: i64,
     min_insync_replicas: i32,
 }
 
 impl CoordinatorAppend {
+    /// The offset the first record was given (the others follow it one by one).
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
     /// Waits until the in-sync replicas have the records (at once on a single replica).
     pub async fn replicated(self, timeout_ms: i32) -> Result<(), AckError> {
         delayed_produce::wait_replicated(
@@ -70,6 +77,7 @@ pub fn append_records(
     Ok(Some(CoordinatorAppend {
         partition: hosted,
         required_offset: appended.last_offset + 1,
+        base_offset: appended.last_offset + 1 - records.len() as i64,
         min_insync_replicas,
     }))
 }

@@ -14,6 +14,8 @@ const DECOMPRESSED_BATCH_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// One record met while replaying, with the batch it came in.
 pub struct ReplayedRecord<'a> {
     pub batch: &'a BatchHeader,
+    /// The record's offset in the partition.
+    pub offset: i64,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
 }
@@ -58,11 +60,13 @@ pub fn replay_partition(
                 None => &batch[HEADER_LEN..],
             };
             for record in decode_records(body_bytes, header.record_count)? {
-                if header.base_offset + i64::from(record.offset_delta) < offset {
+                let record_offset = header.base_offset + i64::from(record.offset_delta);
+                if record_offset < offset {
                     continue;
                 }
                 replay(ReplayedRecord {
                     batch: header,
+                    offset: record_offset,
                     key: record.key,
                     value: record.value,
                 });

@@ -11,6 +11,7 @@ mod quota;
 mod refusal;
 mod replica;
 mod sasl;
+mod share;
 mod txn;
 
 pub use authorization::{
@@ -26,6 +27,11 @@ pub use quota::{quota_error, quota_filter_error_code, QuotaRefusal};
 pub use refusal::Refusal;
 pub use replica::{ack_error_code, replica_error_code};
 pub use sasl::{sasl_error_code, SaslRefusal};
+pub use share::{
+    leader_error_code, persister_error_code, share_coordinator_error_code,
+    share_partition_error_code, share_session_error_code, share_state_error_code,
+    share_state_refusal_from_code, ShareStateRefusal,
+};
 pub use txn::{
     invalid_pattern_error_code, peer_verification_error, txn_coordinator_error_code,
     verification_error_code, verification_refusal, VerificationError,
