@@ -3,4 +3,8 @@
 mod ack_tests;
 mod acquire_tests;
 mod lock_tests;
+mod log_start_tests;
+mod persisted_tests;
 mod support;
+mod txn_tests;
+mod write_tests;
