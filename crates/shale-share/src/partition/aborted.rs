@@ -28,7 +28,7 @@ impl SharePartition {
                 .range(floor_key..=last)
                 .map(|(key, _)| *key)
                 .collect();
-            self.archive_records(first, last + 1, &keys, RecordState::Acquired, true);
+            self.archive_records(first, last + 1, &keys, RecordState::Acquired);
         }
         let filtered = subtract_ranges(acquired, &to_archive);
         let count = filtered

@@ -111,7 +111,7 @@ impl SharePartition {
         };
         let outcome = self.acknowledge_all(&mut context, batches);
         if let Err(error) = outcome {
-            self.roll_back(write_id, &context.changed, now_ms);
+            self.roll_back(write_id, now_ms);
             return Err(error);
         }
         if context.changed.is_empty() {
@@ -254,20 +254,23 @@ impl SharePartition {
         let BatchStates::PerOffset(offsets) = &mut cached.states else {
             return Ok(());
         };
-        let mut completed = 0;
+        let mut outcome = Ok(());
         for (offset, state) in offsets.range_mut(from..=batch.last_offset) {
             if state.state != RecordState::Acquired {
-                return Err(SharePartitionError::InvalidRecordState(
+                outcome = Err(SharePartitionError::InvalidRecordState(
                     "The offset cannot be acknowledged. The offset is not acquired.".to_string(),
                 ));
+                break;
             }
             if state.has_ongoing_transition() {
-                return Err(ongoing_transition());
+                outcome = Err(ongoing_transition());
+                break;
             }
             if state.member_id != context.member_id {
-                return Err(SharePartitionError::InvalidRecordState(
+                outcome = Err(SharePartitionError::InvalidRecordState(
                     "Member is not the owner of offset".to_string(),
                 ));
+                break;
             }
             match effects.at(*offset) {
                 Effect::Renew => state.lock_deadline_ms = Some(deadline_ms),
@@ -279,19 +282,16 @@ impl SharePartition {
                         max_delivery_count,
                         "",
                     ) {
-                        return Err(SharePartitionError::InvalidRecordState(
+                        outcome = Err(SharePartitionError::InvalidRecordState(
                             "Unable to acknowledge records for the batch".to_string(),
                         ));
+                        break;
                     }
                     context.changed.push(state_batch(*offset, *offset, state));
-                    if state.state.is_terminal() {
-                        completed += 1;
-                    }
                 }
             }
         }
-        self.delivery_complete_count += completed;
-        Ok(())
+        outcome
     }
 
     /// Kafka's acknowledgeCompleteBatch.
@@ -335,9 +335,6 @@ impl SharePartition {
             ));
         }
         context.changed.push(state_batch(first, last, state));
-        if state.state.is_terminal() {
-            self.delivery_complete_count += last - first + 1;
-        }
         Ok(())
     }
 }

@@ -177,7 +177,10 @@ impl InFlightState {
 
     /// Kafka's completeStateTransition. A failed change reverts to what it was, unless the lock
     /// ran out meanwhile: then the record is offered again, or archived at its last delivery.
-    /// The delivery count is not reverted, as in Kafka.
+    /// Kafka keeps the delivery count, reasoning that only acquisition changes it; a member's
+    /// release takes a delivery back, though, and kept after a failed write it would let the
+    /// record be delivered once more than the limit (or hand out a count of 0), so the count
+    /// reverts too.
     pub fn complete_transition(&mut self, committed: bool, now_ms: u64) {
         if committed || self.terminal {
             self.lock_deadline_ms = None;
@@ -187,6 +190,7 @@ impl InFlightState {
         let Some(before) = self.rollback.take() else {
             return;
         };
+        self.delivery_count = before.delivery_count;
         if self.lock_expired(now_ms) {
             self.state = if before.delivery_count >= before.max_delivery_count {
                 RecordState::Archived
@@ -236,10 +240,6 @@ impl InFlightBatch {
             last_offset,
             states: BatchStates::Whole(state),
         }
-    }
-
-    pub fn len(&self) -> i64 {
-        self.last_offset - self.first_offset + 1
     }
 
     pub fn whole_state(&self) -> Option<&InFlightState> {

@@ -69,8 +69,6 @@ pub struct SharePartition {
     start_offset: i64,
     end_offset: i64,
     gap_window: Option<GapWindow>,
-    /// Acknowledged and archived records at or above the start offset (KIP-1226).
-    delivery_complete_count: i64,
     state_epoch: i32,
     leader_epoch: i32,
     next_write_id: u64,
@@ -87,7 +85,6 @@ impl SharePartition {
             start_offset,
             end_offset: start_offset,
             gap_window: None,
-            delivery_complete_count: 0,
             state_epoch: 0,
             leader_epoch: 0,
             next_write_id: 1,
@@ -135,9 +132,6 @@ impl SharePartition {
                 batch.last_offset,
                 InFlightState::new(state, i32::from(batch.delivery_count), ""),
             );
-            if state.is_terminal() {
-                partition.delivery_complete_count += in_flight.len();
-            }
             partition.cached.insert(batch.first_offset, in_flight);
         }
         if let Some(last) = partition.cached.values().next_back() {
@@ -181,8 +175,23 @@ impl SharePartition {
         self.leader_epoch
     }
 
+    /// KIP-1226's delivery complete count: acknowledged and archived records at or above the
+    /// start offset. Kafka keeps it as a running count; counted here from the cache, it cannot
+    /// drift from the states (Kafka's misses a release whose failed write archives).
     pub fn delivery_complete_count(&self) -> i64 {
-        self.delivery_complete_count
+        self.cached
+            .range(..=self.end_offset)
+            .flat_map(|(_, batch)| batch.states())
+            .filter(|(_, _, state)| state.state.is_terminal())
+            .map(|(first, last, _)| {
+                let from = first.max(self.start_offset);
+                if last >= from {
+                    last - from + 1
+                } else {
+                    0
+                }
+            })
+            .sum()
     }
 
     /// How many batches are cached (Kafka's in-flight batch count).
@@ -202,12 +211,12 @@ impl SharePartition {
     /// `(start offset, delivery complete count)`, what DescribeShareGroupOffsets reports
     /// through the share coordinator.
     pub fn summary(&self) -> (i64, i64) {
-        (self.start_offset, self.delivery_complete_count)
+        (self.start_offset, self.delivery_complete_count())
     }
 
     /// KIP-1226's lag: the records up to `high_watermark` that still await delivery.
     pub fn lag(&self, high_watermark: i64) -> i64 {
-        (high_watermark - self.start_offset - self.delivery_complete_count).max(0)
+        (high_watermark - self.start_offset - self.delivery_complete_count()).max(0)
     }
 
     /// The state of `offset`, if it is cached.
@@ -283,15 +292,6 @@ impl SharePartition {
     fn gap_window_active(&self) -> bool {
         self.gap_window
             .is_some_and(|gap| gap.end_offset == self.end_offset)
-    }
-
-    /// Records acknowledged in a batch partly below the start offset count only from it.
-    fn in_flight_records_in_range(&self, first_offset: i64, last_offset: i64) -> i64 {
-        if last_offset >= self.start_offset {
-            last_offset - first_offset.max(self.start_offset) + 1
-        } else {
-            0
-        }
     }
 }
 

@@ -17,45 +17,19 @@ impl SharePartition {
         if self.cached.is_empty() {
             self.start_offset = log_start_offset;
             self.end_offset = log_start_offset;
-            self.delivery_complete_count = 0;
             return;
         }
-        let removed = self.count_terminal_records_below(log_start_offset);
         let keys: Vec<i64> = self.cached.keys().copied().collect();
         self.archive_records(
             self.start_offset,
             log_start_offset,
             &keys,
             RecordState::Available,
-            false,
         );
         self.start_offset = log_start_offset;
-        self.delivery_complete_count -= removed;
         if self.end_offset < self.start_offset {
             self.end_offset = self.start_offset;
         }
-    }
-
-    /// Kafka's countTerminalRecordsUpToNewLSO: the terminal records between the start offset
-    /// and `offset`, which leave the delivery complete count when the start offset passes them.
-    fn count_terminal_records_below(&self, offset: i64) -> i64 {
-        let mut count = 0;
-        for batch in self.cached.range(..offset).map(|(_, batch)| batch) {
-            if batch.last_offset < self.start_offset {
-                continue;
-            }
-            for (first, last, state) in batch.states() {
-                if !state.state.is_terminal() {
-                    continue;
-                }
-                let from = first.max(self.start_offset);
-                let to = last.min(offset - 1);
-                if from <= to {
-                    count += to - from + 1;
-                }
-            }
-        }
-        count
     }
 
     /// Kafka's archiveRecords: the records of the batches starting at `keys` that are in
@@ -66,7 +40,6 @@ impl SharePartition {
         to_offset: i64,
         keys: &[i64],
         initial_state: RecordState,
-        count_as_complete: bool,
     ) -> bool {
         let mut any_archived = false;
         for key in keys {
@@ -90,9 +63,6 @@ impl SharePartition {
                     continue;
                 }
                 state.archive();
-                if count_as_complete {
-                    self.delivery_complete_count += last - first + 1;
-                }
                 any_archived = true;
             }
         }
@@ -114,13 +84,7 @@ impl SharePartition {
             .range(floor_offset..base_offset)
             .map(|(key, _)| *key)
             .collect();
-        self.archive_records(
-            fetch_offset,
-            base_offset,
-            &keys,
-            RecordState::Available,
-            true,
-        );
+        self.archive_records(fetch_offset, base_offset, &keys, RecordState::Available);
     }
 
     /// Kafka's canMoveStartOffset: the record at the start offset is done and not waiting for
@@ -135,28 +99,25 @@ impl SharePartition {
         !state.has_ongoing_transition() && state.state.is_terminal()
     }
 
-    /// Kafka's findLastOffsetAcknowledgedAndMetadata: the end of the done prefix of the cache,
-    /// and how many of its records are at or above the start offset.
-    fn last_offset_acknowledged(&self) -> Option<(i64, i64)> {
+    /// Kafka's findLastOffsetAcknowledgedAndMetadata: the end of the done prefix of the cache.
+    fn last_offset_acknowledged(&self) -> Option<i64> {
         let gap_start_offset = self
             .gap_window_active()
             .then(|| self.gap_window.map(|gap| gap.gap_start_offset))
             .flatten();
         let mut last_acknowledged = None;
-        let mut terminal_records = 0;
         'batches: for batch in self.cached.values() {
             if gap_start_offset.is_some_and(|gap_start| batch.last_offset >= gap_start) {
                 break;
             }
-            for (first, last, state) in batch.states() {
+            for (_, last, state) in batch.states() {
                 if state.has_ongoing_transition() || !state.state.is_terminal() {
                     break 'batches;
                 }
                 last_acknowledged = Some(last);
-                terminal_records += self.in_flight_records_in_range(first, last);
             }
         }
-        last_acknowledged.map(|last| (last, terminal_records))
+        last_acknowledged
     }
 
     /// Kafka's maybeUpdateCachedStateAndOffsets: the start offset moves past the done records
@@ -165,7 +126,7 @@ impl SharePartition {
         if !self.can_move_start_offset() {
             return false;
         }
-        let Some((last_acknowledged, terminal_records)) = self.last_offset_acknowledged() else {
+        let Some(last_acknowledged) = self.last_offset_acknowledged() else {
             return false;
         };
         let Some(last_cached_offset) = self.cached.values().next_back().map(|b| b.last_offset)
@@ -177,7 +138,6 @@ impl SharePartition {
             self.start_offset = self.start_offset.max(last_cached_offset + 1);
             self.end_offset = self.end_offset.max(self.start_offset);
             self.cached.clear();
-            self.delivery_complete_count = 0;
             return true;
         }
         let Some((&floor_key, floor_batch)) = self.cached.range(..=last_acknowledged).next_back()
@@ -211,7 +171,6 @@ impl SharePartition {
                     .map(|(key, _)| *key)
             }
         };
-        self.delivery_complete_count -= terminal_records;
         if let Some(last_key) = last_key_to_remove {
             let kept = self.cached.split_off(&(last_key + 1));
             self.cached = kept;

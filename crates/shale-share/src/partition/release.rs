@@ -15,7 +15,6 @@ impl SharePartition {
         let start_offset = self.start_offset;
         let max_delivery_count = self.max_delivery_count();
         let mut changed = Vec::new();
-        let mut completed = 0;
         let mut failed = false;
         'batches: for cached in self.cached.values_mut() {
             if let Some(state) = cached.whole_state() {
@@ -56,9 +55,6 @@ impl SharePartition {
                             break 'batches;
                         }
                         changed.push(state_batch(*offset, *offset, state));
-                        if *offset >= start_offset && state.state.is_terminal() {
-                            completed += 1;
-                        }
                     }
                 }
                 BatchStates::Whole(state) => {
@@ -81,15 +77,11 @@ impl SharePartition {
                         break;
                     }
                     changed.push(state_batch(first, last, state));
-                    if state.state.is_terminal() && last >= start_offset {
-                        completed += last - first.max(start_offset) + 1;
-                    }
                 }
             }
         }
-        self.delivery_complete_count += completed;
         if failed {
-            self.roll_back(write_id, &changed, now_ms);
+            self.roll_back(write_id, now_ms);
             return None;
         }
         if changed.is_empty() {

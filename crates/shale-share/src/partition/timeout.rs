@@ -15,7 +15,6 @@ impl SharePartition {
         let start_offset = self.start_offset;
         let max_delivery_count = self.max_delivery_count();
         let mut changed = Vec::new();
-        let mut completed = 0;
         for cached in self.cached.values_mut() {
             if let Some(state) = cached.whole_state() {
                 let start_within =
@@ -51,12 +50,8 @@ impl SharePartition {
                 }
                 state.lock_deadline_ms = None;
                 changed.push(state_batch(first, last, state));
-                if state.state.is_terminal() && last >= start_offset {
-                    completed += last - first.max(start_offset) + 1;
-                }
             }
         }
-        self.delivery_complete_count += completed;
         if changed.is_empty() {
             return None;
         }

@@ -11,7 +11,6 @@ use super::SharePartition;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PendingWrite {
     pub kind: WriteKind,
-    pub batches: Vec<StateBatch>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,20 +34,14 @@ impl SharePartition {
         kind: WriteKind,
         batches: Vec<StateBatch>,
     ) -> StateWrite {
-        self.pending.insert(
-            write_id,
-            PendingWrite {
-                kind,
-                batches: batches.clone(),
-            },
-        );
+        self.pending.insert(write_id, PendingWrite { kind });
         StateWrite {
             write_id,
             start_offset: self.start_offset,
             batches,
             state_epoch: self.state_epoch,
             leader_epoch: self.leader_epoch,
-            delivery_complete_count: i32::try_from(self.delivery_complete_count)
+            delivery_complete_count: i32::try_from(self.delivery_complete_count())
                 .unwrap_or(i32::MAX),
         }
     }
@@ -73,7 +66,7 @@ impl SharePartition {
                 released || moved
             }
             WriteKind::Transition => {
-                self.roll_back(write_id, &pending.batches, now_ms);
+                self.roll_back(write_id, now_ms);
                 false
             }
         };
@@ -94,19 +87,8 @@ impl SharePartition {
         any_available
     }
 
-    /// Reverts the changes of `write_id`; records they had made done and that are no longer
-    /// done leave the delivery complete count again.
-    pub(super) fn roll_back(&mut self, write_id: u64, batches: &[StateBatch], now_ms: u64) {
+    /// Reverts the changes of `write_id`.
+    pub(super) fn roll_back(&mut self, write_id: u64, now_ms: u64) {
         self.complete_transitions(write_id, false, now_ms);
-        for batch in batches {
-            let was_terminal = RecordState::from_persisted(batch.delivery_state).is_terminal();
-            let now_terminal = self
-                .record_state(batch.first_offset)
-                .is_some_and(|snapshot| snapshot.state.is_terminal());
-            if was_terminal && !now_terminal {
-                self.delivery_complete_count -=
-                    self.in_flight_records_in_range(batch.first_offset, batch.last_offset);
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ mod acquire_tests;
 mod lock_tests;
 mod log_start_tests;
 mod persisted_tests;
+mod property_tests;
 mod support;
 mod txn_tests;
 mod write_tests;
