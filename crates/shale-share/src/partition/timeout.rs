@@ -10,7 +10,9 @@ use super::SharePartition;
 
 impl SharePartition {
     /// Ends every lock whose deadline is at or before `now_ms`. A record whose change waits for
-    /// a write keeps its lock until that write's outcome decides.
+    /// a write keeps its lock until that write's outcome decides. A write returned means
+    /// records changed: waiting share fetches may be answered now, as Kafka completes them on
+    /// every expiry; the start offset moves once the write completes, whatever its outcome.
     pub fn expire_locks(&mut self, now_ms: u64) -> Option<StateWrite> {
         let start_offset = self.start_offset;
         let max_delivery_count = self.max_delivery_count();

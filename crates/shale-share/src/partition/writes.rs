@@ -56,10 +56,7 @@ impl SharePartition {
             };
         };
         let records_available = match pending.kind {
-            WriteKind::LockExpiry => {
-                self.maybe_update_cached_state_and_offsets();
-                true
-            }
+            WriteKind::LockExpiry => self.maybe_update_cached_state_and_offsets(),
             WriteKind::Transition if ok => {
                 let released = self.complete_transitions(write_id, true, now_ms);
                 let moved = self.maybe_update_cached_state_and_offsets();

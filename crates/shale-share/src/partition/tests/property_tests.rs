@@ -270,8 +270,25 @@ proptest! {
         };
         for op in &ops {
             let start_before = model.partition.start_offset();
+            let states_before: Vec<(i64, Option<RecordState>)> = (start_before
+                ..=model.partition.end_offset())
+                .map(|offset| (offset, model.partition.record_state(offset).map(|s| s.state)))
+                .collect();
             model.apply(op, &log)?;
             model.check(start_before)?;
+            // The start offset passes only records that were done (or waiting to be written
+            // as done) before the step.
+            let start_after = model.partition.start_offset();
+            for (offset, state) in &states_before {
+                if *offset < start_after {
+                    prop_assert!(
+                        state.is_some_and(RecordState::is_terminal),
+                        "the start offset passed {} in {:?}",
+                        offset,
+                        state
+                    );
+                }
+            }
         }
     }
 }
