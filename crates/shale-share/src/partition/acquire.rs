@@ -3,7 +3,7 @@
 //! already cached are acquired again where available, by their cached batch, or one by one
 //! where only some of a batch are available or its records are close to their last delivery.
 
-use super::in_flight::{DeliveryCountOps, InFlightBatch, InFlightState, RecordState};
+use super::in_flight::{BatchStates, DeliveryCountOps, InFlightBatch, InFlightState, RecordState};
 use super::types::{AcquireMode, AcquiredRecords, LogBatch, LogRead, ShareAcquiredRecords};
 use super::{clamp_delivery_count, SharePartition};
 
@@ -165,7 +165,7 @@ impl SharePartition {
             let Some(batch) = self.cached.get_mut(&key) else {
                 continue;
             };
-            let super::in_flight::BatchStates::Whole(state) = &mut batch.states else {
+            let BatchStates::Whole(state) = &mut batch.states else {
                 continue;
             };
             if !state.is_available()
@@ -348,7 +348,7 @@ impl SharePartition {
         let Some(batch) = self.cached.get_mut(&key) else {
             return 0;
         };
-        let super::in_flight::BatchStates::PerOffset(offsets) = &mut batch.states else {
+        let BatchStates::PerOffset(offsets) = &mut batch.states else {
             return 0;
         };
         let offset_count = i64::try_from(offsets.len()).unwrap_or(i64::MAX);
@@ -408,8 +408,8 @@ impl SharePartition {
             return false;
         };
         match &batch.states {
-            super::in_flight::BatchStates::Whole(state) => state.delivery_count >= limit,
-            super::in_flight::BatchStates::PerOffset(offsets) => {
+            BatchStates::Whole(state) => state.delivery_count >= limit,
+            BatchStates::PerOffset(offsets) => {
                 offsets
                     .range(request_first_offset..=request_last_offset)
                     .filter(|(_, state)| state.state == RecordState::Available)

@@ -8,4 +8,5 @@ mod persisted_tests;
 mod property_tests;
 mod support;
 mod txn_tests;
+mod types_tests;
 mod write_tests;
