@@ -45,8 +45,11 @@ pub fn validate_acknowledgement_batches(
         if batch.ack_types.is_empty() {
             return refuse("has no acknowledge type");
         }
-        let offsets = batch.last_offset - batch.first_offset + 1;
-        if batch.ack_types.len() > 1 && i64::try_from(batch.ack_types.len()) != Ok(offsets) {
+        let offsets = batch
+            .last_offset
+            .checked_sub(batch.first_offset)
+            .and_then(|span| span.checked_add(1));
+        if batch.ack_types.len() > 1 && i64::try_from(batch.ack_types.len()).ok() != offsets {
             return refuse("has neither one acknowledge type nor one per offset");
         }
         if batch
@@ -374,8 +377,13 @@ fn ack_effects(batch: &AckBatch) -> Result<AckEffects, SharePartitionError> {
         [] => Err(invalid()),
         [effect] => Ok(AckEffects::Whole(*effect)),
         _ => Ok(AckEffects::PerOffset(
-            (batch.first_offset..)
-                .zip(effects)
+            effects
+                .into_iter()
+                .enumerate()
+                .filter_map(|(index, effect)| {
+                    let index = i64::try_from(index).ok()?;
+                    Some((batch.first_offset.checked_add(index)?, effect))
+                })
                 .collect::<BTreeMap<i64, Effect>>(),
         )),
     }

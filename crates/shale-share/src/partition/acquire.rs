@@ -451,7 +451,7 @@ fn readable_batches(read: &LogRead) -> Vec<LogBatch> {
             batch.base_offset < read.high_watermark && batch.base_offset <= batch.last_offset
         })
         .map(|batch| LogBatch {
-            last_offset: batch.last_offset.min(read.high_watermark - 1),
+            last_offset: batch.last_offset.min(read.high_watermark.saturating_sub(1)),
             ..*batch
         })
         .collect()

@@ -68,6 +68,13 @@ fn validation_follows_kafka() {
     assert!(invalid(&[ack(0, 4, 5)], true));
     assert!(invalid(&[ack(0, 4, -1)], true));
     assert!(validate_acknowledgement_batches(&[per_offset(0, vec![0, ACCEPT, 0])], false).is_ok());
+    // Offsets from the wire at the ends of the range do not overflow.
+    let wide = AckBatch {
+        first_offset: i64::MIN,
+        last_offset: i64::MAX,
+        ack_types: vec![ACCEPT, ACCEPT],
+    };
+    assert!(invalid(&[wide], false));
 }
 
 trait WithLast {
