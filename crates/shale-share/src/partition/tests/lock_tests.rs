@@ -175,3 +175,42 @@ fn an_acknowledgement_after_the_lock_ran_out_is_refused() {
         Err(SharePartitionError::InvalidRecordState(_))
     ));
 }
+
+/// Kafka's testAcquisitionLockTimeoutCauseSPSOMoveForward: part of a batch reaches its last
+/// delivery, is archived at its lock's end, and the start offset moves past it while the batch
+/// stays cached.
+#[test]
+fn archiving_part_of_a_batch_moves_the_start_offset_into_it() {
+    let mut cfg = config();
+    cfg.delivery_count_limit = 2;
+    let mut p = SharePartition::new(cfg, 0);
+    let whole = read(0, vec![batch(0, 9)]);
+    p.acquire("a", AcquireMode::BatchOptimized, 100, 100, &whole, 0);
+    let write = p.expire_locks(LOCK_MS).expect("expiry");
+    p.complete_write(write.write_id, true, LOCK_MS);
+    assert_eq!(state(&p, 0), Some((RecordState::Available, 1)));
+
+    let first_half = read(0, vec![batch(0, 4)]);
+    let got = p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &first_half,
+        LOCK_MS,
+    );
+    assert_eq!(got.count, 5);
+    assert_eq!(p.record_state(5).and_then(|s| s.lock_deadline_ms), None);
+    assert_eq!(
+        p.record_state(4).and_then(|s| s.lock_deadline_ms),
+        Some(2 * LOCK_MS)
+    );
+
+    let write = p.expire_locks(2 * LOCK_MS).expect("expiry");
+    assert_eq!(state(&p, 0), Some((RecordState::Archived, 2)));
+    assert_eq!(state(&p, 5), Some((RecordState::Available, 1)));
+    assert_eq!(p.next_fetch_offset(), 5);
+    p.complete_write(write.write_id, true, 2 * LOCK_MS);
+    assert_eq!(p.start_offset(), 5);
+    assert_eq!(p.in_flight_batch_count(), 1);
+}

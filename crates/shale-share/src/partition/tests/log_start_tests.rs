@@ -99,3 +99,53 @@ fn cached_batches_compacted_away_are_archived() {
     assert_eq!(got.acquired[0].first_offset, 5);
     assert_eq!(state(&p, 0), Some((RecordState::Archived, 1)));
 }
+
+/// Two batches acquired, then the log start moves into the second: Kafka's
+/// testReleaseAcquiredRecordsBatchesPostStartOffsetMovementToMiddleOfBatch and its lock-timeout
+/// twin.
+fn acquired_then_log_start_inside_second_batch() -> crate::partition::SharePartition {
+    let mut p = partition();
+    p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &read(5, vec![batch(5, 9)]),
+        0,
+    );
+    p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &read(10, vec![batch(10, 14)]),
+        0,
+    );
+    p.update_log_start_offset(11);
+    assert_eq!(p.next_fetch_offset(), 15);
+    assert_eq!((p.start_offset(), p.end_offset()), (11, 14));
+    assert_eq!(p.in_flight_batch_count(), 2);
+    p
+}
+
+#[test]
+fn a_release_after_the_log_start_moved_inside_a_batch_archives_what_is_below_it() {
+    let mut p = acquired_then_log_start_inside_second_batch();
+    p.release_acquired_records("a", 1).expect("a release write");
+    assert_eq!(state(&p, 5), Some((RecordState::Archived, 1)));
+    assert_eq!(state(&p, 10), Some((RecordState::Archived, 1)));
+    // The release takes the delivery back (Kafka 4.2+'s DeliveryCountOps.DECREASE).
+    assert_eq!(state(&p, 11), Some((RecordState::Available, 0)));
+    assert_eq!(state(&p, 14), Some((RecordState::Available, 0)));
+}
+
+#[test]
+fn a_lock_timeout_after_the_log_start_moved_inside_a_batch_archives_what_is_below_it() {
+    let mut p = acquired_then_log_start_inside_second_batch();
+    p.expire_locks(LOCK_MS).expect("an expiry write");
+    assert_eq!(state(&p, 5), Some((RecordState::Archived, 1)));
+    assert_eq!(state(&p, 10), Some((RecordState::Archived, 1)));
+    assert_eq!(state(&p, 11), Some((RecordState::Available, 1)));
+    assert_eq!(state(&p, 14), Some((RecordState::Available, 1)));
+    assert_eq!(p.record_state(5).map(|s| s.member_id), Some(String::new()));
+}
