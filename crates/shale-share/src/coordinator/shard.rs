@@ -224,11 +224,10 @@ impl ShareCoordinatorShard {
             None => ShareGroupOffset::from_update(value),
         };
         self.states.insert(key.clone(), merged);
-        // Kafka counts the first update after a snapshot as 0.
         self.updates_since_snapshot
             .entry(key.clone())
             .and_modify(|count| *count += 1)
-            .or_insert(0);
+            .or_insert(1);
     }
 
     fn replay_tombstone(&mut self, offset: i64, key: &SharePartitionKey) {

@@ -552,16 +552,15 @@ fn a_snapshot_follows_the_configured_number_of_updates() {
         kinds.extend(outcome.records.iter().map(ShareRecord::kind));
         h.apply(&outcome.records);
     }
-    // Kafka counts the first update after the initializing snapshot as zero, so the
-    // snapshot comes with the fourth write; the snapshot resets the count.
+    // Two updates, then a snapshot, which starts the count again.
     use RecordKind::{Snapshot, Update};
     assert_eq!(
         kinds,
-        vec![Update, Update, Update, Snapshot, Update, Update]
+        vec![Update, Update, Snapshot, Update, Update, Snapshot]
     );
     let state = h.shard.state(&key(0)).expect("state");
-    assert_eq!(state.snapshot_epoch, 1);
-    assert_eq!(state.create_timestamp_ms, NOW_MS + 3);
+    assert_eq!(state.snapshot_epoch, 2);
+    assert_eq!(state.create_timestamp_ms, NOW_MS + 5);
     assert_eq!(
         state.batches,
         vec![batch(0, 59, DeliveryState::Acknowledged, 1)]
