@@ -211,3 +211,37 @@ proptest! {
         }
     }
 }
+
+fn parse_rows(text: &str) -> Vec<StateBatch> {
+    let rows: Vec<Row> = text
+        .split(';')
+        .map(str::trim)
+        .filter(|piece| !piece.is_empty())
+        .map(|piece| {
+            let fields: Vec<i64> = piece
+                .split(',')
+                .map(|field| field.trim().parse().expect("a number"))
+                .collect();
+            (fields[0], fields[1], fields[2] as i8, fields[3] as i16)
+        })
+        .collect();
+    batches(&rows)
+}
+
+/// Random inputs and the lists Kafka 4.4's combiner made of them, one a line:
+/// `so far | new | start offset => combined`.
+#[test]
+fn random_lists_match_kafka() {
+    let cases = include_str!("combiner_kafka_cases.txt");
+    for line in cases.lines() {
+        let (input, expected) = line.split_once("=>").expect("an arrow");
+        let parts: Vec<&str> = input.split('|').collect();
+        let start_offset: i64 = parts[2].trim().parse().expect("a start offset");
+        assert_eq!(
+            combine_state_batches(&parse_rows(parts[0]), &parse_rows(parts[1]), start_offset),
+            parse_rows(expected),
+            "{line}"
+        );
+    }
+    assert_eq!(cases.lines().count(), 300);
+}
