@@ -77,10 +77,7 @@ pub enum ShareStateError {
     #[error("The leader epoch in the request is older than the epoch on the broker.")]
     FencedLeaderEpoch,
     /// FENCED_STATE_EPOCH: the state was re-initialized since the writer read it.
-    #[error(
-        "The share coordinator rejected the request because the share-group state epoch did \
-         not match."
-    )]
+    #[error("The coordinator rejected the request because the state epoch did not match.")]
     FencedStateEpoch,
     /// UNKNOWN_TOPIC_OR_PARTITION: not in the metadata the coordinator knows.
     #[error("This server does not host this topic-partition.")]
