@@ -58,23 +58,24 @@ pub fn coordinator_key(key: &SharePartitionKey) -> String {
     key.coordinator_key(&kafka_uuid_string(&key.topic_id))
 }
 
-/// `SharePartitionKey.getInstance(String)`: None where Kafka's `validate` throws. Java's
-/// `split(":")` drops trailing empty pieces, so `g:t:0:` is still three pieces; the group id
-/// is trimmed of leading and trailing characters up to U+0020 and must not end up empty.
+/// `SharePartitionKey.getInstance(String)` of Kafka 4.4: None where it throws. The partition
+/// and the topic id are the last two pieces, so a group id may hold colons; Java's
+/// `split(":")` drops trailing empty pieces, so `g:t:0:` parses as `g:t:0`. The group id is
+/// kept as it is, but must not be blank.
 pub fn parse_coordinator_key(text: &str) -> Option<SharePartitionKey> {
     let mut pieces: Vec<&str> = text.split(':').collect();
     while pieces.last().is_some_and(|piece| piece.is_empty()) {
         pieces.pop();
     }
-    let [group_id, topic_id, partition] = pieces.as_slice() else {
+    let [group_pieces @ .., topic_id, partition] = pieces.as_slice() else {
         return None;
     };
-    let group_id = group_id.trim_matches(|c: char| c <= ' ');
-    if group_id.is_empty() {
+    let group_id = group_pieces.join(":");
+    if group_pieces.is_empty() || group_id.trim_matches(|c: char| c <= ' ').is_empty() {
         return None;
     }
     Some(SharePartitionKey {
-        group_id: group_id.to_string(),
+        group_id,
         topic_id: parse_kafka_uuid(topic_id)?,
         partition: parse_java_int(partition)?,
     })

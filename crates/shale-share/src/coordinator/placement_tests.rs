@@ -119,37 +119,46 @@ fn coordinator_keys_round_trip() {
 }
 
 #[test]
-fn coordinator_keys_parse_as_kafkas_validate_accepts_them() {
-    let expected = key("group1", ID_COUNTING, 3);
-    // Trailing empty pieces vanish in Java's split; the group id is trimmed.
-    assert_eq!(
-        parse_coordinator_key("group1:ASNFZ4mrze_-3LqYdlQyEA:3::"),
-        Some(expected.clone())
-    );
-    assert_eq!(
-        parse_coordinator_key(" group1\t:ASNFZ4mrze_-3LqYdlQyEA:3"),
-        Some(expected.clone())
-    );
-    assert_eq!(
-        parse_coordinator_key("group1:ASNFZ4mrze_-3LqYdlQyEA:+3"),
-        Some(expected)
-    );
-    assert_eq!(
-        parse_coordinator_key("group1:ASNFZ4mrze_-3LqYdlQyEA:-3"),
-        Some(key("group1", ID_COUNTING, -3))
-    );
+fn coordinator_keys_parse_as_kafka_parses_them() {
+    let counting = |group_id: &str, partition| key(group_id, ID_COUNTING, partition);
+    // Answers of Kafka 4.4's SharePartitionKey.getInstance(String).
+    let accepted = [
+        ("group1:ASNFZ4mrze_-3LqYdlQyEA:3::", counting("group1", 3)),
+        (
+            " group1\t:ASNFZ4mrze_-3LqYdlQyEA:3",
+            counting(" group1\t", 3),
+        ),
+        ("group1:ASNFZ4mrze_-3LqYdlQyEA:+3", counting("group1", 3)),
+        ("group1:ASNFZ4mrze_-3LqYdlQyEA:-3", counting("group1", -3)),
+        ("a::b:ASNFZ4mrze_-3LqYdlQyEA:1", counting("a::b", 1)),
+        ("group1:ASNFZ4mrze_-3LqYdlQyEA==:3", counting("group1", 3)),
+        ("group1:_____________________x:1", key("group1", ID_ONES, 1)),
+    ];
+    for (text, expected) in accepted {
+        assert_eq!(parse_coordinator_key(text), Some(expected), "{text:?}");
+    }
     for refused in [
         "",
         "group1",
         "group1:ASNFZ4mrze_-3LqYdlQyEA",
+        ":ASNFZ4mrze_-3LqYdlQyEA:3",
         "group1:ASNFZ4mrze_-3LqYdlQyEA:3:4",
         "  :ASNFZ4mrze_-3LqYdlQyEA:3",
         "group1::3",
-        "group1:ASNFZ4mrze_-3LqYdlQyEA:x",
         "group1:ASNFZ4mrze_-3LqYdlQyEA: 3",
         "group1:ASNFZ4mrze_-3LqYdlQyEA:2147483648",
         "group1:ASNFZ4mrze_-3LqYdlQyEA:+",
+        "group1:ASNFZ4mrze_-3LqYdlQyEA=:3",
     ] {
         assert_eq!(parse_coordinator_key(refused), None, "{refused:?}");
     }
+}
+
+#[test]
+fn group_ids_with_colons_round_trip() {
+    let original = key("team:a", ID_MIXED, 12);
+    assert_eq!(
+        parse_coordinator_key(&coordinator_key(&original)),
+        Some(original)
+    );
 }
