@@ -13,7 +13,8 @@ use uuid::Uuid;
 use super::combiner::combine_state_batches;
 use super::offsets::RedundantOffsets;
 use super::records::{
-    RecordKind, ShareRecord, ShareSnapshotValue, ShareUpdateValue, UNKNOWN_DELIVERY_COMPLETE_COUNT,
+    decode_record, RecordKind, ShareRecord, ShareRecordError, ShareSnapshotValue, ShareUpdateValue,
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
 };
 use super::requests::{
     DeleteStateAnswer, InitializeStateAnswer, InvalidRequest, Outcome, ReadStateAnswer,
@@ -194,6 +195,25 @@ impl ShareCoordinatorShard {
                 kind: RecordKind::Update,
                 ..
             } => {}
+        }
+    }
+
+    /// Decodes and applies one record of the partition while loading it: false for a record
+    /// type this version does not know, which Kafka's loader skips; an error for a record that
+    /// cannot be read, on which Kafka's load fails.
+    pub fn replay_bytes(
+        &mut self,
+        offset: i64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<bool, ShareRecordError> {
+        match decode_record(key, value) {
+            Ok(record) => {
+                self.replay(offset, &record);
+                Ok(true)
+            }
+            Err(error) if error.is_unknown_kind() => Ok(false),
+            Err(error) => Err(error),
         }
     }
 

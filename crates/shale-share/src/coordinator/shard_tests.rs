@@ -822,3 +822,24 @@ fn replaying_the_written_records_rebuilds_the_same_state() {
         h.shard.last_redundant_offset()
     );
 }
+
+#[test]
+fn loading_skips_unknown_record_types_and_stops_at_corrupt_ones() {
+    let mut h = Harness::new();
+    h.init(&key(0), 0, 0);
+    let mut loaded = ShareCoordinatorShard::new(ShareCoordinatorSettings::default());
+    let (key_bytes, value_bytes) = encode_record(&h.log[0]);
+    assert_eq!(
+        loaded.replay_bytes(0, &key_bytes, value_bytes.as_deref()),
+        Ok(true)
+    );
+    assert_eq!(loaded.state(&key(0)), h.shard.state(&key(0)));
+    let mut unknown = key_bytes.to_vec();
+    unknown[1] = 9;
+    assert_eq!(loaded.replay_bytes(1, &unknown, Some(&[0, 0])), Ok(false));
+    assert_eq!(
+        loaded.replay_bytes(2, &key_bytes, Some(&[0])),
+        Err(ShareRecordError::Truncated { buffer: "value" })
+    );
+    assert_eq!(loaded.state(&key(0)), h.shard.state(&key(0)));
+}
