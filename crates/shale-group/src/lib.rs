@@ -45,7 +45,10 @@ pub mod error;
 pub mod placement;
 pub mod records;
 pub mod runtime;
+pub mod share_types;
 pub mod types;
 
-pub use config::{GroupConfig, GroupConfigSource, GroupOverrides, MigrationPolicy};
+pub use config::{
+    GroupConfig, GroupConfigSource, GroupOverrides, MigrationPolicy, ShareGroupOverrides,
+};
 pub use error::GroupError;
