@@ -13,6 +13,8 @@ mod task;
 #[cfg(test)]
 mod consumer_tests;
 #[cfg(test)]
+mod share_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
