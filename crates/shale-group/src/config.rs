@@ -42,6 +42,17 @@ pub struct GroupConfig {
     pub consumer_migration_policy: MigrationPolicy,
     /// `group.coordinator.rebalance.protocols` contains `consumer`.
     pub consumer_protocol_enabled: bool,
+    /// `group.share.session.timeout.ms`
+    pub share_session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms`
+    pub share_heartbeat_interval_ms: i32,
+    /// `group.share.max.size`
+    pub share_group_size_max: usize,
+    /// `group.share.assignment.interval.ms` (KIP-1263), as the consumer protocol's.
+    pub share_assignment_interval_ms: i32,
+    /// `group.share.initialize.retry.interval.ms`: a share-partition whose state initialization
+    /// has not been reported after this long is initialized again.
+    pub share_initialize_retry_interval_ms: i64,
 }
 
 /// `group.consumer.migration.policy`: which online conversions between the classic and the
@@ -98,6 +109,11 @@ impl Default for GroupConfig {
             consumer_migration_policy: MigrationPolicy::Bidirectional,
             // Off until the broker's config turns it on.
             consumer_protocol_enabled: false,
+            share_session_timeout_ms: 45_000,
+            share_heartbeat_interval_ms: 5_000,
+            share_group_size_max: 200,
+            share_assignment_interval_ms: 1_000,
+            share_initialize_retry_interval_ms: 30_000,
         }
     }
 }
@@ -114,10 +130,28 @@ pub struct GroupOverrides {
     pub consumer_assignment_interval_ms: Option<i32>,
 }
 
+/// A share group's settings set on the GROUP config resource; `None` falls back to the
+/// broker's `group.share.*` value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShareGroupOverrides {
+    /// `share.session.timeout.ms`
+    pub share_session_timeout_ms: Option<i32>,
+    /// `share.heartbeat.interval.ms`
+    pub share_heartbeat_interval_ms: Option<i32>,
+    /// `share.assignment.interval.ms`
+    pub share_assignment_interval_ms: Option<i32>,
+}
+
 /// Where the coordinator reads a group's overrides, at each heartbeat (a change applies from
 /// the member's next heartbeat, as on Kafka).
 pub trait GroupConfigSource: Send + Sync {
     fn overrides(&self, group_id: &str) -> GroupOverrides;
+
+    /// A share group's overrides; none unless the source reads them.
+    fn share_overrides(&self, group_id: &str) -> ShareGroupOverrides {
+        let _ = group_id;
+        ShareGroupOverrides::default()
+    }
 }
 
 /// No group has overrides.

@@ -1,4 +1,4 @@
-//! The group coordinator (classic and consumer protocols) and committed offsets.
+//! The group coordinator (classic, consumer and share protocols) and committed offsets.
 //!
 //! - [`assignor`]: the server-side assignors of the consumer protocol (KIP-848).
 //! - [`placement`]: which `__consumer_offsets` partition coordinates a group.
@@ -35,6 +35,27 @@
 //! - Errors with Kafka's messages: `InvalidRequest`, `InvalidRegularExpression` carry them;
 //!   `UnsupportedAssignor(name)` is answered as "ServerAssignor {name} is not supported.
 //!   Supported assignors: {group.consumer.assignors joined by ", "}.".
+//!
+//! # Share groups (KIP-932)
+//!
+//! - ShareGroupHeartbeat: [`runtime::GroupCoordinator::share_group_heartbeat`] with the
+//!   request and the connection's client id and host (`/<ip>`). Kafka's refusals come back in
+//!   the outcome's response with their messages; `Err` is for NOT_COORDINATOR, loading and a
+//!   failed write. When the outcome carries `initialize`, answer the member first, then send
+//!   InitializeShareGroupState for those share-partitions (start offset and group epoch as
+//!   given) and report with [`runtime::GroupCoordinator::initialize_share_group_state`], or
+//!   with [`runtime::GroupCoordinator::uninitialize_share_group_state`] when it failed.
+//! - ShareGroupDescribe: [`runtime::GroupCoordinator::share_group_describe`] (assignor
+//!   "simple").
+//! - DeleteGroups: [`runtime::GroupCoordinator::prepare_share_groups_deletion`] first, then
+//!   DeleteShareGroupState for what it returns, then
+//!   [`runtime::GroupCoordinator::delete_groups`] for the groups whose state was deleted (and
+//!   the other ids of the request).
+//! - ListGroups lists share groups as type and protocol type "share"; JoinGroup to a share
+//!   group's id is INCONSISTENT_GROUP_PROTOCOL, offsets calls and ConsumerGroupHeartbeat
+//!   GROUP_ID_NOT_FOUND ("Group G is not a consumer group.").
+//! - Per-group `share.session.timeout.ms`, `share.heartbeat.interval.ms` and
+//!   `share.assignment.interval.ms`: [`GroupConfigSource::share_overrides`].
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod assignor;
@@ -45,7 +66,10 @@ pub mod error;
 pub mod placement;
 pub mod records;
 pub mod runtime;
+pub mod share_types;
 pub mod types;
 
-pub use config::{GroupConfig, GroupConfigSource, GroupOverrides, MigrationPolicy};
+pub use config::{
+    GroupConfig, GroupConfigSource, GroupOverrides, MigrationPolicy, ShareGroupOverrides,
+};
 pub use error::GroupError;

@@ -7,6 +7,7 @@
 //!
 //! - [`uniform`]: Kafka's `UniformAssignor` (`uniform`, the default), balanced and sticky.
 //! - [`range`]: Kafka's server-side `RangeAssignor` (`range`), co-partitioning topics.
+//! - [`simple`]: Kafka's `SimpleAssignor` of share groups (`simple`), where members share partitions.
 //!
 //! Both follow Apache Kafka 4.4's classes of the same names step for step. Where Kafka iterates a
 //! `HashMap` or `HashSet` (the members, the topics of a member's assignment) and the order decides
@@ -17,6 +18,7 @@
 
 mod order;
 pub mod range;
+pub mod simple;
 pub mod uniform;
 mod uniform_balancer;
 mod uniform_heterogeneous;

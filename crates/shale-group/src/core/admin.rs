@@ -63,7 +63,7 @@ impl CoordinatorShard {
         }
     }
 
-    /// Groups of this partition, classic and consumer; an empty `states` filter lists all.
+    /// Groups of this partition, classic, consumer and share; an empty `states` filter lists all.
     pub fn list_groups(&self, states: &[GroupState]) -> Vec<ListedGroup> {
         let names: Vec<String> = states
             .iter()
@@ -73,7 +73,7 @@ impl CoordinatorShard {
     }
 
     /// ListGroups v5+: `states` are Kafka's state names and `types` the group types
-    /// ("classic", "consumer"), both case-insensitive; an empty filter lets every group through.
+    /// ("classic", "consumer", "share"), both case-insensitive; an empty filter lets every group through.
     /// A name that is no state (or type) of a group matches nothing, as on Kafka.
     pub fn list_groups_filtered(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
         let wants =
@@ -100,6 +100,9 @@ impl CoordinatorShard {
         }
         if wants("consumer") {
             listed.extend(self.list_consumer_groups(states));
+        }
+        if wants("share") {
+            listed.extend(self.list_share_groups(states));
         }
         listed.sort_by(|left, right| left.group_id.cmp(&right.group_id));
         listed
@@ -129,6 +132,9 @@ impl CoordinatorShard {
         }
         if let Some(group) = self.consumer_groups.get(group_id) {
             return self.delete_consumer_group(group, &mut effects.records);
+        }
+        if let Some(group) = self.share_groups.get(group_id) {
+            return self.delete_share_group(group, &mut effects.records);
         }
         let group = self
             .groups

@@ -67,6 +67,10 @@ impl CoordinatorShard {
         {
             return Err(GroupError::InvalidSessionTimeout);
         }
+        // Kafka answers a JoinGroup to a share group with INCONSISTENT_GROUP_PROTOCOL.
+        if self.is_share_group(&request.group_id) {
+            return Err(GroupError::InconsistentGroupProtocol);
+        }
         // A classic member joins a live consumer group as one of its members (unless
         // `group.consumer.migration.policy` is `disabled`).
         if self.joins_consumer_group(&request.group_id) {

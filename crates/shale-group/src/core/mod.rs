@@ -20,6 +20,7 @@ mod membership;
 mod offsets;
 mod rebalance;
 mod replay;
+pub mod share;
 mod sync;
 mod timers;
 
@@ -32,12 +33,14 @@ use std::sync::Arc;
 pub use consumer::{AssignorLookup, ConsumerGroupState, ConsumerSettings, MemberState};
 pub use group::GroupState;
 pub use replay::{GroupSnapshot, ShardSnapshot};
+pub use share::ShareGroupState;
 
 use crate::assignor::TopicsImage;
 use crate::config::GroupConfig;
 use crate::consumer_types::ConsumerGroupHeartbeatResponse;
 use crate::error::GroupError;
 use crate::records::GroupRecord;
+use crate::share_types::{ShareGroupHeartbeatOutcome, SharePartitions};
 use crate::types::{
     DeleteGroupResult, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse,
     OffsetDeleteResponse, SyncGroupResponse,
@@ -60,6 +63,11 @@ pub enum Response {
     OffsetDelete(Result<OffsetDeleteResponse, GroupError>),
     DeleteGroups(Vec<DeleteGroupResult>),
     ConsumerHeartbeat(Result<ConsumerGroupHeartbeatResponse, GroupError>),
+    ShareHeartbeat(Result<ShareGroupHeartbeatOutcome, GroupError>),
+    /// The outcome of a share-state report (initialized or not).
+    ShareState(Result<(), GroupError>),
+    /// The share-partitions to delete before the groups are.
+    ShareDeletion(Result<BTreeMap<String, SharePartitions>, GroupError>),
 }
 
 impl Response {
@@ -73,6 +81,9 @@ impl Response {
             Response::OffsetCommit(_) => Response::OffsetCommit(Err(error)),
             Response::OffsetDelete(_) => Response::OffsetDelete(Err(error)),
             Response::ConsumerHeartbeat(_) => Response::ConsumerHeartbeat(Err(error)),
+            Response::ShareHeartbeat(_) => Response::ShareHeartbeat(Err(error)),
+            Response::ShareState(_) => Response::ShareState(Err(error)),
+            Response::ShareDeletion(_) => Response::ShareDeletion(Err(error)),
             Response::DeleteGroups(results) => Response::DeleteGroups(
                 results
                     .into_iter()
@@ -133,6 +144,8 @@ pub struct CoordinatorShard {
     pub(crate) consumer: ConsumerSettings,
     /// What protocol conversions replaced, kept until their records are replayed or fail.
     pub(crate) conversions: BTreeMap<String, consumer::Conversion>,
+    /// Share (KIP-932) groups; they hold no committed offsets.
+    pub(crate) share_groups: BTreeMap<String, share::group::ShareGroup>,
 }
 
 impl std::fmt::Debug for CoordinatorShard {
@@ -174,6 +187,7 @@ impl CoordinatorShard {
             topics_version: 0,
             consumer: ConsumerSettings::default(),
             conversions: BTreeMap::new(),
+            share_groups: BTreeMap::new(),
         }
     }
 
@@ -241,6 +255,10 @@ impl CoordinatorShard {
                     group_id,
                     member_id,
                 } => self.on_consumer_classic_timeout(&group_id, &member_id, now_ms, &mut effects),
+                TimerKey::ShareSession {
+                    group_id,
+                    member_id,
+                } => self.on_share_session_expired(&group_id, &member_id, now_ms, &mut effects),
             }
         }
         effects
@@ -278,6 +296,7 @@ impl CoordinatorShard {
             now_ms + self.config.offsets_retention_check_interval_ms,
         );
         self.start_consumer_timers(now_ms);
+        self.start_share_timers(now_ms);
     }
 
     /// The records of `records` could not be written (`error` is what their requests were

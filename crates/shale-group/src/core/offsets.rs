@@ -38,6 +38,10 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        // "Group G is not a consumer group.": share groups have no committed offsets.
+        if self.is_share_group(&request.group_id) {
+            return Err(GroupError::GroupIdNotFound);
+        }
         if let Some(group) = self.consumer_groups.get(&request.group_id) {
             self.validate_consumer_commit(group, &request, false)?;
             let (response, records) =
@@ -95,6 +99,10 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
+        // "Group G is not a consumer group.": share groups have no committed offsets.
+        if self.is_share_group(&request.group_id) {
+            return Err(GroupError::GroupIdNotFound);
+        }
         match (
             self.consumer_groups.get(&request.group_id),
             self.groups.get(&request.group_id),
@@ -122,6 +130,10 @@ impl CoordinatorShard {
     ) -> Result<OffsetFetchResponse, GroupError> {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
+        }
+        // "Group G is not a consumer group.": share groups have no committed offsets.
+        if self.is_share_group(&request.group_id) {
+            return Err(GroupError::GroupIdNotFound);
         }
         let group = self.groups.get(&request.group_id);
         let fetch = |topic: &str, partition: i32| -> OffsetFetchPartition {
@@ -197,6 +209,10 @@ impl CoordinatorShard {
     ) -> Result<OffsetDeleteResponse, GroupError> {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
+        }
+        // "Group G is not a consumer group.": share groups have no committed offsets.
+        if self.is_share_group(&request.group_id) {
+            return Err(GroupError::GroupIdNotFound);
         }
         if let Some(group) = self.consumer_groups.get(&request.group_id) {
             return Ok(self.delete_consumer_offsets(group, request, &mut effects.records));

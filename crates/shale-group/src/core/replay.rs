@@ -114,6 +114,7 @@ impl CoordinatorShard {
                 }
             }
             GroupRecord::Consumer(record) => self.replay_consumer(record),
+            GroupRecord::Share(record) => self.replay_share(record),
         }
     }
 

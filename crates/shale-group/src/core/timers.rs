@@ -25,6 +25,8 @@ pub(crate) enum TimerKey {
     ConsumerJoin { group_id: String, member_id: String },
     /// A classic member of a consumer group that joined must send SyncGroup before this.
     ConsumerSync { group_id: String, member_id: String },
+    /// A share group member's session timeout.
+    ShareSession { group_id: String, member_id: String },
 }
 
 #[derive(Debug, Default)]

@@ -3,7 +3,8 @@
 //!
 //! Keys start with an int16 version that names the record type: 0 and 1 are `OffsetCommitKey`,
 //! 2 is `GroupMetadataKey`; 3-8 and 16 are the consumer group records of KIP-848
-//! ([`consumer_records`]); other versions (share and streams groups) are not handled and are
+//! ([`consumer_records`]); 10-15 the share group records of KIP-932 ([`share_records`]); other
+//! versions (streams groups, Kafka 4.0's share partition metadata) are not handled and are
 //! skipped at load. Values start with their own int16 version. A null value is a tombstone.
 
 pub mod classic_member_metadata;
@@ -11,8 +12,10 @@ mod codec;
 pub mod consumer_protocol;
 pub mod consumer_records;
 mod consumer_values;
+pub mod share_records;
 
 pub use consumer_records::ConsumerRecord;
+pub use share_records::ShareRecord;
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -45,6 +48,8 @@ pub enum GroupRecord {
     },
     /// A consumer group (KIP-848) record.
     Consumer(ConsumerRecord),
+    /// A share group (KIP-932) record.
+    Share(ShareRecord),
 }
 
 impl GroupRecord {
@@ -53,6 +58,7 @@ impl GroupRecord {
             GroupRecord::OffsetCommit { group_id, .. }
             | GroupRecord::GroupMetadata { group_id, .. } => group_id,
             GroupRecord::Consumer(record) => record.group_id(),
+            GroupRecord::Share(record) => record.group_id(),
         }
     }
 }
@@ -141,6 +147,7 @@ pub fn encode_record(record: &GroupRecord) -> (Vec<u8>, Option<Vec<u8>>) {
             (key.bytes, value.as_ref().map(encode_group_metadata_value))
         }
         GroupRecord::Consumer(record) => consumer_records::encode(record),
+        GroupRecord::Share(record) => share_records::encode(record),
     }
 }
 
@@ -207,6 +214,11 @@ pub fn decode_record(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, Re
             Ok(GroupRecord::GroupMetadata { group_id, value })
         }
         3..=8 | 16 => Ok(GroupRecord::Consumer(consumer_records::decode(
+            key_version,
+            &mut key_reader,
+            value,
+        )?)),
+        10..=15 => Ok(GroupRecord::Share(share_records::decode(
             key_version,
             &mut key_reader,
             value,
@@ -306,5 +318,7 @@ fn decode_group_metadata_value(bytes: &[u8]) -> Result<GroupMetadataValue, Recor
 
 #[cfg(test)]
 mod consumer_tests;
+#[cfg(test)]
+mod share_tests;
 #[cfg(test)]
 mod tests;

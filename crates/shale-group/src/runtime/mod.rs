@@ -13,12 +13,15 @@ mod task;
 #[cfg(test)]
 mod consumer_tests;
 #[cfg(test)]
+mod share_tests;
+#[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 pub use log::{AppendFuture, EncodedRecord, GroupLog, GroupLogError};
 
@@ -31,6 +34,9 @@ use crate::core::{ConsumerSettings, CoordinatorShard, GroupState, Response};
 use crate::error::GroupError;
 use crate::placement::partition_for;
 use crate::records::{decode_record, GroupRecord};
+use crate::share_types::{
+    DescribedShareGroup, ShareGroupHeartbeatInput, ShareGroupHeartbeatOutcome,
+};
 use crate::types::*;
 use clock::Clock;
 use task::{Command, PartitionTask, ShardRequest};
@@ -292,6 +298,92 @@ impl GroupCoordinator {
         }
     }
 
+    /// ShareGroupHeartbeat. Answers once the records it wrote are committed; a refusal is in
+    /// the outcome's response with Kafka's message. When the outcome asks for share-state
+    /// initialization the broker sends InitializeShareGroupState and then reports with
+    /// [`GroupCoordinator::initialize_share_group_state`] or
+    /// [`GroupCoordinator::uninitialize_share_group_state`].
+    pub async fn share_group_heartbeat(
+        &self,
+        request: ShareGroupHeartbeatInput,
+    ) -> Result<ShareGroupHeartbeatOutcome, GroupError> {
+        let group_id = request.group_id.clone();
+        match self
+            .request(&group_id, ShardRequest::ShareHeartbeat(request))
+            .await?
+        {
+            Response::ShareHeartbeat(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// ShareGroupDescribe, in request order; a group this broker does not coordinate carries
+    /// NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS) in its `error`.
+    pub async fn share_group_describe(&self, group_ids: Vec<String>) -> Vec<DescribedShareGroup> {
+        self.describe_each(group_ids, Command::ShareDescribe, |group_id, error| {
+            DescribedShareGroup::failed(group_id, error, None)
+        })
+        .await
+    }
+
+    /// InitializeShareGroupState succeeded for these share-partitions of `group_id` (asked by a
+    /// heartbeat at `group_epoch`, which Kafka does not check either): they become assignable.
+    pub async fn initialize_share_group_state(
+        &self,
+        group_id: &str,
+        group_epoch: i32,
+        topics: BTreeMap<Uuid, BTreeSet<i32>>,
+    ) -> Result<(), GroupError> {
+        let _ = group_epoch;
+        let request = ShardRequest::ShareInitialized(group_id.to_owned(), topics);
+        match self.request(group_id, request).await? {
+            Response::ShareState(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// InitializeShareGroupState failed for these share-partitions of `group_id`: they are no
+    /// longer initializing, and a later heartbeat asks for them again.
+    pub async fn uninitialize_share_group_state(
+        &self,
+        group_id: &str,
+        topics: BTreeMap<Uuid, BTreeSet<i32>>,
+    ) -> Result<(), GroupError> {
+        let request = ShardRequest::ShareUninitialized(group_id.to_owned(), topics);
+        match self.request(group_id, request).await? {
+            Response::ShareState(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// DeleteGroups, first step for share groups: the share-partitions whose state the broker
+    /// must delete with DeleteShareGroupState, by group, marked deleting in the groups' records.
+    /// Then [`GroupCoordinator::delete_groups`] deletes the groups (a share group with members
+    /// gets NON_EMPTY_GROUP there; one whose state deletion failed should be left out of it).
+    /// Groups this broker does not coordinate are left out too.
+    pub async fn prepare_share_groups_deletion(
+        &self,
+        group_ids: Vec<String>,
+    ) -> BTreeMap<String, BTreeMap<Uuid, BTreeSet<i32>>> {
+        let mut prepared = BTreeMap::new();
+        for (partition, indexes) in self.by_partition(&group_ids) {
+            let ids: Vec<String> = indexes
+                .iter()
+                .map(|index| group_ids[*index].clone())
+                .collect();
+            let Ok(commands) = self.commands_for_partition(partition) else {
+                continue;
+            };
+            if let Ok(Response::ShareDeletion(Ok(groups))) = self
+                .request_on(&commands, ShardRequest::SharePrepareDeletion(ids))
+                .await
+            {
+                prepared.extend(groups);
+            }
+        }
+        prepared
+    }
+
     /// ConsumerGroupDescribe, in request order; a group this broker does not coordinate
     /// carries NOT_COORDINATOR (or COORDINATOR_LOAD_IN_PROGRESS) in its `error`.
     pub async fn consumer_group_describe(
@@ -354,7 +446,7 @@ impl GroupCoordinator {
         receiver.await.map_err(|_| GroupError::NotCoordinator)?
     }
 
-    /// ListGroups v5+: states (Kafka's names) and types ("classic", "consumer") filters, both
+    /// ListGroups v5+: states (Kafka's names) and types ("classic", "consumer", "share") filters, both
     /// case-insensitive; empty filters list everything. COORDINATOR_LOAD_IN_PROGRESS while any
     /// partition is loading, as Kafka.
     pub async fn list_groups_filtered(

@@ -14,6 +14,7 @@ use super::log::GroupLog;
 use crate::core::{CoordinatorShard, Effects, GroupState, RequestToken, Response};
 use crate::error::GroupError;
 use crate::records::{encode_record, GroupRecord};
+use crate::share_types::{DescribedShareGroup, ShareGroupHeartbeatInput, SharePartitions};
 use crate::types::{
     DescribedGroup, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListedGroup,
     OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetFetchRequest,
@@ -30,6 +31,10 @@ pub(crate) enum ShardRequest {
     DeleteOffsets(OffsetDeleteRequest),
     DeleteGroups(Vec<String>),
     ConsumerHeartbeat(ConsumerGroupHeartbeatRequest),
+    ShareHeartbeat(ShareGroupHeartbeatInput),
+    ShareInitialized(String, SharePartitions),
+    ShareUninitialized(String, SharePartitions),
+    SharePrepareDeletion(Vec<String>),
 }
 
 pub(crate) enum Command {
@@ -55,6 +60,7 @@ pub(crate) enum Command {
         oneshot::Sender<Result<OffsetFetchResponse, GroupError>>,
     ),
     ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<DescribedConsumerGroup>>),
+    ShareDescribe(Vec<String>, oneshot::Sender<Vec<DescribedShareGroup>>),
     /// States and types filters of ListGroups v5+.
     ListFiltered(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     /// A topics image and its sequence number (older ones than the last seen are ignored).
@@ -141,6 +147,36 @@ impl PartitionTask {
                     ShardRequest::ConsumerHeartbeat(request) => {
                         self.shard.consumer_group_heartbeat(token, request, now_ms)
                     }
+                    ShardRequest::ShareHeartbeat(request) => {
+                        self.shard.share_group_heartbeat(token, request, now_ms)
+                    }
+                    ShardRequest::ShareInitialized(group_id, topics) => {
+                        let result = self
+                            .shard
+                            .initialize_share_group_state(&group_id, &topics, now_ms);
+                        let (records, reply) = match result {
+                            Ok(records) => (records, Ok(())),
+                            Err(error) => (Vec::new(), Err(error)),
+                        };
+                        Effects {
+                            replies: vec![(token, Response::ShareState(reply))],
+                            records,
+                        }
+                    }
+                    ShardRequest::ShareUninitialized(group_id, topics) => Effects {
+                        records: self
+                            .shard
+                            .uninitialize_share_group_state(&group_id, &topics, now_ms),
+                        replies: vec![(token, Response::ShareState(Ok(())))],
+                    },
+                    ShardRequest::SharePrepareDeletion(group_ids) => {
+                        let (to_delete, records) =
+                            self.shard.prepare_share_groups_deletion(&group_ids, now_ms);
+                        Effects {
+                            replies: vec![(token, Response::ShareDeletion(Ok(to_delete)))],
+                            records,
+                        }
+                    }
                 };
                 self.process(effects).await;
             }
@@ -186,6 +222,13 @@ impl PartitionTask {
                 let described = group_ids
                     .iter()
                     .map(|group_id| self.shard.describe_consumer_group(group_id))
+                    .collect();
+                let _ = reply.send(described);
+            }
+            Command::ShareDescribe(group_ids, reply) => {
+                let described = group_ids
+                    .iter()
+                    .map(|group_id| self.shard.describe_share_group(group_id))
                     .collect();
                 let _ = reply.send(described);
             }

@@ -36,6 +36,7 @@ use std::sync::Arc;
 pub(crate) use admin::{failed_consumer_description as failed_description, group_tombstones};
 pub use group::{ConsumerGroupState, MemberState};
 pub(crate) use rollback::Conversion;
+pub(crate) use subscriptions::metadata_hash;
 
 use super::timers::TimerKey;
 use super::CoordinatorShard;

@@ -42,6 +42,9 @@ impl CoordinatorShard {
             }
             effects.records.extend(draft.records);
         }
+        // Share groups move to a new epoch at their next heartbeat (as Kafka's); deleted
+        // topics leave their share-state metadata now.
+        self.cleanup_deleted_share_topics(&mut effects);
         effects
     }
 

@@ -13,3 +13,6 @@ mod membership;
 mod migration_harness;
 mod offsets_admin;
 mod random_operations;
+mod share_admin;
+mod share_harness;
+mod share_heartbeat;
