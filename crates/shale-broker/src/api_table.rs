@@ -17,6 +17,7 @@ use crate::groups;
 use crate::handlers;
 use crate::replication;
 use crate::request::RequestContext;
+use crate::share;
 use crate::txn;
 
 pub use crate::dispatch::ApiEntry;
@@ -317,6 +318,55 @@ declare_apis! {
     // TxnOffsetCommit are transaction version 2 (KIP-890), which ApiVersions finalises;
     // TxnOffsetCommit 6 names topics by id, WriteTxnMarkers 2 says each marker's
     // transaction version (KIP-1228).
+    ShareGroupHeartbeat 1..=1
+        access [
+            Read on Group,
+            Describe on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::share::share_group_heartbeat(broker, ctx, request).await);
+    ShareGroupDescribe 1..=1
+        access [
+            Describe on Group,
+            Describe on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::share::share_group_describe(broker, ctx, request).await);
+    ShareFetch 1..=1
+        access [
+            Read on Group,
+            Read on Topic,
+        ]
+        authorize [in handler]
+        handler reply(share::fetch::share_fetch(broker, ctx, request).await);
+    ShareAcknowledge 1..=1
+        access [
+            Read on Group,
+            Read on Topic,
+        ]
+        authorize [in handler]
+        handler reply(share::acknowledge::share_acknowledge(broker, ctx, request).await);
+    // The share-state APIs are sent by brokers to the share coordinator.
+    InitializeShareGroupState 0..=0
+        access [ClusterAction on Cluster]
+        authorize [in handler]
+        handler reply(share::state_apis::initialize(broker, ctx, request).await);
+    ReadShareGroupState 0..=0
+        access [ClusterAction on Cluster]
+        authorize [in handler]
+        handler reply(share::state_apis::read(broker, ctx, request).await);
+    WriteShareGroupState 0..=0
+        access [ClusterAction on Cluster]
+        authorize [in handler]
+        handler reply(share::state_apis::write(broker, ctx, request).await);
+    DeleteShareGroupState 0..=0
+        access [ClusterAction on Cluster]
+        authorize [in handler]
+        handler reply(share::state_apis::delete(broker, ctx, request).await);
+    ReadShareGroupStateSummary 0..=0
+        access [ClusterAction on Cluster]
+        authorize [in handler]
+        handler reply(share::state_apis::read_summary(broker, ctx, request).await);
     AddPartitionsToTxn 0..=5
         access [
             // The transactional id first, then each topic.

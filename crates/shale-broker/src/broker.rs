@@ -16,6 +16,7 @@ use crate::groups::GroupService;
 use crate::log_config::log_config_from;
 use crate::producer_id_source::ProducerIdSource;
 use crate::quotas::ClientQuotas;
+use crate::share::ShareService;
 use crate::txn::TxnService;
 
 /// The running broker's shared state.
@@ -30,6 +31,8 @@ pub struct Broker {
     pub replication: Followers,
     /// Client quotas: usage measured on this broker against the image's quotas.
     pub(crate) quotas: ClientQuotas,
+    /// Share groups: the share coordinator, the share-partitions led here, share sessions.
+    pub(crate) share: Arc<ShareService>,
 }
 
 /// The broker reads as its core (`broker.config`, `broker.replicas`, `broker.image()`): the
@@ -113,6 +116,7 @@ impl Broker {
         // Coordinators and fetchers follow what is hosted, also when some partitions failed.
         self.groups.reconcile(&self.core, image);
         self.txn.reconcile(&self.core, image);
+        self.share.reconcile(&self.core, image);
         self.replication.reconcile(image);
         self.core.mark_reconciled(image.offset);
         match hosted {

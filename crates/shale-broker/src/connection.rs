@@ -342,7 +342,7 @@ async fn serve_buffered<S: ClientStream>(
     }
     drop(tx);
     let _ = writer_task.await;
-    broker.share.connection_closed(connection_id);
+    broker.share.connection_closed(&broker.core, connection_id);
 }
 
 /// Numbers connections for [`RequestContext::connection_id`]; 0 is never given out (requests

@@ -26,6 +26,7 @@ mod quotas;
 pub mod replication;
 mod request;
 mod server;
+mod share;
 mod time;
 mod topic_creation;
 mod txn;

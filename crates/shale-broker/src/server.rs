@@ -148,11 +148,13 @@ impl Broker {
             groups.coordinator.clone(),
         ));
         let quotas = crate::quotas::ClientQuotas::from_config(&core.config);
+        let share = Arc::new(crate::share::ShareService::new(&core, &image));
         let broker = Arc::new(Broker {
             producer_ids: ProducerIdSource::default(),
             quotas,
             groups,
             txn,
+            share,
             replication: Followers::new(
                 Arc::downgrade(&core) as std::sync::Weak<dyn ReplicaContext>
             ),
@@ -474,6 +476,17 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
     let mut cleaner = tokio::time::interval(cleaner_every);
     let mut flush = tokio::time::interval(Duration::from_millis(1000));
     let mut snapshots = tokio::time::interval(Duration::from_secs(60));
+    // Kafka's share coordinator jobs: cold-partition snapshots and pruning of the state topic.
+    let share_every = Duration::from_millis(
+        broker
+            .share
+            .coordinator
+            .settings()
+            .cold_partition_snapshot_interval_ms
+            .min(broker.share.coordinator.settings().state_topic_prune_interval_ms)
+            .max(10),
+    );
+    let mut share_jobs = tokio::time::interval(share_every);
     loop {
         tokio::select! {
             _ = retention.tick() => {
@@ -499,6 +512,9 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             _ = snapshots.tick() => {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || b.replicas.checkpoint_producers(now_ms())).await;
+            }
+            _ = share_jobs.tick() => {
+                broker.share.coordinator.snapshot_and_prune(&broker.core).await;
             }
             _ = shutdown.changed() => return,
         }

@@ -17,6 +17,8 @@ use crate::request::RequestContext;
 /// Key type of a consumer group; 1 is a transactional id.
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
+/// KIP-932: the share coordinator of `groupId:topicId:partition` (brokers ask it, v6+).
+const KEY_TYPE_SHARE: i8 = 2;
 
 pub async fn handle(
     broker: &Arc<Broker>,
@@ -75,6 +77,25 @@ async fn find(
         KEY_TYPE_TRANSACTION => Some(ResourceType::TransactionalId),
         _ => None,
     };
+    if key_type == KEY_TYPE_SHARE {
+        if ctx.version() < 6 {
+            return failed(
+                ResponseError::InvalidRequest,
+                "Share coordinator lookup requires FindCoordinator version 6 or above.",
+            );
+        }
+        if !broker
+            .authz(ctx)
+            .allows_cluster(AclOperation::ClusterAction)
+        {
+            return Coordinator::default()
+                .with_key(StrBytes::from_string(key))
+                .with_node_id(BrokerId(-1))
+                .with_host(StrBytes::from_static_str(""))
+                .with_port(-1)
+                .with_error_code(crate::errors::cluster_authorization_failed_code());
+        }
+    }
     if let Some(resource) = checked {
         if !broker
             .authz(ctx)
@@ -110,6 +131,20 @@ async fn find(
                 );
             }
             broker.txn.coordinator_leader(broker, &key).await
+        }
+        KEY_TYPE_SHARE => {
+            let Some(share_key) = shale_share::coordinator::parse_coordinator_key(&key) else {
+                return failed(
+                    ResponseError::InvalidRequest,
+                    "Invalid coordinator key for share coordinator.",
+                );
+            };
+            broker.share.coordinator.ensure_state_topic(broker).await;
+            broker
+                .share
+                .coordinator
+                .leader_of(&broker.image(), &share_key)
+                .unwrap_or(-1)
         }
         _ => {
             return failed(

@@ -14,6 +14,7 @@ mod load;
 mod log;
 pub mod membership;
 pub mod offsets;
+pub mod share;
 mod topic_ids;
 mod topics_image;
 

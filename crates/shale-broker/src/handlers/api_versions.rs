@@ -33,6 +33,11 @@ fn valid_software_field(s: &str) -> bool {
 const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 const TRANSACTION_VERSION_MAX: i16 = 2;
 
+/// KIP-932's feature: level 1 enables share groups. Kafka 4.4 finalises 2 (KIP-1222's RENEW
+/// acknowledgements, ShareFetch and ShareAcknowledge v2), which Shale does not serve yet.
+const SHARE_VERSION_FEATURE: &str = "share.version";
+const SHARE_VERSION_MAX: i16 = 1;
+
 /// A feature this broker supports: its range, and the level finalised unless the metadata
 /// image holds another (Kafka 4.x formats a new cluster at the latest production levels).
 struct Feature {
@@ -54,6 +59,12 @@ const FEATURES: &[Feature] = &[
         min_version: 0,
         max_version: TRANSACTION_VERSION_MAX,
         default_level: TRANSACTION_VERSION_MAX,
+    },
+    Feature {
+        name: SHARE_VERSION_FEATURE,
+        min_version: 0,
+        max_version: SHARE_VERSION_MAX,
+        default_level: SHARE_VERSION_MAX,
     },
 ];
 

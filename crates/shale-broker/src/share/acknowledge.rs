@@ -144,7 +144,7 @@ pub async fn share_acknowledge(
                 .with_error_message(message.map(StrBytes::from_string))
                 .with_current_leader(
                     LeaderIdAndEpoch::default()
-                        .with_leader_id(BrokerId(leader_id))
+                        .with_leader_id(leader_id)
                         .with_leader_epoch(leader_epoch),
                 ),
         );

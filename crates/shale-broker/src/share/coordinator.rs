@@ -26,6 +26,29 @@ use crate::core::BrokerCore;
 use crate::internal_topics::SHARE_STATE_TOPIC;
 use crate::topic_creation::ensure_internal_topic;
 
+/// The shard's settings from the broker's `share.coordinator.*` configs.
+pub fn coordinator_settings(
+    config: &crate::config::ShareCoordinatorSettings,
+) -> ShareCoordinatorSettings {
+    let to_u64 = |v: i32| u64::try_from(v).unwrap_or(0);
+    ShareCoordinatorSettings {
+        snapshot_update_records_per_snapshot: usize::try_from(
+            config.snapshot_update_records_per_snapshot,
+        )
+        .unwrap_or(0),
+        state_topic_num_partitions: config.state_topic_num_partitions,
+        state_topic_replication_factor: config.state_topic_replication_factor,
+        state_topic_min_isr: config.state_topic_min_isr,
+        state_topic_segment_bytes: i64::from(config.state_topic_segment_bytes),
+        load_buffer_size: usize::try_from(config.load_buffer_size_bytes).unwrap_or(0),
+        write_timeout_ms: to_u64(config.write_timeout_ms),
+        cold_partition_snapshot_interval_ms: to_u64(config.cold_partition_snapshot_interval_ms),
+        state_topic_prune_interval_ms: to_u64(config.state_topic_prune_interval_ms),
+        append_linger_ms: config.append_linger_ms.map(to_u64),
+        ..ShareCoordinatorSettings::default()
+    }
+}
+
 enum ShardSlot {
     Loading,
     Active(Arc<tokio::sync::Mutex<ShareCoordinatorShard>>),

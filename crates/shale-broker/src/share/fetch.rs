@@ -133,7 +133,7 @@ fn to_wire(output: ShareFetchOutput) -> ShareFetchResponse {
                 )
                 .with_current_leader(
                     LeaderIdAndEpoch::default()
-                        .with_leader_id(BrokerId(leader_id))
+                        .with_leader_id(leader_id)
                         .with_leader_epoch(leader_epoch),
                 )
                 .with_records(answer.records)
@@ -233,8 +233,7 @@ pub async fn handle(
     };
     let image = broker.image();
     let mut output = ShareFetchOutput {
-        acquisition_lock_timeout_ms: i32::try_from(share.settings.record_lock_duration_ms)
-            .unwrap_or(i32::MAX),
+        acquisition_lock_timeout_ms: share.settings.record_lock_duration_ms,
         ..ShareFetchOutput::default()
     };
     let mut hints = LeaderHints::new(&image, &ctx.listener_name);

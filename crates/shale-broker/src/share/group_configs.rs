@@ -38,11 +38,11 @@ pub fn share_group_configs(
     let record_lock_duration_ms = number("share.record.lock.duration.ms")
         .map(|v| {
             v.clamp(
-                settings.record_lock_duration_ms_min,
-                settings.record_lock_duration_ms_max,
+                i64::from(settings.record_lock_duration_ms_min),
+                i64::from(settings.record_lock_duration_ms_max),
             )
         })
-        .unwrap_or(settings.record_lock_duration_ms);
+        .unwrap_or(i64::from(settings.record_lock_duration_ms));
     let delivery_count_limit = number("share.delivery.count.limit")
         .map(|v| {
             v.clamp(
@@ -50,8 +50,8 @@ pub fn share_group_configs(
                 i64::from(settings.delivery_count_limit_max),
             )
         })
-        .and_then(|v| i16::try_from(v).ok())
-        .unwrap_or(settings.delivery_count_limit);
+        .unwrap_or(i64::from(settings.delivery_count_limit));
+    let delivery_count_limit = i16::try_from(delivery_count_limit).unwrap_or(i16::MAX);
     let partition_max_record_locks = number("share.partition.max.record.locks")
         .map(|v| {
             v.clamp(
@@ -59,8 +59,8 @@ pub fn share_group_configs(
                 i64::from(settings.partition_max_record_locks_max),
             )
         })
-        .and_then(|v| usize::try_from(v).ok())
-        .unwrap_or(settings.partition_max_record_locks as usize);
+        .unwrap_or(i64::from(settings.partition_max_record_locks));
+    let partition_max_record_locks = usize::try_from(partition_max_record_locks).unwrap_or(0);
     ShareGroupConfigs {
         auto_offset_reset: configs
             .get("share.auto.offset.reset")

@@ -82,6 +82,7 @@ pub fn read_partition(
         bytes,
         headers,
         read: LogRead {
+            fetch_offset,
             batches,
             log_start_offset: found.log_start_offset,
             high_watermark: upper,

@@ -57,10 +57,13 @@ impl ShareService {
     pub fn new(core: &BrokerCore, image: &MetadataImage) -> Self {
         let settings = core.config.share_groups.clone();
         ShareService {
-            coordinator: ShareCoordinatorService::new(core.config.share_coordinator.clone(), image),
+            coordinator: ShareCoordinatorService::new(
+                coordinator::coordinator_settings(&core.config.share_coordinator),
+                image,
+            ),
             persister: Persister::default(),
             partitions: SharePartitions::default(),
-            sessions: Mutex::new(ShareSessionCache::new(settings.max_share_sessions)),
+            sessions: Mutex::new(ShareSessionCache::new(usize::try_from(settings.share_sessions_max).unwrap_or(0))),
             settings,
             records_available: Notify::new(),
             topics_seen: Mutex::new(Vec::new()),

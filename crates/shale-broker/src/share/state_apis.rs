@@ -22,15 +22,32 @@ use uuid::Uuid;
 use super::error::PersisterError;
 use super::persister::{local_call, StateCall, StateReply};
 use crate::broker::Broker;
-use crate::errors::persister_error_code;
+use crate::authorization::AclOperation;
+use crate::errors::{cluster_authorization_failed_code, persister_error_code};
+use crate::request::RequestContext;
+
+/// Only other brokers may call these (CLUSTER_ACTION on the cluster); `None` when allowed.
+fn refused(broker: &Arc<Broker>, ctx: &RequestContext) -> Option<PersisterError> {
+    (!broker.authz(ctx).allows_cluster(AclOperation::ClusterAction)).then(|| {
+        PersisterError::Peer {
+            node_id: broker.node_id(),
+            code: cluster_authorization_failed_code(),
+            message: "Cluster authorization failed.".into(),
+        }
+    })
+}
 
 async fn run(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     group_id: &str,
     topic_id: Uuid,
     partition: i32,
     call: StateCall,
 ) -> Result<StateReply, PersisterError> {
+    if let Some(refusal) = refused(broker, ctx) {
+        return Err(refusal);
+    }
     let key = SharePartitionKey {
         group_id: group_id.to_string(),
         topic_id,
@@ -51,6 +68,7 @@ fn error_of(result: &Result<StateReply, PersisterError>) -> (i16, Option<StrByte
 
 pub async fn initialize(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     request: InitializeShareGroupStateRequest,
 ) -> InitializeShareGroupStateResponse {
     let group_id = request.group_id.to_string();
@@ -62,7 +80,7 @@ pub async fn initialize(
                 state_epoch: p.state_epoch,
                 start_offset: p.start_offset,
             };
-            let (code, message) = error_of(&run(broker, &group_id, topic.topic_id, p.partition, call).await);
+            let (code, message) = error_of(&run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await);
             partitions.push(
                 initialize_share_group_state_response::PartitionResult::default()
                     .with_partition(p.partition)
@@ -81,6 +99,7 @@ pub async fn initialize(
 
 pub async fn read(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     request: ReadShareGroupStateRequest,
 ) -> ReadShareGroupStateResponse {
     let group_id = request.group_id.to_string();
@@ -91,7 +110,7 @@ pub async fn read(
             let call = StateCall::Read {
                 leader_epoch: p.leader_epoch,
             };
-            let result = run(broker, &group_id, topic.topic_id, p.partition, call).await;
+            let result = run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await;
             let (code, message) = error_of(&result);
             let mut answer = read_share_group_state_response::PartitionResult::default()
                 .with_partition(p.partition)
@@ -130,6 +149,7 @@ pub async fn read(
 
 pub async fn write(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     request: WriteShareGroupStateRequest,
 ) -> WriteShareGroupStateResponse {
     let group_id = request.group_id.to_string();
@@ -168,7 +188,7 @@ pub async fn write(
                     delivery_complete_count: -1,
                     batches,
                 });
-                error_of(&run(broker, &group_id, topic.topic_id, p.partition, call).await)
+                error_of(&run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await)
             };
             partitions.push(
                 write_share_group_state_response::PartitionResult::default()
@@ -188,6 +208,7 @@ pub async fn write(
 
 pub async fn delete(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     request: DeleteShareGroupStateRequest,
 ) -> DeleteShareGroupStateResponse {
     let group_id = request.group_id.to_string();
@@ -196,7 +217,7 @@ pub async fn delete(
         let mut partitions = Vec::new();
         for p in topic.partitions {
             let (code, message) = error_of(
-                &run(broker, &group_id, topic.topic_id, p.partition, StateCall::Delete).await,
+                &run(broker, ctx, &group_id, topic.topic_id, p.partition, StateCall::Delete).await,
             );
             partitions.push(
                 delete_share_group_state_response::PartitionResult::default()
@@ -216,6 +237,7 @@ pub async fn delete(
 
 pub async fn read_summary(
     broker: &Arc<Broker>,
+    ctx: &RequestContext,
     request: ReadShareGroupStateSummaryRequest,
 ) -> ReadShareGroupStateSummaryResponse {
     let group_id = request.group_id.to_string();
@@ -223,7 +245,7 @@ pub async fn read_summary(
     for topic in request.topics {
         let mut partitions = Vec::new();
         for p in topic.partitions {
-            let result = run(broker, &group_id, topic.topic_id, p.partition, StateCall::Summary).await;
+            let result = run(broker, ctx, &group_id, topic.topic_id, p.partition, StateCall::Summary).await;
             let (code, message) = error_of(&result);
             let mut answer = read_share_group_state_summary_response::PartitionResult::default()
                 .with_partition(p.partition)
