@@ -16,3 +16,4 @@ mod random_operations;
 mod share_admin;
 mod share_harness;
 mod share_heartbeat;
+mod share_random_operations;
