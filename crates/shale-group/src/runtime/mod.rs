@@ -356,6 +356,22 @@ impl GroupCoordinator {
         }
     }
 
+    /// The share-partitions of `group_id` that have state: DescribeShareGroupOffsets for all
+    /// topics reads these from the share coordinator (none for an unknown group, as Kafka).
+    pub async fn share_group_initialized_partitions(
+        &self,
+        group_id: &str,
+    ) -> Result<BTreeMap<Uuid, BTreeSet<i32>>, GroupError> {
+        let commands = self.commands_for(group_id)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::ShareInitializedPartitions(group_id.to_owned(), reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)
+    }
+
     /// DeleteGroups, first step for share groups: the share-partitions whose state the broker
     /// must delete with DeleteShareGroupState, by group, marked deleting in the groups' records.
     /// Then [`GroupCoordinator::delete_groups`] deletes the groups (a share group with members

@@ -84,6 +84,14 @@ async fn a_share_group_assigns_initialized_partitions_and_survives_a_failover() 
         .initialize_share_group_state(GROUP, initialize.group_epoch, topics)
         .await
         .unwrap();
+    assert_eq!(
+        first.share_group_initialized_partitions(GROUP).await,
+        Ok(BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))]))
+    );
+    assert_eq!(
+        first.share_group_initialized_partitions("unknown").await,
+        Ok(BTreeMap::new())
+    );
     let assigned = first.share_group_heartbeat(beat("m1", 2)).await.unwrap();
     assert_eq!(assigned.response.member_epoch, 3);
     assert_eq!(

@@ -61,6 +61,7 @@ pub(crate) enum Command {
     ),
     ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<DescribedConsumerGroup>>),
     ShareDescribe(Vec<String>, oneshot::Sender<Vec<DescribedShareGroup>>),
+    ShareInitializedPartitions(String, oneshot::Sender<SharePartitions>),
     /// States and types filters of ListGroups v5+.
     ListFiltered(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     /// A topics image and its sequence number (older ones than the last seen are ignored).
@@ -231,6 +232,9 @@ impl PartitionTask {
                     .map(|group_id| self.shard.describe_share_group(group_id))
                     .collect();
                 let _ = reply.send(described);
+            }
+            Command::ShareInitializedPartitions(group_id, reply) => {
+                let _ = reply.send(self.shard.initialized_share_partitions(&group_id));
             }
             Command::ListFiltered(states, types, reply) => {
                 let _ = reply.send(self.shard.list_groups_filtered(&states, &types));
