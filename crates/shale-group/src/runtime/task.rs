@@ -1,20 +1,23 @@
 //! The task that owns one partition's [`CoordinatorShard`]: it serves commands one at a time,
 //! fires the shard's timers, appends records and replays them before answering.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::assignor::TopicsImage;
 use crate::consumer_types::{ConsumerGroupHeartbeatRequest, DescribedConsumerGroup};
 
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 use super::clock::Clock;
 use super::log::GroupLog;
 use crate::core::{CoordinatorShard, Effects, GroupState, RequestToken, Response};
 use crate::error::GroupError;
 use crate::records::{encode_record, GroupRecord};
-use crate::share_types::{DescribedShareGroup, ShareGroupHeartbeatInput, SharePartitions};
+use crate::share_types::{
+    DescribedShareGroup, ShareGroupHeartbeatInput, ShareOffsetsTopic, SharePartitions,
+};
 use crate::types::{
     DescribedGroup, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListedGroup,
     OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetFetchRequest,
@@ -35,6 +38,9 @@ pub(crate) enum ShardRequest {
     ShareInitialized(String, SharePartitions),
     ShareUninitialized(String, SharePartitions),
     SharePrepareDeletion(Vec<String>),
+    ShareAlterOffsets(String, Vec<ShareOffsetsTopic>),
+    SharePrepareOffsetsDeletion(String, Vec<String>),
+    ShareCompleteOffsetsDeletion(String, BTreeSet<Uuid>),
 }
 
 pub(crate) enum Command {
@@ -168,6 +174,30 @@ impl PartitionTask {
                         records: self
                             .shard
                             .uninitialize_share_group_state(&group_id, &topics, now_ms),
+                        replies: vec![(token, Response::ShareState(Ok(())))],
+                    },
+                    ShardRequest::ShareAlterOffsets(group_id, topics) => {
+                        let (outcome, records) = self
+                            .shard
+                            .alter_share_group_offsets(&group_id, &topics, now_ms);
+                        Effects {
+                            replies: vec![(token, Response::ShareAlterOffsets(Ok(outcome)))],
+                            records,
+                        }
+                    }
+                    ShardRequest::SharePrepareOffsetsDeletion(group_id, names) => {
+                        let (outcome, records) = self
+                            .shard
+                            .prepare_share_group_offsets_deletion(&group_id, &names, now_ms);
+                        Effects {
+                            replies: vec![(token, Response::ShareOffsetsDeletion(Ok(outcome)))],
+                            records,
+                        }
+                    }
+                    ShardRequest::ShareCompleteOffsetsDeletion(group_id, topic_ids) => Effects {
+                        records: self
+                            .shard
+                            .complete_share_group_offsets_deletion(&group_id, &topic_ids, now_ms),
                         replies: vec![(token, Response::ShareState(Ok(())))],
                     },
                     ShardRequest::SharePrepareDeletion(group_ids) => {
