@@ -28,6 +28,8 @@ mod placement_tests;
 #[cfg(test)]
 mod records_tests;
 #[cfg(test)]
+mod settings_tests;
+#[cfg(test)]
 mod shard_kafka_tests;
 #[cfg(test)]
 mod shard_tests;
