@@ -45,7 +45,8 @@ pub use records::{
 };
 pub use requests::{
     DeleteStateAnswer, InitializeStateAnswer, InvalidRequest, Outcome, ReadStateAnswer,
-    ReadStateSummaryAnswer, ShareStateError, StateSummary, WriteStateAnswer, WriteStateRequest,
+    ReadStateSummaryAnswer, ShareOperation, ShareStateError, StateSummary, WriteStateAnswer,
+    WriteStateRequest,
 };
 pub use settings::ShareCoordinatorSettings;
 pub use shard::{ShareCoordinatorShard, ShareGroupOffset};

@@ -843,3 +843,27 @@ fn loading_skips_unknown_record_types_and_stops_at_corrupt_ones() {
     );
     assert_eq!(loaded.state(&key(0)), h.shard.state(&key(0)));
 }
+
+#[test]
+fn failed_operations_are_described_as_kafka_describes_them() {
+    assert_eq!(
+        ShareOperation::WriteState.failure_message("The coordinator is not available."),
+        "Unable to write share group state: The coordinator is not available."
+    );
+    assert_eq!(
+        ShareOperation::ReadStateSummary.failure_message("x"),
+        "Unable to read share group state summary: x"
+    );
+    assert_eq!(
+        ShareOperation::InitializeState.failure_message("x"),
+        "Unable to initialize share group state: x"
+    );
+    assert_eq!(
+        ShareOperation::ReadState.failure_message("x"),
+        "Unable to read share group state: x"
+    );
+    assert_eq!(
+        ShareOperation::DeleteState.failure_message("x"),
+        "Unable to delete share group state: x"
+    );
+}
