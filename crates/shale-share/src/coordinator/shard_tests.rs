@@ -867,3 +867,29 @@ fn failed_operations_are_described_as_kafka_describes_them() {
         "Unable to delete share group state: x"
     );
 }
+
+#[test]
+fn a_group_id_too_long_for_the_record_is_refused() {
+    let h = Harness::new();
+    let long = SharePartitionKey {
+        group_id: "g".repeat(32_768),
+        ..key(0)
+    };
+    let outcome = h.shard.initialize_state(&long, 0, 0, NOW_MS);
+    assert!(outcome.records.is_empty());
+    assert_eq!(
+        outcome.answer,
+        Err(ShareStateError::UnknownServerError(
+            "Unable to initialize share group state: 'groupId' field is too long to be serialized"
+                .to_string()
+        ))
+    );
+    let longest = SharePartitionKey {
+        group_id: "g".repeat(32_767),
+        ..key(0)
+    };
+    assert_eq!(
+        h.shard.initialize_state(&longest, 0, 0, NOW_MS).answer,
+        Ok(())
+    );
+}
