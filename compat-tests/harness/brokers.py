@@ -30,6 +30,18 @@ COMMON_PROPERTIES = {
     "group.consumer.session.timeout.ms": "8000",
     "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "500",
+    # Share groups (KIP-932): the state topic must fit one node; the share_* scenarios need a
+    # member's expiry and a heartbeat quicker than Kafka's 45 s and 5 s (the minimums are lowered
+    # with them), a lock duration a group may lower to a few seconds (Kafka's minimum is 15 s),
+    # and a small delivery count limit (Kafka's default is 5, its minimum 2).
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.session.timeout.ms": "8000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.delivery.count.limit": "3",
 }
 
 
@@ -128,7 +140,10 @@ class Broker:
         return f"127.0.0.1:{self.port}"
 
     def _spawn(self, cmd, ready_marker: str, timeout_s: float, env=None):
+        self._launch = (cmd, ready_marker, timeout_s, env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # A restarted broker appends to the same log: only what it writes counts as its ready line.
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         log_file = open(self.log_path, "ab")
         log_file.write(("$ " + " ".join(cmd) + "\n").encode())
         log_file.flush()
@@ -149,7 +164,7 @@ class Broker:
                     f"{self.name} exited with code {self.proc.returncode} before it was ready;"
                     f" last log lines:\n{self.tail()}"
                 )
-            if ready_marker in self.log_path.read_text(errors="replace"):
+            if ready_marker in self._log_since(log_start):
                 self._wait_port(deadline)
                 return
             time.sleep(0.1)
@@ -166,6 +181,11 @@ class Broker:
                 time.sleep(0.1)
         raise BrokerError(f"{self.name} printed its ready line but port {self.port} does not accept")
 
+    def _log_since(self, offset: int) -> str:
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
     def tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -175,22 +195,39 @@ class Broker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self):
-        """SIGTERM the broker's process group, SIGKILL it if it lingers, remove its data."""
-        if self.proc is not None and self.proc.poll() is None:
+    def _end_process(self, first_signal=signal.SIGTERM, grace_s: float = 20):
+        """`first_signal` to the broker's process group, SIGKILL if it lingers past `grace_s`."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, first_signal)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(timeout=10)
+            self.proc.wait(timeout=10)
+
+    def stop(self):
+        """SIGTERM the broker's process group, SIGKILL it if it lingers, remove its data."""
+        self._end_process()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def restart(self, kill: bool = False):
+        """Stop the broker (SIGTERM and its controlled shutdown, or SIGKILL with `kill`) and start
+        it again with the same command line, data and ports, so clients keep their bootstrap
+        address. Answers once it printed its ready line again and its port accepts."""
+        if getattr(self, "_launch", None) is None:
+            raise BrokerError(f"{self.name} was never started")
+        self._end_process(signal.SIGKILL if kill else signal.SIGTERM, grace_s=10 if kill else 60)
+        with open(self.log_path, "ab") as log_file:
+            log_file.write(f"$ (restart after {'SIGKILL' if kill else 'SIGTERM'})\n".encode())
+        cmd, ready_marker, timeout_s, env = self._launch
+        self._spawn(cmd, ready_marker, timeout_s, env)
 
 
 class KafkaBroker(Broker):

@@ -65,11 +65,19 @@ SCENARIOS = [
     ("cg848_commit_resume", "KIP-848: commit, close, a new member resumes at the committed offsets"),
     ("cg848_mixed_migration", "KIP-848: a classic and a consumer member in one group (online upgrade and back)"),
     ("cg848_tools", "ConsumerGroupCommand on a KIP-848 consumer group: list by type and state, members, state, reset, delete"),
+    ("share_three_consumers", "KIP-932 share group: three consumers share one partition; every record delivered once in all"),
+    ("share_lock_expiry", "KIP-932: records of a consumer that stops polling, or is killed, go to another after the lock"),
+    ("share_explicit_ack", "KIP-932 explicit acknowledgement: ACCEPT, RELEASE (redelivered, count 2), REJECT (never again)"),
+    ("share_delivery_limit", "KIP-932: a record released up to group.share.delivery.count.limit times is archived"),
+    ("share_restart", "KIP-932: the broker restarts; acknowledged records never come back, the others do"),
+    ("share_renew", "KIP-1222: RENEW extends a record's acquisition lock past its duration"),
+    ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 # Named groups of scenarios for --scenarios (a group name expands to its members).
 SCENARIO_GROUPS = {
     "cg848": [name for name in SCENARIO_NAMES if name.startswith("cg848_")],
+    "share": [name for name in SCENARIO_NAMES if name.startswith("share_")],
 }
 # Scenarios of the security modes only (the clients answer n/a without a security mode).
 SECURITY_ONLY_SCENARIOS = [
@@ -118,6 +126,11 @@ ONLY_CLIENTS = {
               "group.protocol=consumer (KIP-848) is checked with the Java client, confluent-kafka and franz-go; kcat's "
               "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
        for name in SCENARIO_GROUPS["cg848"] if name != "cg848_tools"},
+    "share_tools": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
+    **{name: (["java"],
+              "share groups (KIP-932) are checked with the Java KafkaShareConsumer; librdkafka 2.16 (confluent-kafka, "
+              "kcat), kafka-python, aiokafka, franz-go and kafkajs have no share consumer")
+       for name in SCENARIO_GROUPS["share"] if name != "share_tools"},
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]
@@ -218,13 +231,59 @@ def client_version(client) -> str:
         return f"unknown ({exc})"
 
 
-def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s, extra_env=None):
+def serve_broker_requests(control_dir: Path, broker, handled: set, log_file):
+    """The broker requests a scenario made: `restart-<n>.request` holding `term` (SIGTERM, the
+    controlled shutdown) or `kill` (SIGKILL); each is answered once with `restart-<n>.done`
+    holding `ok` or `error <why>`, written whole (a rename)."""
+    for request in sorted(control_dir.glob("restart-*.request")):
+        if request.name in handled:
+            continue
+        handled.add(request.name)
+        how = request.read_text().strip()
+        started = time.monotonic()
+        try:
+            if how not in ("term", "kill"):
+                raise BrokerError(f"unknown restart request {how!r} (term or kill)")
+            broker.restart(kill=how == "kill")
+            answer = "ok"
+        except (BrokerError, OSError, subprocess.SubprocessError) as exc:
+            answer = f"error {exc}"
+        log_file.write(f"[compat] broker restart ({how}) in {time.monotonic() - started:.1f}s: {answer}\n".encode())
+        log_file.flush()
+        done = request.with_suffix(".done")
+        tmp = done.with_suffix(".tmp")
+        tmp.write_text(answer + "\n")
+        tmp.rename(done)
+
+
+def wait_serving_broker(proc, timeout_s, control_dir, broker, log_file):
+    """The client's exit code (None once `timeout_s` passed), restarting the broker whenever
+    the scenario asks for it."""
+    deadline = time.monotonic() + timeout_s
+    handled = set()
+    while True:
+        try:
+            return proc.wait(timeout=0.1)
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            return None
+        if control_dir is not None:
+            serve_broker_requests(control_dir, broker, handled, log_file)
+
+
+def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s, extra_env=None, broker=None):
     run_id = uuid.uuid4().hex[:8]
     prefix = f"compat-{client}-{scenario}-{run_id}".replace("_", "-")
     cmd = CLIENTS[client]["cmd"] + ["--bootstrap", bootstrap, "--scenario", scenario, "--prefix", prefix]
     log_path = log_dir / f"{client}.{scenario}.log"
     started = time.monotonic()
     env = dict(os.environ, COMPAT_KAFKA_LIB=str(KAFKA_LIB), PYTHONUNBUFFERED="1", **(extra_env or {}))
+    # A scenario may ask the harness to restart the broker (share_restart) through files in this
+    # folder; without a broker of its own (--bootstrap) there is none and such scenarios are n/a.
+    control_dir = Path(tempfile.mkdtemp(prefix="compat-control-")) if broker is not None else None
+    if control_dir is not None:
+        env["COMPAT_BROKER_CONTROL"] = str(control_dir)
     # Read the output back through the same handle: another run may clear the log folder.
     with open(log_path, "w+b") as log_file:
         log_file.write(("$ " + " ".join(cmd) + "\n").encode())
@@ -232,11 +291,13 @@ def run_scenario(client, scenario, bootstrap, log_dir: Path, timeout_s, extra_en
         proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
         try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            code = None
+            code = wait_serving_broker(proc, timeout_s, control_dir, broker, log_file)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            if control_dir is not None:
+                shutil.rmtree(control_dir, ignore_errors=True)
         log_file.seek(0)
         output = log_file.read().decode(errors="replace")
     duration = time.monotonic() - started
@@ -286,7 +347,7 @@ def run_clients(clients, scenarios, bootstrap, log_dir, timeout_s, broker, env=N
                           "detail": "broker is no longer running", "log": ""}
             else:
                 result = run_scenario(client, scenario, bootstrap, log_dir, timeout_s,
-                                      wrong_env if scenario == "auth_failure" and wrong_env else env)
+                                      wrong_env if scenario == "auth_failure" and wrong_env else env, broker)
             results.append(result)
             print(f"[compat] {client:<16} {scenario:<18} {STATUS_LABEL[result['status']]:<5}"
                   f" {result['duration_s']:6.1f}s {result['detail'][:300]}", flush=True)

@@ -95,7 +95,7 @@ public class Compat {
                 case "wire44": Wire44.run(bootstrap, prefix); break;
                 case "auth_failure": authFailure(); break;
                 default:
-                    if (!Cg848.run(scenario))
+                    if (!Cg848.run(scenario) && !Share.run(scenario))
                         throw new NotApplicable("scenario " + scenario + " is not expressible with this client");
             }
         } catch (NotApplicable e) {

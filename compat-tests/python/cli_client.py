@@ -1,15 +1,19 @@
 """Apache Kafka's command-line tools (from kafka-tools), run as Java classes:
 TopicCommand, ConfigCommand, ConsumerGroupCommand, DeleteRecordsCommand, GetOffsetShell,
 BrokerApiVersionsCommand, ClusterTool, TransactionsCommand, ConsoleProducer/ConsoleConsumer and the verifiable
-producer and consumer. Outputs are parsed and checked against expected values."""
+producer and consumer (ShareGroupCommand and ConsoleShareConsumer: share_cli.py). Outputs are parsed and checked
+against expected values."""
 
 import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+import share_cli
 
 from common import (AUTH_FAILURE_TIMEOUT_S, report_auth_failure, ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_MESSAGE_BYTES, CODECS,
                     LARGE_VALUE_BYTES, REFUSED_BROKER_ALTERS, TOO_LARGE_VALUE_BYTES, Failure, check, check_eq, log,
@@ -699,6 +703,7 @@ SCENARIOS = {
     "broker_configs": scenario_broker_configs,
     "transactions": scenario_transactions_cli,
     "cg848_tools": scenario_cg848_tools,
+    "share_tools": lambda ctx: share_cli.scenario_share_tools(ctx, sys.modules[__name__]),
 }
 
 

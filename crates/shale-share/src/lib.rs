@@ -6,9 +6,12 @@
 //! - `coordinator`: the share coordinator (Kafka's ShareCoordinatorShard): the durable state of
 //!   each share-partition, kept in `__share_group_state` as Kafka's ShareSnapshot and
 //!   ShareUpdate records.
+//! - `session`: share sessions (Kafka's ShareSessionCache), the partitions a member fetches
+//!   from on one broker between its requests.
 //!
-//! Both meet in `state`: what a share-partition persists and reads back.
+//! The first two meet in `state`: what a share-partition persists and reads back.
 
 pub mod coordinator;
 pub mod partition;
+pub mod session;
 pub mod state;

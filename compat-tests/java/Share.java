@@ -1,0 +1,603 @@
+// Share group scenarios (KIP-932, KIP-1222) for the Java client: KafkaShareConsumer of
+// kafka-clients 4.4. Every consumer runs in this process and is polled from this thread, except
+// the one of share_lock_expiry that is killed: a child JVM (scenario share_child).
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidRecordStateException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+public class Share {
+    // The broker settings the harness gives both brokers (harness/brokers.py COMMON_PROPERTIES).
+    static final int DELIVERY_COUNT_LIMIT = 3;
+    // The group's share.record.lock.duration.ms where a scenario waits for a lock to run out
+    // (the broker allows down to group.share.min.record.lock.duration.ms=1000).
+    static final int SHORT_LOCK_MS = 3000;
+    // The lock of the records a killed consumer holds in share_lock_expiry: long enough to tell
+    // their release on the closed connection from their lock running out.
+    static final int KILLED_HOLDER_LOCK_MS = 15000;
+    // How long a consumer polls to show that nothing more comes.
+    static final int QUIET_MS = 3000;
+
+    static String topic() { return Compat.topic("t"); }
+    static String group() { return Compat.group("share"); }
+
+    static void check(boolean cond, String what) { Compat.check(cond, what); }
+    static void checkEq(Object actual, Object expected, String what) { Compat.checkEq(actual, expected, what); }
+
+    static KafkaShareConsumer<byte[], byte[]> consumer(String clientId, Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, Compat.bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group());
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        Compat.security.forEach((k, v) -> p.put((String) k, v));
+        p.putAll(extra);
+        return new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    static Map<String, Object> explicit() {
+        return Map.of(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
+    }
+
+    /** The group's configs (a GROUP resource): share.auto.offset.reset=earliest, so records
+     *  produced before the group exists are delivered, and `extra`. */
+    static void groupConfigs(Admin admin, Map<String, String> extra) throws Exception {
+        Map<String, String> all = new TreeMap<>(extra);
+        all.put("share.auto.offset.reset", "earliest");
+        ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group());
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (var e : all.entrySet()) ops.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET));
+        admin.incrementalAlterConfigs(Map.of(r, ops)).all().get(30, TimeUnit.SECONDS);
+        Config described = admin.describeConfigs(List.of(r)).all().get(30, TimeUnit.SECONDS).get(r);
+        for (var e : all.entrySet()) checkEq(described.get(e.getKey()).value(), e.getValue(), "group config " + e.getKey());
+    }
+
+    static void produce(String t, int from, int count) throws Exception {
+        try (KafkaProducer<byte[], byte[]> p = Compat.producer(Map.of())) {
+            for (int i = from; i < from + count; i++)
+                p.send(new ProducerRecord<>(t, 0, null, ("r" + i).getBytes(StandardCharsets.UTF_8)));
+            p.flush();
+        }
+    }
+
+    static String value(ConsumerRecord<byte[], byte[]> r) { return new String(r.value(), StandardCharsets.UTF_8); }
+
+    static int deliveryCount(ConsumerRecord<byte[], byte[]> r) {
+        return r.deliveryCount().map(Short::intValue).orElseThrow(() -> new AssertionError("no delivery count on " + r));
+    }
+
+    /** "offset:deliveryCount" of each record, in order. */
+    static List<String> shown(List<ConsumerRecord<byte[], byte[]>> rs) {
+        List<String> out = new ArrayList<>();
+        for (var r : rs) out.add(r.offset() + ":" + deliveryCount(r));
+        return out;
+    }
+
+    static List<ConsumerRecord<byte[], byte[]>> poll(KafkaShareConsumer<byte[], byte[]> c, int ms) {
+        List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+        for (var r : c.poll(Duration.ofMillis(ms))) out.add(r);
+        return out;
+    }
+
+    /** Polls until a poll returns records (the first such poll's records), or fails after `seconds`. */
+    static List<ConsumerRecord<byte[], byte[]>> pollSome(KafkaShareConsumer<byte[], byte[]> c, int seconds, String what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < deadline) {
+            var rs = poll(c, 200);
+            if (!rs.isEmpty()) return rs;
+        }
+        throw new AssertionError("timed out after " + seconds + "s waiting for " + what);
+    }
+
+    /** Polls for `ms` and answers every record delivered meanwhile (acknowledging none: in
+     *  explicit mode each poll must follow the acknowledgement of the previous poll's records,
+     *  so the caller's `ack` runs after each non-empty poll). */
+    static List<ConsumerRecord<byte[], byte[]>> pollFor(KafkaShareConsumer<byte[], byte[]> c, int ms,
+                                                       java.util.function.Consumer<List<ConsumerRecord<byte[], byte[]>>> ack) {
+        List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+        while (System.nanoTime() < deadline) {
+            var rs = poll(c, 200);
+            if (!rs.isEmpty()) {
+                out.addAll(rs);
+                ack.accept(rs);
+            }
+        }
+        return out;
+    }
+
+    /** Acknowledges with `type` and commits: every partition's outcome must be a success. */
+    static void commit(KafkaShareConsumer<byte[], byte[]> c, String what) {
+        var result = c.commitSync(Duration.ofSeconds(30));
+        for (var e : result.entrySet())
+            check(e.getValue().isEmpty(), what + ": commitSync failed for " + e.getKey() + ": " + e.getValue());
+    }
+
+    static void ackAll(KafkaShareConsumer<byte[], byte[]> c, List<ConsumerRecord<byte[], byte[]>> rs, AcknowledgeType type) {
+        for (var r : rs) c.acknowledge(r, type);
+    }
+
+    /** The description, or null while the group does not exist (GroupIdNotFoundException). */
+    static ShareGroupDescription describeIfAny(Admin admin) throws Exception {
+        try {
+            return describe(admin);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException) return null;
+            throw e;
+        }
+    }
+
+    static ShareGroupDescription describe(Admin admin) throws Exception {
+        return admin.describeShareGroups(List.of(group())).all().get(30, TimeUnit.SECONDS).get(group());
+    }
+
+    /** Partition 0's "startOffset/lag" as ListShareGroupOffsets answers it. Kafka 4.4 answers
+     *  the share-partition start offset last written to the share coordinator, which is the one
+     *  that stood before the acknowledgement that wrote it (the move past the records it made
+     *  terminal is written with the next change), and a lag of the records neither
+     *  acknowledged nor archived. */
+    static String offsets(Admin admin) throws Exception {
+        var offsets = admin.listShareGroupOffsets(Map.of(group(), new ListShareGroupOffsetsSpec()))
+                .partitionsToOffsetInfo(group()).get(30, TimeUnit.SECONDS);
+        var info = offsets.get(new TopicPartition(topic(), 0));
+        check(info != null, "ListShareGroupOffsets has " + topic() + "-0: " + offsets);
+        return info.startOffset() + "/" + info.lag().map(String::valueOf).orElse("none");
+    }
+
+    /** Waits until offsets() is `expected` ("startOffset/lag", or "*" + "/lag" for any start
+     *  offset): the state is written while the acknowledgement is answered, the answer to
+     *  ListShareGroupOffsets may still be on its way. */
+    static void waitOffsets(Admin admin, String expected, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        String last = null;
+        while (System.nanoTime() < deadline) {
+            last = offsets(admin);
+            if (last.equals(expected) || (expected.startsWith("*/") && last.endsWith(expected.substring(1)))) {
+                System.out.println("share-partition start offset/lag " + last + " (" + what + ")");
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError(what + ": share-partition start offset/lag expected " + expected + ", got " + last);
+    }
+
+    // ---------- scenarios ----------
+
+    /** Three consumers share one partition, records produced once all three are assigned it:
+     *  each record is delivered once in all (delivery count 1), each consumer gets some. */
+    static void threeConsumers() throws Exception {
+        final int records = 300;
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of());
+            // record_limit: a fetch acquires at most max.poll.records, so the three take turns.
+            Map<String, Object> cfg = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 10,
+                    ConsumerConfig.SHARE_ACQUIRE_MODE_CONFIG, "record_limit");
+            List<KafkaShareConsumer<byte[], byte[]>> cs = new ArrayList<>();
+            try {
+                for (String name : List.of("a", "b", "c")) {
+                    var c = consumer(Compat.prefix + "-" + name, cfg);
+                    c.subscribe(List.of(t));
+                    cs.add(c);
+                }
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+                ShareGroupDescription d = null;
+                while (System.nanoTime() < deadline) {
+                    for (var c : cs) check(poll(c, 100).isEmpty(), "a record before any was produced");
+                    d = describeIfAny(admin);
+                    if (d != null && d.members().size() == 3 && d.members().stream()
+                            .allMatch(m -> m.assignment().topicPartitions().equals(Set.of(new TopicPartition(t, 0))))) break;
+                }
+                System.out.println("described: " + d);
+                checkEq(d.members().size(), 3, "members");
+                for (var m : d.members())
+                    checkEq(m.assignment().topicPartitions(), Set.of(new TopicPartition(t, 0)), "every member is assigned the partition");
+                checkEq(d.groupState(), GroupState.STABLE, "state");
+                Set<String> clients = new TreeSet<>();
+                for (var m : d.members()) clients.add(m.clientId());
+                checkEq(clients, new TreeSet<>(List.of(Compat.prefix + "-a", Compat.prefix + "-b", Compat.prefix + "-c")), "client ids");
+
+                produce(t, 0, records);
+                Map<Long, Integer> times = new TreeMap<>();
+                int[] perConsumer = new int[3];
+                List<String> counts = new ArrayList<>();
+                long consumeDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (times.size() < records && System.nanoTime() < consumeDeadline) {
+                    for (int i = 0; i < 3; i++) {
+                        var rs = poll(cs.get(i), 100);
+                        for (var r : rs) {
+                            times.merge(r.offset(), 1, Integer::sum);
+                            checkEq(value(r), "r" + r.offset(), "value at " + r.offset());
+                            if (deliveryCount(r) != 1) counts.add(r.offset() + ":" + deliveryCount(r));
+                        }
+                        perConsumer[i] += rs.size();
+                        // Implicit acknowledgement: commitSync accepts the records of the last poll.
+                        if (!rs.isEmpty()) commit(cs.get(i), "accept");
+                    }
+                }
+                // Nothing comes again once every record is accepted.
+                long quiet = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(QUIET_MS);
+                while (System.nanoTime() < quiet)
+                    for (int i = 0; i < 3; i++) {
+                        var rs = poll(cs.get(i), 100);
+                        for (var r : rs) times.merge(r.offset(), 1, Integer::sum);
+                        if (!rs.isEmpty()) commit(cs.get(i), "accept");
+                    }
+                System.out.println("records per consumer: " + Arrays.toString(perConsumer));
+                checkEq(times.size(), records, "distinct records delivered");
+                List<String> twice = new ArrayList<>();
+                times.forEach((o, n) -> { if (n != 1) twice.add(o + " x" + n); });
+                checkEq(twice, List.of(), "records delivered more than once");
+                checkEq(counts, List.of(), "records with a delivery count other than 1");
+                for (int i = 0; i < 3; i++) check(perConsumer[i] > 0, "consumer " + i + " got no record: " + Arrays.toString(perConsumer));
+                waitOffsets(admin, "*/0", "every record accepted");
+            } finally {
+                for (var c : cs) c.close(Duration.ofSeconds(20));
+            }
+            var after = describe(admin);
+            checkEq(after.groupState(), GroupState.EMPTY, "state once all three closed");
+            checkEq(after.members().size(), 0, "members once all three closed");
+        }
+    }
+
+    /** A consumer stops polling while it holds records: they go to another consumer once the
+     *  group's lock duration has passed since it acquired them, with delivery count 2, and its
+     *  late acknowledgement fails with InvalidRecordStateException. Then a consumer in a child
+     *  JVM is killed (SIGKILL) holding records: another consumer gets them, with count 2. */
+    static void lockExpiry() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of("share.record.lock.duration.ms", String.valueOf(SHORT_LOCK_MS)));
+            produce(t, 0, 10);
+            try (var a = consumer(Compat.prefix + "-a", explicit()); var b = consumer(Compat.prefix + "-b", explicit())) {
+                a.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> held = new ArrayList<>();
+                long acquiredAt = 0;
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (held.size() < 10 && System.nanoTime() < deadline) {
+                    long before = System.nanoTime();
+                    var rs = poll(a, 200);
+                    if (!rs.isEmpty() && held.isEmpty()) acquiredAt = before;
+                    // Keep them (acquired, unacknowledged): a later poll would need them acknowledged.
+                    held.addAll(rs);
+                    if (!rs.isEmpty()) break;
+                }
+                checkEq(shown(held), List.of("0:1", "1:1", "2:1", "3:1", "4:1", "5:1", "6:1", "7:1", "8:1", "9:1"),
+                        "a's records (offset:delivery count)");
+                checkEq(a.acquisitionLockTimeoutMs(), Optional.of(SHORT_LOCK_MS), "the lock duration the broker announced");
+                // a stops polling (its heartbeats go on); b joins and gets the records once a's locks run out.
+                b.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> got = pollSome(b, 30, "b gets a's records after the lock duration");
+                long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - acquiredAt);
+                System.out.println("b got " + shown(got) + " " + waitedMs + " ms after a's poll started");
+                check(waitedMs >= SHORT_LOCK_MS - 200, "b got a's records after " + waitedMs + " ms, before the lock duration");
+                check(waitedMs <= SHORT_LOCK_MS + 10_000, "b got a's records only after " + waitedMs + " ms");
+                List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>(got);
+                while (all.size() < 10) {
+                    ackAll(b, all.subList(all.size() - got.size(), all.size()), AcknowledgeType.ACCEPT);
+                    got = pollSome(b, 20, "the rest of a's records");
+                    all.addAll(got);
+                }
+                checkEq(shown(all), List.of("0:2", "1:2", "2:2", "3:2", "4:2", "5:2", "6:2", "7:2", "8:2", "9:2"),
+                        "b's records (offset:delivery count)");
+                // a's acknowledgement comes too late: b holds the records now.
+                ackAll(a, held, AcknowledgeType.ACCEPT);
+                var late = a.commitSync(Duration.ofSeconds(30));
+                System.out.println("a's late commit: " + late);
+                checkEq(late.size(), 1, "partitions in a's late commit");
+                var failure = late.values().iterator().next();
+                check(failure.isPresent() && failure.get() instanceof InvalidRecordStateException,
+                        "a's late acknowledgement fails with InvalidRecordStateException: " + failure);
+                checkEq(failure.get().getMessage(), "The record state is invalid. The acknowledgement of delivery could not be completed.",
+                        "its message");
+                ackAll(b, got, AcknowledgeType.ACCEPT);
+                commit(b, "b accepts");
+                waitOffsets(admin, "0/0", "b accepted 0..9");
+            }
+            killedHolder(admin, t);
+        }
+    }
+
+    /** The child (scenario share_child) acquires 10..19 under a 15 s lock and stops; it is
+     *  killed with SIGKILL: its records go to another consumer well before their lock runs out,
+     *  as Kafka releases the records of a share session whose connection closed. */
+    static void killedHolder(Admin admin, String t) throws Exception {
+        groupConfigs(admin, Map.of("share.record.lock.duration.ms", String.valueOf(KILLED_HOLDER_LOCK_MS)));
+        produce(t, 10, 10);
+        ProcessBuilder pb = new ProcessBuilder("java", "-cp", System.getProperty("java.class.path"), "Compat",
+                "--bootstrap", Compat.bootstrap, "--scenario", "share_child", "--prefix", Compat.prefix);
+        pb.redirectErrorStream(true);
+        Process child = pb.start();
+        List<String> childLines = Collections.synchronizedList(new ArrayList<>());
+        Thread reader = new Thread(() -> {
+            try (var r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    childLines.add(line);
+                    System.out.println("child: " + line);
+                }
+            } catch (java.io.IOException e) {
+                // the child was killed
+            }
+        });
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            Compat.waitUntil(() -> childLines.stream().anyMatch(l -> l.startsWith("ACQUIRED")), 60, "the child acquires records");
+            checkEq(childLines.stream().filter(l -> l.startsWith("ACQUIRED")).findFirst().orElse(""),
+                    "ACQUIRED [10:1, 11:1, 12:1, 13:1, 14:1, 15:1, 16:1, 17:1, 18:1, 19:1]", "the child's records");
+        } finally {
+            child.destroyForcibly();  // SIGKILL: no acknowledgement, no leave
+            child.waitFor(10, TimeUnit.SECONDS);
+        }
+        long killedAt = System.nanoTime();
+        try (var c = consumer(Compat.prefix + "-c", explicit())) {
+            c.subscribe(List.of(t));
+            List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>();
+            List<ConsumerRecord<byte[], byte[]>> got = pollSome(c, 30, "c gets the killed child's records");
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            System.out.println("c got " + shown(got) + " " + waitedMs + " ms after the kill");
+            all.addAll(got);
+            while (all.size() < 10) {
+                ackAll(c, got, AcknowledgeType.ACCEPT);
+                got = pollSome(c, 20, "the rest of the child's records");
+                all.addAll(got);
+            }
+            checkEq(shown(all), List.of("10:2", "11:2", "12:2", "13:2", "14:2", "15:2", "16:2", "17:2", "18:2", "19:2"),
+                    "c's records (offset:delivery count)");
+            check(waitedMs < KILLED_HOLDER_LOCK_MS - 5000, "c got the child's records only after " + waitedMs
+                    + " ms: not released when the child's connection closed");
+            ackAll(c, got, AcknowledgeType.ACCEPT);
+            commit(c, "c accepts");
+            waitOffsets(admin, "10/0", "c accepted 10..19");
+        }
+    }
+
+    /** The killed holder of share_lock_expiry: acquires records, prints them and stops polling. */
+    static void child() throws Exception {
+        try (var c = consumer(Compat.prefix + "-child", explicit())) {
+            c.subscribe(List.of(topic()));
+            var rs = pollSome(c, 60, "records for the child");
+            System.out.println("ACQUIRED " + shown(rs));
+            System.out.flush();
+            Thread.sleep(120_000);
+        }
+    }
+
+    /** Explicit acknowledgement: 0 accepted, 1 released (delivered again with count 2), 2
+     *  rejected (never again); then 3, produced afterwards, is the only new delivery. */
+    static void explicitAck() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of());
+            produce(t, 0, 3);
+            try (var c = consumer(Compat.prefix + "-a", explicit())) {
+                c.subscribe(List.of(t));
+                var rs = pollSome(c, 30, "3 records");
+                checkEq(shown(rs), List.of("0:1", "1:1", "2:1"), "first delivery (offset:delivery count)");
+                c.acknowledge(rs.get(0), AcknowledgeType.ACCEPT);
+                c.acknowledge(rs.get(1), AcknowledgeType.RELEASE);
+                c.acknowledge(rs.get(2), AcknowledgeType.REJECT);
+                commit(c, "accept, release, reject");
+                var again = pollSome(c, 20, "the released record");
+                checkEq(shown(again), List.of("1:2"), "redelivery of the released record");
+                checkEq(value(again.get(0)), "r1", "its value");
+                ackAll(c, again, AcknowledgeType.ACCEPT);
+                commit(c, "accept the redelivered record");
+                var nothing = pollFor(c, QUIET_MS, x -> ackAll(c, x, AcknowledgeType.ACCEPT));
+                checkEq(shown(nothing), List.of(), "deliveries after every record was acknowledged");
+                waitOffsets(admin, "1/0", "0 and 1 accepted, 2 rejected");
+                produce(t, 3, 1);
+                var fresh = pollSome(c, 20, "the record produced afterwards");
+                checkEq(shown(fresh), List.of("3:1"), "the only new delivery");
+                ackAll(c, fresh, AcknowledgeType.ACCEPT);
+                commit(c, "accept 3");
+                waitOffsets(admin, "3/0", "3 accepted");
+            }
+        }
+    }
+
+    /** Record 0 is released each time it comes: delivered group.share.delivery.count.limit (3)
+     *  times, then archived (never delivered again); record 1 is accepted at once. */
+    static void deliveryLimit() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of());
+            produce(t, 0, 2);
+            try (var c = consumer(Compat.prefix + "-a", explicit())) {
+                c.subscribe(List.of(t));
+                List<String> deliveries = new ArrayList<>();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+                long lastDeliveryAt = System.nanoTime();
+                // Until QUIET_MS pass without a delivery.
+                while (System.nanoTime() < deadline
+                        && System.nanoTime() - lastDeliveryAt < TimeUnit.MILLISECONDS.toNanos(QUIET_MS)) {
+                    var rs = poll(c, 200);
+                    if (rs.isEmpty()) continue;
+                    lastDeliveryAt = System.nanoTime();
+                    deliveries.addAll(shown(rs));
+                    for (var r : rs) c.acknowledge(r, r.offset() == 0 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
+                    commit(c, "release 0, accept the others");
+                }
+                checkEq(deliveries, List.of("0:1", "1:1", "0:2", "0:3"), "deliveries (offset:delivery count)");
+                waitOffsets(admin, "0/0", "0 archived, 1 accepted");
+                produce(t, 2, 1);
+                var fresh = pollSome(c, 20, "the record produced afterwards");
+                checkEq(shown(fresh), List.of("2:1"), "the next delivery");
+                ackAll(c, fresh, AcknowledgeType.ACCEPT);
+                commit(c, "accept 2");
+                waitOffsets(admin, "2/0", "2 accepted");
+            }
+        }
+    }
+
+    /** Asks the harness to restart the broker (run.py's COMPAT_BROKER_CONTROL protocol) and
+     *  waits until it is back. */
+    static void restartBroker(String how) throws Exception {
+        String dir = System.getenv("COMPAT_BROKER_CONTROL");
+        if (dir == null || dir.isEmpty())
+            throw new Compat.NotApplicable("the broker is not the harness's own (--bootstrap): it cannot be restarted");
+        Path request = Path.of(dir, "restart-1.request"), done = Path.of(dir, "restart-1.done");
+        Path tmp = Path.of(dir, "restart-1.request.tmp");
+        Files.writeString(tmp, how + "\n");
+        Files.move(tmp, request, StandardCopyOption.ATOMIC_MOVE);
+        long started = System.nanoTime();
+        long deadline = started + TimeUnit.SECONDS.toNanos(150);
+        while (!Files.exists(done)) {
+            check(System.nanoTime() < deadline, "the harness restarts the broker");
+            Thread.sleep(100);
+        }
+        String answer = Files.readString(done).trim();
+        System.out.println("broker restart (" + how + "): " + answer + " after "
+                + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
+        checkEq(answer, "ok", "the broker restart");
+    }
+
+    /** 20 records: 0..9 accepted, 10..14 released, 15..19 left acquired; the broker restarts
+     *  (SIGTERM): a new consumer gets 10..14 with delivery count 2 and 15..19 with count 1, never
+     *  0..9, then only the records produced after. */
+    static void restart() throws Exception {
+        if (System.getenv("COMPAT_BROKER_CONTROL") == null)
+            throw new Compat.NotApplicable("the broker is not the harness's own (--bootstrap): it cannot be restarted");
+        String t = topic();
+        try (Admin admin = Compat.admin()) {
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of());
+            produce(t, 0, 20);
+            var a = consumer(Compat.prefix + "-a", explicit());
+            try {
+                a.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> rs = pollSome(a, 30, "20 records");
+                checkEq(rs.size(), 20, "records of the first poll");
+                for (var r : rs) {
+                    if (r.offset() < 10) a.acknowledge(r, AcknowledgeType.ACCEPT);
+                    else if (r.offset() < 15) a.acknowledge(r, AcknowledgeType.RELEASE);
+                }
+                commit(a, "accept 0..9, release 10..14");
+                waitOffsets(admin, "0/10", "0..9 accepted");
+                restartBroker("term");
+            } finally {
+                // Its 15..19 were acquired from the broker that stopped; close must not hang on them.
+                a.close(Duration.ofSeconds(10));
+            }
+        }
+        try (Admin admin = Compat.admin()) {
+            Compat.waitUntil(() -> Compat.hasLeaders(admin, t, 1), 60, "the topic's leader after the restart");
+            waitOffsets(admin, "0/10", "after the restart");
+            try (var b = consumer(Compat.prefix + "-b", explicit())) {
+                b.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                long lastAt = System.nanoTime();
+                while (System.nanoTime() < deadline
+                        && (all.size() < 10 || System.nanoTime() - lastAt < TimeUnit.MILLISECONDS.toNanos(QUIET_MS))) {
+                    var rs = poll(b, 200);
+                    if (rs.isEmpty()) continue;
+                    lastAt = System.nanoTime();
+                    all.addAll(rs);
+                    ackAll(b, rs, AcknowledgeType.ACCEPT);
+                    commit(b, "b accepts");
+                }
+                List<String> got = shown(all);
+                System.out.println("after the restart: " + got);
+                // 10..14 were written as released after one delivery; the acquisition of 15..19 was
+                // never written, so the restarted broker delivers them as for the first time.
+                checkEq(got, List.of("10:2", "11:2", "12:2", "13:2", "14:2", "15:1", "16:1", "17:1", "18:1", "19:1"),
+                        "deliveries after the restart (offset:delivery count)");
+                waitOffsets(admin, "10/0", "everything accepted after the restart");
+                produce(t, 20, 2);
+                List<ConsumerRecord<byte[], byte[]>> fresh = new ArrayList<>();
+                while (fresh.size() < 2) {
+                    var rs = pollSome(b, 20, "the records produced after the restart");
+                    fresh.addAll(rs);
+                    ackAll(b, rs, AcknowledgeType.ACCEPT);
+                }
+                commit(b, "b accepts 20, 21");
+                checkEq(shown(fresh), List.of("20:1", "21:1"), "the records produced after the restart");
+            }
+        }
+    }
+
+    /** KIP-1222: a record renewed (AcknowledgeType.RENEW) every lock duration / 2 stays with its
+     *  consumer past 2.5 lock durations, comes back to it in its polls with the same delivery
+     *  count, and another consumer of the group never gets it; then it is accepted. */
+    static void renew() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, 1, null);
+            groupConfigs(admin, Map.of("share.record.lock.duration.ms", String.valueOf(SHORT_LOCK_MS)));
+            produce(t, 0, 1);
+            try (var a = consumer(Compat.prefix + "-a", explicit()); var b = consumer(Compat.prefix + "-b", explicit())) {
+                a.subscribe(List.of(t));
+                var rs = pollSome(a, 30, "the record");
+                checkEq(shown(rs), List.of("0:1"), "first delivery");
+                b.subscribe(List.of(t));
+                long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SHORT_LOCK_MS * 5L / 2);
+                int renewals = 0;
+                List<String> aGot = new ArrayList<>(), bGot = new ArrayList<>();
+                List<ConsumerRecord<byte[], byte[]>> current = rs;
+                long renewEveryNs = TimeUnit.MILLISECONDS.toNanos(SHORT_LOCK_MS / 2);
+                long nextRenew = System.nanoTime();
+                while (System.nanoTime() < until) {
+                    if (!current.isEmpty() && System.nanoTime() >= nextRenew) {
+                        ackAll(a, current, AcknowledgeType.RENEW);
+                        commit(a, "renew");
+                        renewals++;
+                        nextRenew = System.nanoTime() + renewEveryNs;
+                        current = List.of();
+                    }
+                    // A renewed record comes back in a later poll of its consumer.
+                    if (current.isEmpty()) {
+                        var again = poll(a, 100);
+                        aGot.addAll(shown(again));
+                        if (!again.isEmpty()) current = again;
+                    }
+                    var other = poll(b, 100);
+                    bGot.addAll(shown(other));
+                    ackAll(b, other, AcknowledgeType.ACCEPT);
+                }
+                System.out.println("renewals " + renewals + ", a's later deliveries " + aGot);
+                checkEq(bGot, List.of(), "the other consumer's deliveries while the record is renewed");
+                check(renewals >= 4, "renewed " + renewals + " times");
+                check(!aGot.isEmpty() && aGot.stream().allMatch("0:1"::equals), "a gets the renewed record back, count 1: " + aGot);
+                if (current.isEmpty()) current = pollSome(a, 10, "the renewed record, back once more");
+                ackAll(a, current, AcknowledgeType.ACCEPT);
+                commit(a, "accept");
+                waitOffsets(admin, "0/0", "the renewed record accepted");
+                var late = pollFor(b, QUIET_MS, x -> ackAll(b, x, AcknowledgeType.ACCEPT));
+                checkEq(shown(late), List.of(), "the other consumer's deliveries after the accept");
+            }
+        }
+    }
+
+    static boolean run(String scenario) throws Exception {
+        switch (scenario) {
+            case "share_three_consumers": threeConsumers(); return true;
+            case "share_lock_expiry": lockExpiry(); return true;
+            case "share_child": child(); return true;
+            case "share_explicit_ack": explicitAck(); return true;
+            case "share_delivery_limit": deliveryLimit(); return true;
+            case "share_restart": restart(); return true;
+            case "share_renew": renew(); return true;
+            default: return false;
+        }
+    }
+}
