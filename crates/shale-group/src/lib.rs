@@ -51,6 +51,13 @@
 //!   DeleteShareGroupState for what it returns, then
 //!   [`runtime::GroupCoordinator::delete_groups`] for the groups whose state was deleted (and
 //!   the other ids of the request).
+//! - DescribeShareGroupOffsets for all topics:
+//!   [`runtime::GroupCoordinator::share_group_initialized_partitions`] says which
+//!   share-partitions to read. AlterShareGroupOffsets:
+//!   [`runtime::GroupCoordinator::alter_share_group_offsets`], then InitializeShareGroupState
+//!   and the same reports as after a heartbeat. DeleteShareGroupOffsets:
+//!   [`runtime::GroupCoordinator::prepare_share_group_offsets_deletion`], DeleteShareGroupState,
+//!   then [`runtime::GroupCoordinator::complete_share_group_offsets_deletion`].
 //! - ListGroups lists share groups as type and protocol type "share"; JoinGroup to a share
 //!   group's id is INCONSISTENT_GROUP_PROTOCOL, offsets calls and ConsumerGroupHeartbeat
 //!   GROUP_ID_NOT_FOUND ("Group G is not a consumer group.").

@@ -123,3 +123,61 @@ impl DescribedShareGroup {
 
 /// Topic ids and partitions, as the share-state calls take them.
 pub type SharePartitions = BTreeMap<Uuid, BTreeSet<i32>>;
+
+/// One topic of AlterShareGroupOffsets: partition -> the start offset to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareOffsetsTopic {
+    pub topic_name: String,
+    pub partitions: Vec<(i32, i64)>,
+}
+
+/// One partition's answer in AlterShareGroupOffsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlteredSharePartition {
+    pub partition_index: i32,
+    /// UNKNOWN_TOPIC_OR_PARTITION for a topic or partition that does not exist.
+    pub error: Option<GroupError>,
+}
+
+/// One topic's answer in AlterShareGroupOffsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlteredShareTopic {
+    pub topic_name: String,
+    /// None for a topic that does not exist.
+    pub topic_id: Option<Uuid>,
+    pub partitions: Vec<AlteredSharePartition>,
+}
+
+/// The outcome of AlterShareGroupOffsets on the coordinator. The broker then initializes the
+/// share-partitions of `initialize` at those start offsets (InitializeShareGroupState) and
+/// reports as after a heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterShareGroupOffsetsOutcome {
+    /// NON_EMPTY_GROUP ("The group is not empty.") or GROUP_ID_NOT_FOUND for another type.
+    pub error: Option<GroupError>,
+    pub error_message: Option<String>,
+    pub topics: Vec<AlteredShareTopic>,
+    pub initialize: Option<ShareStateInitialization>,
+}
+
+/// A topic DeleteShareGroupOffsets refuses, with Kafka's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedShareTopic {
+    pub topic_name: String,
+    pub error: GroupError,
+    pub error_message: String,
+}
+
+/// The first step of DeleteShareGroupOffsets: the share-partitions whose state the broker
+/// deletes (DeleteShareGroupState), then it calls `complete_share_group_offsets_deletion` with
+/// the topics it deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShareOffsetsDeletion {
+    /// GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP, with Kafka's message.
+    pub error: Option<GroupError>,
+    pub error_message: Option<String>,
+    pub to_delete: SharePartitions,
+    /// The names of the topics in `to_delete`.
+    pub topic_names: BTreeMap<Uuid, String>,
+    pub refused: Vec<RefusedShareTopic>,
+}

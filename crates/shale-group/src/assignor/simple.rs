@@ -9,10 +9,13 @@
 //! heterogeneous builder does the same topic by topic, among the members subscribed to it.
 //!
 //! Kafka walks hash maps and sets in hash order; this walks members, topics and partitions in
-//! sorted order, so that every run gives the same answer. The rules (which partitions are
-//! revoked, how many each member and partition gets) are Kafka's; which of several equal
-//! choices is made may differ. Only partitions whose share-partition state is initialized are
-//! assignable; a current partition that is no longer assignable is dropped.
+//! sorted order, so that every run gives the same answer. Where Kafka's hash order is the
+//! sorted one (small member and partition sets, as in `simple_kafka_cases.rs`, which holds
+//! answers of Kafka's own assignor) the answers are Kafka's; otherwise the rules (which
+//! partitions are revoked, how many each member and partition gets) are, and which of several
+//! equal choices is made may differ. Only partitions whose share-partition state is initialized
+//! are assignable; a current partition that is no longer assignable is dropped (Kafka 4.4's
+//! homogeneous builder fails on one).
 
 use std::collections::{BTreeMap, BTreeSet};
 

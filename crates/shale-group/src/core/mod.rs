@@ -40,7 +40,10 @@ use crate::config::GroupConfig;
 use crate::consumer_types::ConsumerGroupHeartbeatResponse;
 use crate::error::GroupError;
 use crate::records::GroupRecord;
-use crate::share_types::{ShareGroupHeartbeatOutcome, SharePartitions};
+use crate::share_types::{
+    AlterShareGroupOffsetsOutcome, ShareGroupHeartbeatOutcome, ShareOffsetsDeletion,
+    SharePartitions,
+};
 use crate::types::{
     DeleteGroupResult, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse,
     OffsetDeleteResponse, SyncGroupResponse,
@@ -68,6 +71,8 @@ pub enum Response {
     ShareState(Result<(), GroupError>),
     /// The share-partitions to delete before the groups are.
     ShareDeletion(Result<BTreeMap<String, SharePartitions>, GroupError>),
+    ShareAlterOffsets(Result<AlterShareGroupOffsetsOutcome, GroupError>),
+    ShareOffsetsDeletion(Result<ShareOffsetsDeletion, GroupError>),
 }
 
 impl Response {
@@ -84,6 +89,8 @@ impl Response {
             Response::ShareHeartbeat(_) => Response::ShareHeartbeat(Err(error)),
             Response::ShareState(_) => Response::ShareState(Err(error)),
             Response::ShareDeletion(_) => Response::ShareDeletion(Err(error)),
+            Response::ShareAlterOffsets(_) => Response::ShareAlterOffsets(Err(error)),
+            Response::ShareOffsetsDeletion(_) => Response::ShareOffsetsDeletion(Err(error)),
             Response::DeleteGroups(results) => Response::DeleteGroups(
                 results
                     .into_iter()

@@ -35,7 +35,8 @@ use crate::error::GroupError;
 use crate::placement::partition_for;
 use crate::records::{decode_record, GroupRecord};
 use crate::share_types::{
-    DescribedShareGroup, ShareGroupHeartbeatInput, ShareGroupHeartbeatOutcome,
+    AlterShareGroupOffsetsOutcome, DescribedShareGroup, ShareGroupHeartbeatInput,
+    ShareGroupHeartbeatOutcome, ShareOffsetsDeletion, ShareOffsetsTopic,
 };
 use crate::types::*;
 use clock::Clock;
@@ -350,6 +351,66 @@ impl GroupCoordinator {
         topics: BTreeMap<Uuid, BTreeSet<i32>>,
     ) -> Result<(), GroupError> {
         let request = ShardRequest::ShareUninitialized(group_id.to_owned(), topics);
+        match self.request(group_id, request).await? {
+            Response::ShareState(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The share-partitions of `group_id` that have state: DescribeShareGroupOffsets for all
+    /// topics reads these from the share coordinator (none for an unknown group, as Kafka).
+    pub async fn share_group_initialized_partitions(
+        &self,
+        group_id: &str,
+    ) -> Result<BTreeMap<Uuid, BTreeSet<i32>>, GroupError> {
+        let commands = self.commands_for(group_id)?;
+        let (reply, receiver) = oneshot::channel();
+        send(
+            &commands,
+            Command::ShareInitializedPartitions(group_id.to_owned(), reply),
+        )
+        .await?;
+        receiver.await.map_err(|_| GroupError::NotCoordinator)
+    }
+
+    /// AlterShareGroupOffsets for an empty (or new) share group: per-partition answers, and
+    /// the share-partitions the broker initializes at the given start offsets before reporting
+    /// with [`GroupCoordinator::initialize_share_group_state`] (or
+    /// [`GroupCoordinator::uninitialize_share_group_state`] on failure).
+    pub async fn alter_share_group_offsets(
+        &self,
+        group_id: &str,
+        topics: Vec<ShareOffsetsTopic>,
+    ) -> Result<AlterShareGroupOffsetsOutcome, GroupError> {
+        let request = ShardRequest::ShareAlterOffsets(group_id.to_owned(), topics);
+        match self.request(group_id, request).await? {
+            Response::ShareAlterOffsets(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// DeleteShareGroupOffsets, first step: what the broker deletes with
+    /// DeleteShareGroupState; then [`GroupCoordinator::complete_share_group_offsets_deletion`]
+    /// with the topics whose state was deleted.
+    pub async fn prepare_share_group_offsets_deletion(
+        &self,
+        group_id: &str,
+        topic_names: Vec<String>,
+    ) -> Result<ShareOffsetsDeletion, GroupError> {
+        let request = ShardRequest::SharePrepareOffsetsDeletion(group_id.to_owned(), topic_names);
+        match self.request(group_id, request).await? {
+            Response::ShareOffsetsDeletion(result) => result,
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// DeleteShareGroupOffsets, last step: these topics' share state was deleted.
+    pub async fn complete_share_group_offsets_deletion(
+        &self,
+        group_id: &str,
+        topic_ids: BTreeSet<Uuid>,
+    ) -> Result<(), GroupError> {
+        let request = ShardRequest::ShareCompleteOffsetsDeletion(group_id.to_owned(), topic_ids);
         match self.request(group_id, request).await? {
             Response::ShareState(result) => result,
             other => Err(unexpected(other)),

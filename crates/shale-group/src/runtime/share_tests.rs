@@ -84,6 +84,14 @@ async fn a_share_group_assigns_initialized_partitions_and_survives_a_failover() 
         .initialize_share_group_state(GROUP, initialize.group_epoch, topics)
         .await
         .unwrap();
+    assert_eq!(
+        first.share_group_initialized_partitions(GROUP).await,
+        Ok(BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))]))
+    );
+    assert_eq!(
+        first.share_group_initialized_partitions("unknown").await,
+        Ok(BTreeMap::new())
+    );
     let assigned = first.share_group_heartbeat(beat("m1", 2)).await.unwrap();
     assert_eq!(assigned.response.member_epoch, 3);
     assert_eq!(
@@ -158,4 +166,67 @@ async fn share_calls_to_an_unserved_partition_answer_not_coordinator() {
             .await,
         Err(GroupError::NotCoordinator)
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn share_offsets_are_altered_and_deleted_through_the_runtime() {
+    let log = Arc::new(MemoryLog::default());
+    let coordinator = coordinator(log.clone());
+    for partition in 0..PARTITIONS {
+        coordinator.load_partition(partition, Vec::new());
+    }
+    let altered = coordinator
+        .alter_share_group_offsets(
+            GROUP,
+            vec![crate::share_types::ShareOffsetsTopic {
+                topic_name: "orders".into(),
+                partitions: vec![(0, 10), (1, 20)],
+            }],
+        )
+        .await
+        .unwrap();
+    assert_eq!(altered.error, None);
+    let initialize = altered.initialize.unwrap();
+    assert_eq!(
+        initialize.topics,
+        BTreeMap::from([(ORDERS, BTreeMap::from([(0, 10), (1, 20)]))])
+    );
+    coordinator
+        .initialize_share_group_state(
+            GROUP,
+            initialize.group_epoch,
+            BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))]),
+        )
+        .await
+        .unwrap();
+    let listed = coordinator
+        .list_groups_filtered(&["empty".into()], &["share".into()])
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+
+    let deletion = coordinator
+        .prepare_share_group_offsets_deletion(GROUP, vec!["orders".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        deletion.to_delete,
+        BTreeMap::from([(ORDERS, BTreeSet::from([0, 1]))])
+    );
+    coordinator
+        .complete_share_group_offsets_deletion(GROUP, BTreeSet::from([ORDERS]))
+        .await
+        .unwrap();
+    assert_eq!(
+        coordinator.share_group_initialized_partitions(GROUP).await,
+        Ok(BTreeMap::new())
+    );
+    // What was written is what another coordinator loads.
+    let partition = coordinator.partition_for(GROUP);
+    coordinator.unload_partition(partition);
+    let second = self::coordinator(log.clone());
+    let summary = second.load_partition(partition, log.records_of(partition));
+    assert_eq!((summary.records_skipped, summary.groups), (0, 1));
+    let described = second.share_group_describe(vec![GROUP.into()]).await;
+    assert_eq!(described[0].group_state, "Empty");
 }

@@ -1,20 +1,23 @@
 //! The task that owns one partition's [`CoordinatorShard`]: it serves commands one at a time,
 //! fires the shard's timers, appends records and replays them before answering.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::assignor::TopicsImage;
 use crate::consumer_types::{ConsumerGroupHeartbeatRequest, DescribedConsumerGroup};
 
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 use super::clock::Clock;
 use super::log::GroupLog;
 use crate::core::{CoordinatorShard, Effects, GroupState, RequestToken, Response};
 use crate::error::GroupError;
 use crate::records::{encode_record, GroupRecord};
-use crate::share_types::{DescribedShareGroup, ShareGroupHeartbeatInput, SharePartitions};
+use crate::share_types::{
+    DescribedShareGroup, ShareGroupHeartbeatInput, ShareOffsetsTopic, SharePartitions,
+};
 use crate::types::{
     DescribedGroup, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListedGroup,
     OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetFetchRequest,
@@ -35,6 +38,9 @@ pub(crate) enum ShardRequest {
     ShareInitialized(String, SharePartitions),
     ShareUninitialized(String, SharePartitions),
     SharePrepareDeletion(Vec<String>),
+    ShareAlterOffsets(String, Vec<ShareOffsetsTopic>),
+    SharePrepareOffsetsDeletion(String, Vec<String>),
+    ShareCompleteOffsetsDeletion(String, BTreeSet<Uuid>),
 }
 
 pub(crate) enum Command {
@@ -61,6 +67,7 @@ pub(crate) enum Command {
     ),
     ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<DescribedConsumerGroup>>),
     ShareDescribe(Vec<String>, oneshot::Sender<Vec<DescribedShareGroup>>),
+    ShareInitializedPartitions(String, oneshot::Sender<SharePartitions>),
     /// States and types filters of ListGroups v5+.
     ListFiltered(Vec<String>, Vec<String>, oneshot::Sender<Vec<ListedGroup>>),
     /// A topics image and its sequence number (older ones than the last seen are ignored).
@@ -169,6 +176,30 @@ impl PartitionTask {
                             .uninitialize_share_group_state(&group_id, &topics, now_ms),
                         replies: vec![(token, Response::ShareState(Ok(())))],
                     },
+                    ShardRequest::ShareAlterOffsets(group_id, topics) => {
+                        let (outcome, records) = self
+                            .shard
+                            .alter_share_group_offsets(&group_id, &topics, now_ms);
+                        Effects {
+                            replies: vec![(token, Response::ShareAlterOffsets(Ok(outcome)))],
+                            records,
+                        }
+                    }
+                    ShardRequest::SharePrepareOffsetsDeletion(group_id, names) => {
+                        let (outcome, records) = self
+                            .shard
+                            .prepare_share_group_offsets_deletion(&group_id, &names, now_ms);
+                        Effects {
+                            replies: vec![(token, Response::ShareOffsetsDeletion(Ok(outcome)))],
+                            records,
+                        }
+                    }
+                    ShardRequest::ShareCompleteOffsetsDeletion(group_id, topic_ids) => Effects {
+                        records: self
+                            .shard
+                            .complete_share_group_offsets_deletion(&group_id, &topic_ids, now_ms),
+                        replies: vec![(token, Response::ShareState(Ok(())))],
+                    },
                     ShardRequest::SharePrepareDeletion(group_ids) => {
                         let (to_delete, records) =
                             self.shard.prepare_share_groups_deletion(&group_ids, now_ms);
@@ -231,6 +262,9 @@ impl PartitionTask {
                     .map(|group_id| self.shard.describe_share_group(group_id))
                     .collect();
                 let _ = reply.send(described);
+            }
+            Command::ShareInitializedPartitions(group_id, reply) => {
+                let _ = reply.send(self.shard.initialized_share_partitions(&group_id));
             }
             Command::ListFiltered(states, types, reply) => {
                 let _ = reply.send(self.shard.list_groups_filtered(&states, &types));

@@ -28,6 +28,8 @@ mod placement_tests;
 #[cfg(test)]
 mod records_tests;
 #[cfg(test)]
+mod settings_tests;
+#[cfg(test)]
 mod shard_kafka_tests;
 #[cfg(test)]
 mod shard_tests;
@@ -43,7 +45,8 @@ pub use records::{
 };
 pub use requests::{
     DeleteStateAnswer, InitializeStateAnswer, InvalidRequest, Outcome, ReadStateAnswer,
-    ReadStateSummaryAnswer, ShareStateError, StateSummary, WriteStateAnswer, WriteStateRequest,
+    ReadStateSummaryAnswer, ShareOperation, ShareStateError, StateSummary, WriteStateAnswer,
+    WriteStateRequest,
 };
 pub use settings::ShareCoordinatorSettings;
 pub use shard::{ShareCoordinatorShard, ShareGroupOffset};

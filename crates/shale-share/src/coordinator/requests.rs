@@ -111,3 +111,29 @@ pub enum InvalidRequest {
     #[error("Read operation on uninitialized share partition not allowed.")]
     ReadUninitialized,
 }
+
+/// The share coordinator's operations, for the message ShareCoordinatorService gives a
+/// partition whose operation failed outside the shard (its records not written in time, the
+/// coordinator moved): `"Unable to write share group state: <cause>"` and so on, with the
+/// error code the runtime maps the failure to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareOperation {
+    WriteState,
+    ReadState,
+    ReadStateSummary,
+    InitializeState,
+    DeleteState,
+}
+
+impl ShareOperation {
+    pub fn failure_message(self, cause: &str) -> String {
+        let what = match self {
+            ShareOperation::WriteState => "write share group state",
+            ShareOperation::ReadState => "read share group state",
+            ShareOperation::ReadStateSummary => "read share group state summary",
+            ShareOperation::InitializeState => "initialize share group state",
+            ShareOperation::DeleteState => "delete share group state",
+        };
+        format!("Unable to {what}: {cause}")
+    }
+}

@@ -28,6 +28,9 @@ pub struct ShareCoordinatorSettings {
     pub append_linger_ms: Option<u64>,
     /// `share.coordinator.threads`.
     pub threads: usize,
+    /// `share.coordinator.state.topic.compression.codec`: the compression id the coordinator
+    /// writes its record batches with (Kafka's CompressionType ids; 0, none, by default).
+    pub state_topic_compression_codec: i32,
     /// `share.coordinator.cached.buffer.max.bytes`: 1 MiB plus the 12-byte log overhead.
     pub cached_buffer_max_bytes: usize,
 }
@@ -46,6 +49,7 @@ impl Default for ShareCoordinatorSettings {
             state_topic_prune_interval_ms: 5 * 60 * 1000,
             append_linger_ms: None,
             threads: 1,
+            state_topic_compression_codec: 0,
             cached_buffer_max_bytes: 1024 * 1024 + 12,
         }
     }

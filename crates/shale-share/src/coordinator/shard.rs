@@ -18,7 +18,8 @@ use super::records::{
 };
 use super::requests::{
     DeleteStateAnswer, InitializeStateAnswer, InvalidRequest, Outcome, ReadStateAnswer,
-    ReadStateSummaryAnswer, ShareStateError, StateSummary, WriteStateAnswer, WriteStateRequest,
+    ReadStateSummaryAnswer, ShareOperation, ShareStateError, StateSummary, WriteStateAnswer,
+    WriteStateRequest,
 };
 use super::settings::ShareCoordinatorSettings;
 use crate::state::{PersistedState, SharePartitionKey, StateBatch};
@@ -402,8 +403,10 @@ impl ShareCoordinatorShard {
             return Outcome::answer(Err(error));
         }
         if key.group_id.len() > GROUP_ID_BYTES_MAX {
+            // Kafka fails the same way, when its runtime serializes the snapshot.
             return Outcome::answer(Err(ShareStateError::UnknownServerError(
-                "'groupId' field is too long to be serialized".to_string(),
+                ShareOperation::InitializeState
+                    .failure_message("'groupId' field is too long to be serialized"),
             )));
         }
         let snapshot_epoch = self

@@ -843,3 +843,53 @@ fn loading_skips_unknown_record_types_and_stops_at_corrupt_ones() {
     );
     assert_eq!(loaded.state(&key(0)), h.shard.state(&key(0)));
 }
+
+#[test]
+fn failed_operations_are_described_as_kafka_describes_them() {
+    assert_eq!(
+        ShareOperation::WriteState.failure_message("The coordinator is not available."),
+        "Unable to write share group state: The coordinator is not available."
+    );
+    assert_eq!(
+        ShareOperation::ReadStateSummary.failure_message("x"),
+        "Unable to read share group state summary: x"
+    );
+    assert_eq!(
+        ShareOperation::InitializeState.failure_message("x"),
+        "Unable to initialize share group state: x"
+    );
+    assert_eq!(
+        ShareOperation::ReadState.failure_message("x"),
+        "Unable to read share group state: x"
+    );
+    assert_eq!(
+        ShareOperation::DeleteState.failure_message("x"),
+        "Unable to delete share group state: x"
+    );
+}
+
+#[test]
+fn a_group_id_too_long_for_the_record_is_refused() {
+    let h = Harness::new();
+    let long = SharePartitionKey {
+        group_id: "g".repeat(32_768),
+        ..key(0)
+    };
+    let outcome = h.shard.initialize_state(&long, 0, 0, NOW_MS);
+    assert!(outcome.records.is_empty());
+    assert_eq!(
+        outcome.answer,
+        Err(ShareStateError::UnknownServerError(
+            "Unable to initialize share group state: 'groupId' field is too long to be serialized"
+                .to_string()
+        ))
+    );
+    let longest = SharePartitionKey {
+        group_id: "g".repeat(32_767),
+        ..key(0)
+    };
+    assert_eq!(
+        h.shard.initialize_state(&longest, 0, 0, NOW_MS).answer,
+        Ok(())
+    );
+}

@@ -129,9 +129,10 @@ pub(crate) fn put_uvarint(out: &mut BytesMut, mut value: u32) {
     out.put_u8(value as u8);
 }
 
-/// A `string` of a non-flexible version. Kafka refuses to write one longer than i16::MAX
-/// bytes; the callers' strings (group ids) are bounded well below that by the requests that
-/// carry them, so a longer one is cut at the limit rather than written with a wrapped length.
+/// A `string` of a non-flexible version, at most i16::MAX bytes. The shard refuses to
+/// initialize a share-partition whose group id is longer, so no record it writes holds one;
+/// for any other caller the text is cut at the limit rather than written with a wrapped
+/// length.
 pub(crate) fn put_string(out: &mut BytesMut, value: &str) {
     let bytes = value.as_bytes();
     let len = bytes.len().min(i16::MAX as usize);

@@ -75,6 +75,14 @@ impl SharePartition {
                 // A persisted start offset may be inside the first batch read.
                 if base_offset < self.start_offset {
                     base_offset = self.start_offset;
+                    // Kafka stops here; but a log start moved inside a cached batch leaves that
+                    // batch holding the start offset, and acquiring from the start offset as new
+                    // records would cache its offsets twice.
+                    if let Some((key, batch)) = self.cached.range(..=base_offset).next_back() {
+                        if batch.last_offset >= base_offset {
+                            base_offset = *key;
+                        }
+                    }
                 }
             }
             Some((key, batch)) if batch.last_offset >= base_offset => base_offset = *key,
@@ -239,6 +247,10 @@ impl SharePartition {
         if self.cached.is_empty() && self.end_offset > first_acquired {
             first_acquired = self.end_offset;
         }
+        // Kafka moves the first offset only when the cache is empty; batches left cached behind
+        // a log start that moved past them would let a batch read from inside it be acquired
+        // from its base, below the start offset, which is done by definition.
+        first_acquired = first_acquired.max(self.start_offset);
         let mut last_acquired = last_offset;
         if max_records < last_acquired - first_acquired + 1 {
             last_acquired =

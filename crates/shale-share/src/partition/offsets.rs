@@ -27,6 +27,10 @@ impl SharePartition {
             RecordState::Available,
         );
         self.start_offset = log_start_offset;
+        // Gaps of the persisted state below the log start are gone with the log.
+        if let Some(gap) = &mut self.gap_window {
+            gap.gap_start_offset = gap.gap_start_offset.max(log_start_offset);
+        }
         if self.end_offset < self.start_offset {
             self.end_offset = self.start_offset;
         }
@@ -145,6 +149,7 @@ impl SharePartition {
             return false;
         };
         let floor_last_offset = floor_batch.last_offset;
+        let start_before = self.start_offset;
         let first_key = self.cached.keys().next().copied();
         let last_key_to_remove = if last_acknowledged == floor_last_offset {
             if let Some((&higher_key, _)) = self.cached.range(last_acknowledged + 1..).next() {
@@ -154,7 +159,11 @@ impl SharePartition {
             }
             if self.gap_window_active() {
                 if let Some(gap) = self.gap_window {
-                    self.start_offset = self.start_offset.min(gap.gap_start_offset);
+                    // Not past a gap still to fetch, nor back behind a log start that passed it.
+                    self.start_offset = self
+                        .start_offset
+                        .min(gap.gap_start_offset)
+                        .max(start_before);
                 }
             }
             Some(floor_key)

@@ -84,8 +84,34 @@ impl SharePartition {
         any_available
     }
 
-    /// Reverts the changes of `write_id`.
+    /// Reverts the changes of `write_id`. A record offered again below the start offset (its
+    /// lock ran out while the log start moved past it) is archived: Kafka's revert ignores the
+    /// start offset, which would hand out a record the log no longer holds.
     pub(super) fn roll_back(&mut self, write_id: u64, now_ms: u64) {
-        self.complete_transitions(write_id, false, now_ms);
+        let start_offset = self.start_offset;
+        for batch in self.cached.values_mut() {
+            let mut straddles_start = false;
+            for (first, last, state) in batch.states_mut() {
+                if state.pending_write() != Some(write_id) {
+                    continue;
+                }
+                state.complete_transition(false, now_ms);
+                if state.state == RecordState::Available && first < start_offset {
+                    if last < start_offset {
+                        state.archive();
+                    } else {
+                        straddles_start = true;
+                    }
+                }
+            }
+            if straddles_start {
+                batch.split();
+                for (offset, _, state) in batch.states_mut() {
+                    if offset < start_offset && state.state == RecordState::Available {
+                        state.archive();
+                    }
+                }
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 mod properties;
 mod range_tables;
 mod registry;
+mod simple_kafka_cases;
 mod simple_tables;
 mod support;
 mod uniform_heterogeneous_tables;

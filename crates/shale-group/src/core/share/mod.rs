@@ -10,6 +10,7 @@
 mod admin;
 pub(crate) mod group;
 mod heartbeat;
+mod offsets;
 mod state;
 
 pub use group::ShareGroupState;

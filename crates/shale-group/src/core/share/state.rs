@@ -116,6 +116,16 @@ impl CoordinatorShard {
         })
     }
 
+    /// Kafka's `initializedShareGroupPartitions`: the share-partitions of `group_id` that have
+    /// state (what DescribeShareGroupOffsets reads for all topics); none for an unknown group.
+    pub fn initialized_share_partitions(&self, group_id: &str) -> SharePartitions {
+        self.share_groups
+            .get(group_id)
+            .and_then(|group| group.state_metadata.as_ref())
+            .map(StateMetadata::initialized_partitions)
+            .unwrap_or_default()
+    }
+
     fn topic_name(&self, topic_id: &Uuid) -> String {
         self.topics
             .topics

@@ -16,3 +16,5 @@ mod random_operations;
 mod share_admin;
 mod share_harness;
 mod share_heartbeat;
+mod share_offsets;
+mod share_random_operations;

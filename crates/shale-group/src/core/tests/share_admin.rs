@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use super::share_harness::*;
 use crate::config::GroupConfig;
+use crate::consumer_types::ConsumerGroupHeartbeatRequest;
 use crate::core::{RequestToken, Response, ShareGroupState};
 use crate::error::GroupError;
 use crate::share_types::{DescribedShareMember, DescribedShareTopic};
-use crate::types::{JoinGroupRequest, OffsetFetchRequest};
+use crate::types::{HeartbeatRequest, JoinGroupRequest, OffsetFetchRequest};
 
 fn config() -> GroupConfig {
     GroupConfig {
@@ -198,6 +199,52 @@ fn other_protocols_refuse_a_share_groups_id_and_it_refuses_theirs() {
     assert_eq!(
         h.shard.fetch_offsets(&fetch),
         Err(GroupError::GroupIdNotFound)
+    );
+
+    let heartbeat = HeartbeatRequest {
+        group_id: GROUP.into(),
+        generation_id: 1,
+        member_id: "m1".into(),
+        group_instance_id: None,
+    };
+    let effects = h.shard.heartbeat(RequestToken(8), heartbeat, h.now_ms);
+    match &h.apply(effects)[..] {
+        [(_, Response::Heartbeat(result))] => {
+            assert_eq!(result, &Err(GroupError::UnknownMemberId))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let consumer = ConsumerGroupHeartbeatRequest {
+        api_version: 1,
+        group_id: GROUP.into(),
+        member_id: "c1".into(),
+        member_epoch: 0,
+        instance_id: None,
+        rack_id: None,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["orders".into()]),
+        subscribed_topic_regex: None,
+        server_assignor: None,
+        owned_partitions: Some(Vec::new()),
+        client_id: "c".into(),
+        client_host: "/h".into(),
+    };
+    let effects = h
+        .shard
+        .consumer_group_heartbeat(RequestToken(9), consumer, h.now_ms);
+    match &h.apply(effects)[..] {
+        [(_, Response::ConsumerHeartbeat(result))] => {
+            assert_eq!(result, &Err(GroupError::GroupIdNotFound))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        h.shard.describe_group(GROUP).error,
+        Some(GroupError::GroupIdNotFound)
+    );
+    assert_eq!(
+        h.shard.share_group_state(GROUP),
+        Some(ShareGroupState::Stable)
     );
 
     // A classic group's id is not a share group's.

@@ -149,3 +149,61 @@ fn a_lock_timeout_after_the_log_start_moved_inside_a_batch_archives_what_is_belo
     assert_eq!(state(&p, 14), Some((RecordState::Available, 1)));
     assert_eq!(p.record_state(5).map(|s| s.member_id), Some(String::new()));
 }
+
+#[test]
+fn a_failed_write_after_the_log_start_passed_its_records_archives_them() {
+    let mut p = partition();
+    p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &read(0, vec![batch(0, 4)]),
+        0,
+    );
+    let write = p
+        .acknowledge("a", &[ack(0, 4, ACCEPT)], 1)
+        .expect("ok")
+        .expect("write");
+    p.update_log_start_offset(2);
+    // The lock ran out while the write was pending: the revert offers the records again, but
+    // those below the start offset are gone from the log.
+    p.complete_write(write.write_id, false, LOCK_MS);
+    assert_eq!(state(&p, 1), Some((RecordState::Archived, 1)));
+    assert_eq!(state(&p, 2), Some((RecordState::Available, 1)));
+    assert_eq!(p.next_fetch_offset(), 2);
+}
+
+#[test]
+fn acquiring_after_the_log_start_moved_inside_a_cached_batch_reuses_that_batch() {
+    let mut p = partition();
+    p.update_log_start_offset(5);
+    p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &read(5, vec![batch(4, 7)]),
+        0,
+    );
+    let write = p.expire_locks(LOCK_MS).expect("expiry");
+    p.complete_write(write.write_id, true, LOCK_MS);
+    p.update_log_start_offset(6);
+    let mut from_six = read(6, vec![batch(4, 7), batch(8, 9)]);
+    from_six.log_start_offset = 6;
+    let got = p.acquire(
+        "a",
+        AcquireMode::BatchOptimized,
+        100,
+        100,
+        &from_six,
+        LOCK_MS,
+    );
+    let ranges: Vec<(i64, i64)> = got
+        .acquired
+        .iter()
+        .map(|r| (r.first_offset, r.last_offset))
+        .collect();
+    assert_eq!(ranges, vec![(6, 6), (7, 7), (8, 9)]);
+    assert_eq!(p.in_flight_batch_count(), 2);
+}

@@ -201,3 +201,32 @@ fn invalid_states_are_refused() {
         Err(SharePartitionError::InvalidPersistedState(_))
     ));
 }
+
+#[test]
+fn a_log_start_past_the_first_gap_moves_the_gap_with_it() {
+    let state_read = persisted(
+        0,
+        vec![
+            persisted_batch(8, 9, DeliveryState::Available, 1),
+            persisted_batch(10, 14, DeliveryState::Acknowledged, 1),
+        ],
+    );
+    let mut p = SharePartition::from_persisted(config(), state_read).expect("loads");
+    assert_eq!(p.next_fetch_offset(), 0);
+    p.update_log_start_offset(5);
+    assert_eq!((p.start_offset(), p.next_fetch_offset()), (5, 5));
+    let log = vec![batch(4, 7), batch(8, 9), batch(10, 14), batch(15, 19)];
+    let got = p.acquire("a", AcquireMode::BatchOptimized, 100, 100, &read(5, log), 0);
+    let ranges: Vec<(i64, i64)> = got
+        .acquired
+        .iter()
+        .map(|r| (r.first_offset, r.last_offset))
+        .collect();
+    assert_eq!(ranges, vec![(5, 7), (8, 9), (15, 19)]);
+    let write = p
+        .acknowledge("a", &[ack(5, 7, ACCEPT), ack(8, 9, ACCEPT)], 1)
+        .expect("ok")
+        .expect("write");
+    p.complete_write(write.write_id, true, 1);
+    assert_eq!(p.start_offset(), 15);
+}

@@ -1,6 +1,8 @@
-//! Random sequences of acquisitions, acknowledgements, releases, expiries and write outcomes:
-//! an offset whose acknowledgement was written is never handed out again, the start offset only
-//! passes done records, and nothing between the start and end offsets is lost.
+//! Random sequences of acquisitions (read_committed or not, over a log with an aborted
+//! transaction), acknowledgements, releases, expiries, write outcomes and log start moves: an
+//! offset whose acknowledgement was written is never handed out again, nor an aborted one under
+//! read_committed; the start offset only passes done records (or the log start); nothing between
+//! the start and end offsets is lost.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,6 +22,7 @@ enum Op {
     Acquire {
         member: usize,
         record_limit: bool,
+        read_committed: bool,
         batch_size: usize,
         max_records: usize,
     },
@@ -39,14 +42,18 @@ enum Op {
         pick: usize,
         ok: bool,
     },
+    LogStart {
+        delta: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..3usize, any::<bool>(), 1..8usize, 1..12usize).prop_map(
-            |(member, record_limit, batch_size, max_records)| Op::Acquire {
+        4 => (0..3usize, any::<bool>(), any::<bool>(), 1..8usize, 1..12usize).prop_map(
+            |(member, record_limit, read_committed, batch_size, max_records)| Op::Acquire {
                 member,
                 record_limit,
+                read_committed,
                 batch_size,
                 max_records,
             }
@@ -62,20 +69,33 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..3usize).prop_map(|member| Op::Release { member }),
         2 => (1..40_000u64).prop_map(|ms| Op::Advance { ms }),
         3 => (any::<usize>(), prop::bool::weighted(0.8)).prop_map(|(pick, ok)| Op::Complete { pick, ok }),
+        1 => (1..6i64).prop_map(|delta| Op::LogStart { delta }),
     ]
 }
 
-/// A log of 40 offsets in batches of 1 to 5.
+/// The producer whose transaction over offsets 8-9 aborts, its marker at 10.
+const ABORTING_PRODUCER: i64 = 5;
+
+/// A log of 41 offsets in batches of 1 to 5, with one aborted transaction.
 fn log() -> Vec<LogBatch> {
-    let sizes = [3, 1, 4, 2, 5, 3, 2, 4, 1, 5, 3, 2, 4, 1];
+    let sizes = [3, 1, 4, 2, 1, 5, 3, 2, 4, 1, 5, 3, 2, 4, 1];
     let mut batches = Vec::new();
     let mut base = 0;
-    for size in sizes {
-        batches.push(batch(base, base + size - 1));
+    for (index, size) in sizes.into_iter().enumerate() {
+        let mut log_batch = batch(base, base + size - 1);
+        if index == 3 || index == 4 {
+            log_batch.producer_id = ABORTING_PRODUCER;
+            log_batch.is_transactional = true;
+            log_batch.is_control = index == 4;
+        }
+        batches.push(log_batch);
         base += size;
     }
     batches
 }
+
+/// The records of the aborted transaction.
+const ABORTED: std::ops::RangeInclusive<i64> = 8..=9;
 
 struct Model {
     partition: SharePartition,
@@ -85,6 +105,7 @@ struct Model {
     /// Offsets whose ACCEPT or REJECT was written.
     done: BTreeSet<i64>,
     limit: i16,
+    log_start: i64,
 }
 
 impl Model {
@@ -93,6 +114,7 @@ impl Model {
             Op::Acquire {
                 member,
                 record_limit,
+                read_committed,
                 batch_size,
                 max_records,
             } => {
@@ -101,7 +123,11 @@ impl Model {
                 } else {
                     AcquireMode::BatchOptimized
                 };
-                let read = read_next(&self.partition, log);
+                let mut read = read_next(&self.partition, log);
+                read.log_start_offset = self.log_start;
+                read.batches.retain(|b| b.last_offset >= self.log_start);
+                read.read_committed = read_committed;
+                read.aborted = vec![(ABORTING_PRODUCER, *ABORTED.start())];
                 let got = self.partition.acquire(
                     MEMBERS[member],
                     mode,
@@ -119,6 +145,10 @@ impl Model {
                     prop_assert!(records.delivery_count <= self.limit);
                     for offset in records.first_offset..=records.last_offset {
                         prop_assert!(!self.done.contains(&offset), "{offset} handed out again");
+                        prop_assert!(offset >= self.log_start, "{offset} is below the log start");
+                        if read_committed {
+                            prop_assert!(!ABORTED.contains(&offset), "aborted {offset} handed out");
+                        }
                         let snapshot = self.partition.record_state(offset);
                         prop_assert_eq!(
                             snapshot.map(|s| (s.state, s.member_id)),
@@ -173,6 +203,10 @@ impl Model {
                     self.pending.push(write);
                 }
             }
+            Op::LogStart { delta } => {
+                self.log_start = (self.log_start + delta).min(41);
+                self.partition.update_log_start_offset(self.log_start);
+            }
             Op::Complete { pick, ok } => {
                 if self.pending.is_empty() {
                     return Ok(());
@@ -210,12 +244,26 @@ impl Model {
 
     fn check(&self, start_before: i64) -> Result<(), TestCaseError> {
         let p = &self.partition;
+        let mut previous_last = i64::MIN;
+        for (key, batch) in &p.cached {
+            prop_assert_eq!(*key, batch.first_offset);
+            prop_assert!(batch.first_offset <= batch.last_offset);
+            prop_assert!(
+                batch.first_offset > previous_last,
+                "cached batches overlap at {}",
+                key
+            );
+            previous_last = batch.last_offset;
+        }
         prop_assert!(
             p.start_offset() >= start_before,
             "the start offset went back"
         );
         prop_assert!(p.end_offset() >= p.start_offset() - 1);
-        if p.in_flight_record_count() > 0 {
+        // Right after the log start passed every cached batch the end offset is the next to
+        // fetch, not a cached one.
+        let cached_up_to_start = p.record_state(p.start_offset()).is_some();
+        if p.in_flight_record_count() > 0 && cached_up_to_start && p.gap_window.is_none() {
             let mut terminal = 0;
             for offset in p.start_offset()..=p.end_offset() {
                 let snapshot = p.record_state(offset);
@@ -232,7 +280,7 @@ impl Model {
                 p.delivery_complete_count(),
                 "delivery complete count"
             );
-        } else {
+        } else if p.in_flight_record_count() == 0 {
             prop_assert_eq!(p.delivery_complete_count(), 0);
         }
         for offset in &self.done {
@@ -245,6 +293,69 @@ impl Model {
     }
 }
 
+/// Runs `ops` on `model`, checking the invariants after each.
+fn run(model: &mut Model, ops: &[Op], log: &[LogBatch]) -> Result<(), TestCaseError> {
+    for op in ops {
+        let start_before = model.partition.start_offset();
+        let states_before: Vec<(i64, Option<RecordState>)> = (start_before
+            ..=model.partition.end_offset())
+            .map(|offset| {
+                (
+                    offset,
+                    model.partition.record_state(offset).map(|s| s.state),
+                )
+            })
+            .collect();
+        model.apply(op, log)?;
+        model.check(start_before)?;
+        // The start offset passes only records that were done (or waiting to be written as
+        // done) before the step, unless the log start passed them; never a gap of a persisted
+        // state not fetched yet.
+        let start_after = model.partition.start_offset();
+        for (offset, state) in &states_before {
+            if !matches!(op, Op::LogStart { .. }) && *offset < start_after {
+                prop_assert!(
+                    state.is_some_and(RecordState::is_terminal),
+                    "the start offset passed {} in {:?}",
+                    offset,
+                    state
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn model(partition: SharePartition, limit: i16, done: BTreeSet<i64>) -> Model {
+    Model {
+        partition,
+        now_ms: 0,
+        held: BTreeMap::new(),
+        pending: Vec::new(),
+        done,
+        limit,
+        log_start: 0,
+    }
+}
+
+fn partition_config(limit: i16, max_in_flight: usize) -> SharePartitionConfig {
+    SharePartitionConfig {
+        delivery_count_limit: limit,
+        max_in_flight_records: max_in_flight,
+        ..config()
+    }
+}
+
+/// What a previous leader persisted for one log batch: nothing (a gap), or a state.
+fn persisted_choice() -> impl Strategy<Value = Option<(DeliveryState, i16)>> {
+    prop_oneof![
+        2 => Just(None),
+        2 => (1..2i16).prop_map(|count| Some((DeliveryState::Available, count))),
+        1 => Just(Some((DeliveryState::Acknowledged, 1))),
+        1 => Just(Some((DeliveryState::Archived, 2))),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -255,40 +366,41 @@ proptest! {
         max_in_flight in 5..40usize,
     ) {
         let log = log();
-        let config = SharePartitionConfig {
-            delivery_count_limit: limit,
-            max_in_flight_records: max_in_flight,
-            ..config()
-        };
-        let mut model = Model {
-            partition: SharePartition::new(config, 0),
-            now_ms: 0,
-            held: BTreeMap::new(),
-            pending: Vec::new(),
-            done: BTreeSet::new(),
-            limit,
-        };
-        for op in &ops {
-            let start_before = model.partition.start_offset();
-            let states_before: Vec<(i64, Option<RecordState>)> = (start_before
-                ..=model.partition.end_offset())
-                .map(|offset| (offset, model.partition.record_state(offset).map(|s| s.state)))
-                .collect();
-            model.apply(op, &log)?;
-            model.check(start_before)?;
-            // The start offset passes only records that were done (or waiting to be written
-            // as done) before the step.
-            let start_after = model.partition.start_offset();
-            for (offset, state) in &states_before {
-                if *offset < start_after {
-                    prop_assert!(
-                        state.is_some_and(RecordState::is_terminal),
-                        "the start offset passed {} in {:?}",
-                        offset,
-                        state
-                    );
+        let partition = SharePartition::new(partition_config(limit, max_in_flight), 0);
+        run(&mut model(partition, limit, BTreeSet::new()), &ops, &log)?;
+    }
+
+    #[test]
+    fn random_sequences_from_a_persisted_state_fetch_every_gap(
+        choices in prop::collection::vec(persisted_choice(), 8),
+        ops in prop::collection::vec(op(), 1..80),
+        limit in 2..6i16,
+        max_in_flight in 5..40usize,
+    ) {
+        let log = log();
+        let mut batches = Vec::new();
+        let mut done = BTreeSet::new();
+        for (log_batch, choice) in log.iter().zip(&choices) {
+            if let Some((delivery_state, delivery_count)) = *choice {
+                batches.push(crate::state::StateBatch {
+                    first_offset: log_batch.base_offset,
+                    last_offset: log_batch.last_offset,
+                    delivery_state,
+                    delivery_count,
+                });
+                if delivery_state != DeliveryState::Available {
+                    done.extend(log_batch.base_offset..=log_batch.last_offset);
                 }
             }
         }
+        let persisted = crate::state::PersistedState {
+            state_epoch: 1,
+            leader_epoch: 1,
+            start_offset: 0,
+            batches,
+        };
+        let partition = SharePartition::from_persisted(partition_config(limit, max_in_flight), persisted)
+            .map_err(|error| TestCaseError::fail(error.to_string()))?;
+        run(&mut model(partition, limit, done), &ops, &log)?;
     }
 }
