@@ -1,20 +1,39 @@
-//! Kafka 4.4's group configs (the GROUP config resource of KIP-848, Kafka's GroupConfig): names,
-//! types, defaults, the broker keys a group inherits its values from, and the checks Kafka's
-//! controller makes before a group's configs change (GroupConfig.validate, against the broker's
-//! `group.consumer.*` bounds).
+//! Kafka 4.4's group configs (the GROUP config resource of KIP-848 and KIP-932, Kafka's
+//! GroupConfig): names, types, defaults, the broker keys a group inherits its values from, and
+//! the checks Kafka's controller makes before a group's configs change (GroupConfig.validate,
+//! against the broker's `group.consumer.*` and `group.share.*` bounds).
 //!
-//! Shale acts on `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` only. Every
-//! other key Kafka defines is described with Kafka's default (so a describe reads as Kafka's)
-//! but a value for it is refused with INVALID_CONFIG naming the key: storing it would pretend
-//! to honour a share-group, streams-group or dead-letter-queue setting Shale does not serve.
+//! Shale acts on the consumer group's session timeout and heartbeat interval and on the share
+//! group keys of KIP-932 (`share.*` below, but for the assignment interval and the assignor
+//! offload). Every other key Kafka defines is described with Kafka's default (so a describe
+//! reads as Kafka's) but a value for it is refused with INVALID_CONFIG naming the key: storing
+//! it would pretend to honour a streams-group or dead-letter-queue setting Shale does not serve.
 
 use std::collections::BTreeMap;
 
 use crate::config_defs::{validate_typed, ConfigType, Validator};
 use crate::error::MetadataError;
 
+mod share_offset_reset;
+
+pub use share_offset_reset::ShareAutoOffsetReset;
+
 pub const CONSUMER_SESSION_TIMEOUT_MS: &str = "consumer.session.timeout.ms";
 pub const CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "consumer.heartbeat.interval.ms";
+pub const SHARE_SESSION_TIMEOUT_MS: &str = "share.session.timeout.ms";
+pub const SHARE_HEARTBEAT_INTERVAL_MS: &str = "share.heartbeat.interval.ms";
+pub const SHARE_RECORD_LOCK_DURATION_MS: &str = "share.record.lock.duration.ms";
+pub const SHARE_DELIVERY_COUNT_LIMIT: &str = "share.delivery.count.limit";
+pub const SHARE_PARTITION_MAX_RECORD_LOCKS: &str = "share.partition.max.record.locks";
+/// `earliest`, `latest` or `by_duration:<ISO-8601 duration>` (`ShareAutoOffsetReset`).
+pub const SHARE_AUTO_OFFSET_RESET: &str = "share.auto.offset.reset";
+/// `read_committed` or `read_uncommitted` (`ISOLATION_LEVELS`).
+pub const SHARE_ISOLATION_LEVEL: &str = "share.isolation.level";
+/// Whether members may acknowledge with RENEW (KIP-1222).
+pub const SHARE_RENEW_ACKNOWLEDGE_ENABLE: &str = "share.renew.acknowledge.enable";
+
+/// The values of `share.isolation.level`, as Kafka's validator lists them.
+pub const ISOLATION_LEVELS: &[&str] = &["read_committed", "read_uncommitted"];
 
 /// One key of Kafka's GroupConfig.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +45,8 @@ pub struct GroupConfigDef {
     /// The broker key whose value a group without its own inherits, which Kafka lists as the
     /// synonym; `None` when the group key is its own synonym.
     pub broker_synonym: Option<&'static str>,
+    /// Kafka's `atLeast` bound of a numeric key.
+    pub at_least: Option<i32>,
     /// Defined with Kafka's `defineInternal`: accepted by Kafka, never described.
     pub internal: bool,
     /// Shale acts on it; any other key is refused when set.
@@ -43,9 +64,15 @@ const fn key(
         config_type,
         default,
         broker_synonym,
+        at_least: None,
         internal: false,
         served: false,
     }
+}
+
+const fn at_least(mut def: GroupConfigDef, min: i32) -> GroupConfigDef {
+    def.at_least = Some(min);
+    def
 }
 
 const fn internal(mut def: GroupConfigDef) -> GroupConfigDef {
@@ -63,73 +90,100 @@ use ConfigType::{Boolean, Int, List, Long, String as Str};
 /// Kafka 4.4's GroupConfig keys, in its definition order, with the values a DescribeConfigs of
 /// a group shows on a broker with Kafka's defaults.
 pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
-    served(key(
-        CONSUMER_SESSION_TIMEOUT_MS,
-        Int,
-        "45000",
-        Some("group.consumer.session.timeout.ms"),
+    served(at_least(
+        key(
+            CONSUMER_SESSION_TIMEOUT_MS,
+            Int,
+            "45000",
+            Some("group.consumer.session.timeout.ms"),
+        ),
+        1,
     )),
-    served(key(
-        CONSUMER_HEARTBEAT_INTERVAL_MS,
-        Int,
-        "5000",
-        Some("group.consumer.heartbeat.interval.ms"),
+    served(at_least(
+        key(
+            CONSUMER_HEARTBEAT_INTERVAL_MS,
+            Int,
+            "5000",
+            Some("group.consumer.heartbeat.interval.ms"),
+        ),
+        1,
     )),
-    key(
-        "consumer.assignment.interval.ms",
-        Int,
-        "1000",
-        Some("group.consumer.assignment.interval.ms"),
+    at_least(
+        key(
+            "consumer.assignment.interval.ms",
+            Int,
+            "1000",
+            Some("group.consumer.assignment.interval.ms"),
+        ),
+        0,
     ),
     internal(key(
         "consumer.assignor.offload.enable",
         Boolean,
-        "false",
+        "true",
         Some("group.consumer.assignor.offload.enable"),
     )),
-    key(
-        "share.session.timeout.ms",
-        Int,
-        "45000",
-        Some("group.share.session.timeout.ms"),
-    ),
-    key(
-        "share.heartbeat.interval.ms",
-        Int,
-        "5000",
-        Some("group.share.heartbeat.interval.ms"),
-    ),
-    key(
-        "share.record.lock.duration.ms",
-        Int,
-        "30000",
-        Some("group.share.record.lock.duration.ms"),
-    ),
-    key(
-        "share.delivery.count.limit",
-        Int,
-        "5",
-        Some("group.share.delivery.count.limit"),
-    ),
-    key(
-        "share.partition.max.record.locks",
-        Int,
-        "2000",
-        Some("group.share.partition.max.record.locks"),
-    ),
-    key("share.auto.offset.reset", Str, "latest", None),
-    key("share.isolation.level", Str, "read_uncommitted", None),
-    key("share.renew.acknowledge.enable", Boolean, "true", None),
-    key(
-        "share.assignment.interval.ms",
-        Int,
-        "1000",
-        Some("group.share.assignment.interval.ms"),
+    served(at_least(
+        key(
+            SHARE_SESSION_TIMEOUT_MS,
+            Int,
+            "45000",
+            Some("group.share.session.timeout.ms"),
+        ),
+        1,
+    )),
+    served(at_least(
+        key(
+            SHARE_HEARTBEAT_INTERVAL_MS,
+            Int,
+            "5000",
+            Some("group.share.heartbeat.interval.ms"),
+        ),
+        1,
+    )),
+    served(at_least(
+        key(
+            SHARE_RECORD_LOCK_DURATION_MS,
+            Int,
+            "30000",
+            Some("group.share.record.lock.duration.ms"),
+        ),
+        1000,
+    )),
+    served(at_least(
+        key(
+            SHARE_DELIVERY_COUNT_LIMIT,
+            Int,
+            "5",
+            Some("group.share.delivery.count.limit"),
+        ),
+        2,
+    )),
+    served(at_least(
+        key(
+            SHARE_PARTITION_MAX_RECORD_LOCKS,
+            Int,
+            "2000",
+            Some("group.share.partition.max.record.locks"),
+        ),
+        100,
+    )),
+    served(key(SHARE_AUTO_OFFSET_RESET, Str, "latest", None)),
+    served(key(SHARE_ISOLATION_LEVEL, Str, "read_uncommitted", None)),
+    served(key(SHARE_RENEW_ACKNOWLEDGE_ENABLE, Boolean, "true", None)),
+    at_least(
+        key(
+            "share.assignment.interval.ms",
+            Int,
+            "1000",
+            Some("group.share.assignment.interval.ms"),
+        ),
+        0,
     ),
     internal(key(
         "share.assignor.offload.enable",
         Boolean,
-        "false",
+        "true",
         Some("group.share.assignor.offload.enable"),
     )),
     key(
@@ -165,7 +219,7 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
     internal(key(
         "streams.assignor.offload.enable",
         Boolean,
-        "false",
+        "true",
         Some("group.streams.assignor.offload.enable"),
     )),
     internal(key(
@@ -244,15 +298,70 @@ impl Default for GroupConfigBounds {
     }
 }
 
+/// The broker's share-group settings a group's `share.*` configs are checked against and
+/// inherit (`group.share.*`), carried to the controller as `GroupConfigBounds` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareGroupConfigBounds {
+    /// `group.share.session.timeout.ms`
+    pub session_timeout_ms: i32,
+    /// `group.share.min.session.timeout.ms`
+    pub session_timeout_ms_min: i32,
+    /// `group.share.max.session.timeout.ms`
+    pub session_timeout_ms_max: i32,
+    /// `group.share.heartbeat.interval.ms`
+    pub heartbeat_interval_ms: i32,
+    /// `group.share.min.heartbeat.interval.ms`
+    pub heartbeat_interval_ms_min: i32,
+    /// `group.share.max.heartbeat.interval.ms`
+    pub heartbeat_interval_ms_max: i32,
+    /// `group.share.min.record.lock.duration.ms`
+    pub record_lock_duration_ms_min: i32,
+    /// `group.share.max.record.lock.duration.ms`
+    pub record_lock_duration_ms_max: i32,
+    /// `group.share.min.delivery.count.limit`
+    pub delivery_count_limit_min: i32,
+    /// `group.share.max.delivery.count.limit`
+    pub delivery_count_limit_max: i32,
+    /// `group.share.min.partition.max.record.locks`
+    pub partition_max_record_locks_min: i32,
+    /// `group.share.max.partition.max.record.locks`
+    pub partition_max_record_locks_max: i32,
+}
+
+impl Default for ShareGroupConfigBounds {
+    /// Kafka 4.4's defaults.
+    fn default() -> Self {
+        Self {
+            session_timeout_ms: 45_000,
+            session_timeout_ms_min: 45_000,
+            session_timeout_ms_max: 60_000,
+            heartbeat_interval_ms: 5_000,
+            heartbeat_interval_ms_min: 5_000,
+            heartbeat_interval_ms_max: 15_000,
+            record_lock_duration_ms_min: 15_000,
+            record_lock_duration_ms_max: 60_000,
+            delivery_count_limit_min: 2,
+            delivery_count_limit_max: 10,
+            partition_max_record_locks_min: 100,
+            partition_max_record_locks_max: 4_000,
+        }
+    }
+}
+
 fn invalid(message: String) -> MetadataError {
     MetadataError::InvalidConfig(message)
 }
 
 /// Shale's refusal of a Kafka group key it does not act on.
 fn unserved(name: &str) -> MetadataError {
+    let served: Vec<&str> = GROUP_CONFIGS
+        .iter()
+        .filter(|d| d.served)
+        .map(|d| d.name)
+        .collect();
     invalid(format!(
-        "Shale does not serve the group config {name}; only {CONSUMER_SESSION_TIMEOUT_MS} and \
-         {CONSUMER_HEARTBEAT_INTERVAL_MS} can be set on a group"
+        "Shale does not serve the group config {name}; only {} can be set on a group",
+        served.join(", ")
     ))
 }
 
@@ -264,40 +373,83 @@ pub fn not_a_list(op: &str, name: &str) -> MetadataError {
     ))
 }
 
-/// An INT group key's value, checked as Kafka's ConfigDef parses it (`atLeast(1)`).
-fn int_value(name: &str, value: &str) -> Result<i32, MetadataError> {
-    validate_typed(
-        name,
-        ConfigType::Int,
+/// One value checked as Kafka's ConfigDef parses it: type, then the key's validator.
+fn check_value(def: &GroupConfigDef, value: &str) -> Result<(), MetadataError> {
+    if def.name == SHARE_AUTO_OFFSET_RESET {
+        let trimmed = value.trim();
+        return match ShareAutoOffsetReset::parse(trimmed) {
+            Some(_) => Ok(()),
+            None => Err(invalid(format!(
+                "Invalid value {trimmed} for configuration {SHARE_AUTO_OFFSET_RESET}: Invalid \
+                 value `{trimmed}` for configuration {SHARE_AUTO_OFFSET_RESET}. The value must \
+                 be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+            ))),
+        };
+    }
+    let validator = if def.name == SHARE_ISOLATION_LEVEL {
+        Validator::OneOf(ISOLATION_LEVELS)
+    } else {
         Validator::Range {
-            min: Some(1.0),
+            min: def.at_least.map(f64::from),
             max: None,
-        },
-        value,
-    )?;
-    value
-        .trim()
-        .parse::<i32>()
-        .map_err(|_| invalid(format!("Invalid value {value} for configuration {name}")))
+        }
+    };
+    validate_typed(def.name, def.config_type, validator, value)
 }
 
-fn in_range(name: &str, value: i32, min: i32, max: i32) -> Result<(), MetadataError> {
-    if value < min || value > max {
-        return Err(invalid(format!(
+/// An INT key's value among `configs`, once `check_value` has passed it.
+fn int_value(configs: &BTreeMap<String, String>, name: &str) -> Result<Option<i32>, MetadataError> {
+    configs
+        .get(name)
+        .map(|value| {
+            value
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| invalid(format!("Invalid value {value} for configuration {name}")))
+        })
+        .transpose()
+}
+
+/// Kafka's validateIntRange: only a key the group sets is checked.
+fn in_range(
+    configs: &BTreeMap<String, String>,
+    name: &str,
+    min: i32,
+    max: i32,
+) -> Result<(), MetadataError> {
+    match int_value(configs, name)? {
+        Some(value) if value < min || value > max => Err(invalid(format!(
             "{name} must be in the range {min} to {max} inclusive."
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Kafka's validateSessionExceedsHeartbeat: a key the group does not set counts with the
+/// broker's value.
+fn session_exceeds_heartbeat(
+    configs: &BTreeMap<String, String>,
+    (session_name, session_default): (&str, i32),
+    (heartbeat_name, heartbeat_default): (&str, i32),
+) -> Result<(), MetadataError> {
+    let session = int_value(configs, session_name)?.unwrap_or(session_default);
+    let heartbeat = int_value(configs, heartbeat_name)?.unwrap_or(heartbeat_default);
+    if session <= heartbeat {
+        return Err(invalid(format!(
+            "{session_name} must be greater than {heartbeat_name}"
         )));
     }
     Ok(())
 }
 
 /// Checks a group's explicit configs as they would be after a change, in Kafka's order: every
-/// name is a group config, then (Shale) every name is one Shale serves, then each value parses,
-/// then the heartbeat interval and the session timeout lie within the broker's bounds, then the
-/// session timeout exceeds the heartbeat interval (a key the group does not set counts with the
-/// broker's value, as on Kafka).
+/// name is a group config, then (Shale) every name is one Shale serves, then each value parses
+/// (in definition order), then each value lies within the broker's bounds, then each session
+/// timeout exceeds its heartbeat interval.
 pub fn validate_group_configs(
     configs: &BTreeMap<String, String>,
     bounds: &GroupConfigBounds,
+    share: &ShareGroupConfigBounds,
 ) -> Result<(), MetadataError> {
     let mut defs = Vec::with_capacity(configs.len());
     for name in configs.keys() {
@@ -308,167 +460,64 @@ pub fn validate_group_configs(
     if let Some(def) = defs.iter().find(|d| !d.served) {
         return Err(unserved(def.name));
     }
-    let session = configs
-        .get(CONSUMER_SESSION_TIMEOUT_MS)
-        .map(|v| int_value(CONSUMER_SESSION_TIMEOUT_MS, v))
-        .transpose()?
-        .unwrap_or(bounds.session_timeout_ms);
-    let heartbeat = configs
-        .get(CONSUMER_HEARTBEAT_INTERVAL_MS)
-        .map(|v| int_value(CONSUMER_HEARTBEAT_INTERVAL_MS, v))
-        .transpose()?
-        .unwrap_or(bounds.heartbeat_interval_ms);
-    in_range(
-        CONSUMER_HEARTBEAT_INTERVAL_MS,
-        heartbeat,
-        bounds.heartbeat_interval_ms_min,
-        bounds.heartbeat_interval_ms_max,
-    )?;
-    in_range(
-        CONSUMER_SESSION_TIMEOUT_MS,
-        session,
-        bounds.session_timeout_ms_min,
-        bounds.session_timeout_ms_max,
-    )?;
-    if session <= heartbeat {
-        return Err(invalid(format!(
-            "{CONSUMER_SESSION_TIMEOUT_MS} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS}"
-        )));
+    for def in GROUP_CONFIGS {
+        if let Some(value) = configs.get(def.name) {
+            check_value(def, value)?;
+        }
     }
-    Ok(())
+    for (name, min, max) in [
+        (
+            CONSUMER_HEARTBEAT_INTERVAL_MS,
+            bounds.heartbeat_interval_ms_min,
+            bounds.heartbeat_interval_ms_max,
+        ),
+        (
+            CONSUMER_SESSION_TIMEOUT_MS,
+            bounds.session_timeout_ms_min,
+            bounds.session_timeout_ms_max,
+        ),
+        (
+            SHARE_HEARTBEAT_INTERVAL_MS,
+            share.heartbeat_interval_ms_min,
+            share.heartbeat_interval_ms_max,
+        ),
+        (
+            SHARE_SESSION_TIMEOUT_MS,
+            share.session_timeout_ms_min,
+            share.session_timeout_ms_max,
+        ),
+        (
+            SHARE_RECORD_LOCK_DURATION_MS,
+            share.record_lock_duration_ms_min,
+            share.record_lock_duration_ms_max,
+        ),
+        (
+            SHARE_DELIVERY_COUNT_LIMIT,
+            share.delivery_count_limit_min,
+            share.delivery_count_limit_max,
+        ),
+        (
+            SHARE_PARTITION_MAX_RECORD_LOCKS,
+            share.partition_max_record_locks_min,
+            share.partition_max_record_locks_max,
+        ),
+    ] {
+        in_range(configs, name, min, max)?;
+    }
+    session_exceeds_heartbeat(
+        configs,
+        (CONSUMER_SESSION_TIMEOUT_MS, bounds.session_timeout_ms),
+        (CONSUMER_HEARTBEAT_INTERVAL_MS, bounds.heartbeat_interval_ms),
+    )?;
+    session_exceeds_heartbeat(
+        configs,
+        (SHARE_SESSION_TIMEOUT_MS, share.session_timeout_ms),
+        (SHARE_HEARTBEAT_INTERVAL_MS, share.heartbeat_interval_ms),
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    /// The broker of the differential script: bounds lowered so every check can be reached.
-    fn lowered() -> GroupConfigBounds {
-        GroupConfigBounds {
-            session_timeout_ms_min: 2_000,
-            heartbeat_interval_ms: 3_000,
-            heartbeat_interval_ms_min: 1_000,
-            ..GroupConfigBounds::default()
-        }
-    }
-
-    fn refusal(pairs: &[(&str, &str)], bounds: &GroupConfigBounds) -> String {
-        match validate_group_configs(&configs(pairs), bounds) {
-            Err(MetadataError::InvalidConfig(message)) => message,
-            other => panic!("expected INVALID_CONFIG, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn kafka_lists_twenty_one_keys_and_knows_twenty_seven() {
-        assert_eq!(GROUP_CONFIGS.len(), 27);
-        assert_eq!(described_group_configs().count(), 21);
-        assert!(described_group_configs().all(|d| d.name != "consumer.assignor.offload.enable"));
-        let served: Vec<&str> = GROUP_CONFIGS
-            .iter()
-            .filter(|d| d.served)
-            .map(|d| d.name)
-            .collect();
-        assert_eq!(
-            served,
-            [CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS]
-        );
-    }
-
-    #[test]
-    fn values_within_the_broker_bounds_are_accepted() {
-        let bounds = lowered();
-        validate_group_configs(&configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "50000")]), &bounds)
-            .unwrap();
-        validate_group_configs(
-            &configs(&[
-                (CONSUMER_SESSION_TIMEOUT_MS, "20000"),
-                (CONSUMER_HEARTBEAT_INTERVAL_MS, "2000"),
-            ]),
-            &bounds,
-        )
-        .unwrap();
-        // Above the inherited heartbeat interval (3000), below Kafka's static default (5000).
-        validate_group_configs(&configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "4000")]), &bounds)
-            .unwrap();
-        validate_group_configs(&BTreeMap::new(), &GroupConfigBounds::default()).unwrap();
-    }
-
-    #[test]
-    fn refusals_carry_kafkas_texts() {
-        let bounds = lowered();
-        let cases: &[(&[(&str, &str)], &str)] = &[
-            (&[("bogus", "1")], "Unknown group config name: bogus"),
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "1000")],
-                "consumer.session.timeout.ms must be in the range 2000 to 60000 inclusive.",
-            ),
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "70000")],
-                "consumer.session.timeout.ms must be in the range 2000 to 60000 inclusive.",
-            ),
-            (
-                &[(CONSUMER_HEARTBEAT_INTERVAL_MS, "500")],
-                "consumer.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive.",
-            ),
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "0")],
-                "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be \
-                 at least 1",
-            ),
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "abc")],
-                "Invalid value abc for configuration consumer.session.timeout.ms: Not a number \
-                 of type INT",
-            ),
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "2500")],
-                "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms",
-            ),
-            (
-                &[
-                    (CONSUMER_SESSION_TIMEOUT_MS, "3000"),
-                    (CONSUMER_HEARTBEAT_INTERVAL_MS, "3000"),
-                ],
-                "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms",
-            ),
-            // The name check comes first, as Kafka's validateNames.
-            (
-                &[(CONSUMER_SESSION_TIMEOUT_MS, "abc"), ("bogus", "1")],
-                "Unknown group config name: bogus",
-            ),
-            // Both out of bounds: the heartbeat interval is checked first.
-            (
-                &[
-                    (CONSUMER_SESSION_TIMEOUT_MS, "1"),
-                    (CONSUMER_HEARTBEAT_INTERVAL_MS, "1"),
-                ],
-                "consumer.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive.",
-            ),
-        ];
-        for (pairs, expected) in cases {
-            assert_eq!(refusal(pairs, &bounds), *expected, "{pairs:?}");
-        }
-    }
-
-    #[test]
-    fn keys_shale_does_not_serve_are_refused_by_name() {
-        for def in GROUP_CONFIGS.iter().filter(|d| !d.served) {
-            let message = refusal(&[(def.name, def.default)], &GroupConfigBounds::default());
-            assert!(
-                message.starts_with(&format!(
-                    "Shale does not serve the group config {}",
-                    def.name
-                )),
-                "{message}"
-            );
-        }
-    }
-}
+#[cfg(test)]
+mod share_tests;

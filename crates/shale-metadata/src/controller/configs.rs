@@ -278,7 +278,11 @@ impl Controller {
                 None => after.remove(name),
             };
         }
-        validate_group_configs(&after, &self.config.group_config_bounds)
+        validate_group_configs(
+            &after,
+            &self.config.group_config_bounds,
+            &self.config.share_group_config_bounds,
+        )
     }
 
     /// KIP-966, as Kafka's controller does it: while ELR is enabled the cluster carries an

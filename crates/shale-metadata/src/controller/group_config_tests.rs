@@ -3,7 +3,7 @@
 //! compat-tests/harness/group_configs.py on a broker with the same bounds).
 
 use super::*;
-use crate::group_config_defs::GroupConfigBounds;
+use crate::group_config_defs::{GroupConfigBounds, ShareGroupConfigBounds};
 use crate::image::MetadataImage;
 
 const SESSION: &str = "consumer.session.timeout.ms";
@@ -23,6 +23,10 @@ impl Harness {
                 heartbeat_interval_ms: 3_000,
                 heartbeat_interval_ms_min: 1_000,
                 ..GroupConfigBounds::default()
+            },
+            share_group_config_bounds: ShareGroupConfigBounds {
+                record_lock_duration_ms_min: 1_000,
+                ..ShareGroupConfigBounds::default()
             },
             ..ControllerConfig::default()
         };
@@ -203,7 +207,7 @@ fn refusals_as_kafka_answers_them() {
 fn keys_shale_does_not_act_on_are_refused_never_stored() {
     let mut h = Harness::new();
     for (key, value) in [
-        ("share.auto.offset.reset", "earliest"),
+        ("share.assignment.interval.ms", "1000"),
         ("consumer.assignment.interval.ms", "1000"),
         ("consumer.assignor.offload.enable", "false"),
         ("streams.num.standby.replicas", "0"),
@@ -272,4 +276,59 @@ fn group_configs_are_apart_from_a_topic_of_the_same_name() {
     assert!(h.image.all_configs().iter().any(|(resource, configs)| {
         *resource == ConfigResource::Group("orders".into()) && configs.len() == 1
     }));
+}
+
+#[test]
+fn share_group_configs_are_checked_against_the_nodes_share_bounds_and_stored() {
+    let mut h = Harness::new();
+    h.set(
+        "sg",
+        &[
+            ("share.auto.offset.reset", "earliest"),
+            ("share.record.lock.duration.ms", "2000"),
+            ("share.isolation.level", "read_committed"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        h.configs("sg"),
+        [
+            (
+                "share.auto.offset.reset".to_string(),
+                "earliest".to_string()
+            ),
+            (
+                "share.isolation.level".to_string(),
+                "read_committed".to_string()
+            ),
+            (
+                "share.record.lock.duration.ms".to_string(),
+                "2000".to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        h.set("sg", &[("share.record.lock.duration.ms", "70000")]),
+        invalid_config(
+            "share.record.lock.duration.ms must be in the range 1000 to 60000 inclusive."
+        )
+    );
+    assert_eq!(
+        h.set("sg", &[("share.auto.offset.reset", "by_duration:-PT1H")]),
+        invalid_config(
+            "Invalid value by_duration:-PT1H for configuration share.auto.offset.reset: \
+             Invalid value `by_duration:-PT1H` for configuration share.auto.offset.reset. The \
+             value must be either 'earliest', 'latest' or of the format \
+             'by_duration:<PnDTnHnMn.nS>'."
+        )
+    );
+    // A refused change leaves the stored set as it was.
+    assert_eq!(h.configs("sg").len(), 3);
+    h.incremental(
+        "sg",
+        &[("share.auto.offset.reset", AlterConfigOpType::Delete, None)],
+        false,
+    )
+    .unwrap();
+    assert_eq!(h.configs("sg").len(), 2);
 }

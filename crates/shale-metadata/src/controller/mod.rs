@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use crate::acl::AclFilter;
 use crate::error::MetadataError;
-use crate::group_config_defs::GroupConfigBounds;
+use crate::group_config_defs::{GroupConfigBounds, ShareGroupConfigBounds};
 use crate::image::{AclEntry, MetadataImage, PartitionImage, QuotaEntity};
 use crate::records::{ConfigResource, Endpoint, FeatureRange, MetadataRecord};
 
@@ -65,6 +65,9 @@ pub struct ControllerConfig {
     /// The node's `group.consumer.*` settings, which a group's configs are checked against
     /// (Kafka's controller validates group configs with its own configuration).
     pub group_config_bounds: GroupConfigBounds,
+    /// The node's `group.share.*` settings, which a group's `share.*` configs are checked
+    /// against.
+    pub share_group_config_bounds: ShareGroupConfigBounds,
 }
 
 impl Default for ControllerConfig {
@@ -84,6 +87,7 @@ impl Default for ControllerConfig {
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
             group_config_bounds: GroupConfigBounds::default(),
+            share_group_config_bounds: ShareGroupConfigBounds::default(),
         }
     }
 }
