@@ -346,6 +346,27 @@ declare_apis! {
         ]
         authorize [in handler]
         handler reply(share::acknowledge::share_acknowledge(broker, ctx, request).await);
+    DescribeShareGroupOffsets 0..=0
+        access [
+            Describe on Group,
+            Describe on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::share_offsets::describe_share_group_offsets(broker, ctx, request).await);
+    AlterShareGroupOffsets 0..=0
+        access [
+            Read on Group,
+            Read on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::share_offsets::alter_share_group_offsets(broker, ctx, request).await);
+    DeleteShareGroupOffsets 0..=0
+        access [
+            Delete on Group,
+            Read on Topic,
+        ]
+        authorize [in handler]
+        handler reply(groups::share_offsets::delete_share_group_offsets(broker, ctx, request).await);
     // The share-state APIs are sent by brokers to the share coordinator.
     InitializeShareGroupState 0..=0
         access [ClusterAction on Cluster]

@@ -8,20 +8,22 @@
 
 use std::sync::Arc;
 
-use shale_group::{GroupConfigSource, GroupOverrides};
+use shale_group::{GroupConfigSource, GroupOverrides, ShareGroupOverrides};
 use shale_metadata::group_config_defs::{
     CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
 };
 use shale_metadata::MetadataImage;
 use tokio::sync::watch;
 
-use crate::config::ConsumerGroupSettings;
+use crate::config::{ConsumerGroupSettings, ShareGroupSettings};
 
 /// A group's overrides from the metadata image this broker follows.
 pub struct ImageGroupConfigs {
     images: watch::Receiver<Arc<MetadataImage>>,
     session_timeout_ms_range: (i32, i32),
     heartbeat_interval_ms_range: (i32, i32),
+    share_session_timeout_ms_range: (i32, i32),
+    share_heartbeat_interval_ms_range: (i32, i32),
 }
 
 impl ImageGroupConfigs {
@@ -29,9 +31,18 @@ impl ImageGroupConfigs {
     pub fn new(
         images: watch::Receiver<Arc<MetadataImage>>,
         settings: &ConsumerGroupSettings,
+        share: &ShareGroupSettings,
     ) -> Self {
         Self {
             images,
+            share_session_timeout_ms_range: (
+                share.session_timeout_ms_min,
+                share.session_timeout_ms_max,
+            ),
+            share_heartbeat_interval_ms_range: (
+                share.heartbeat_interval_ms_min,
+                share.heartbeat_interval_ms_max,
+            ),
             session_timeout_ms_range: (
                 settings.session_timeout_ms_min,
                 settings.session_timeout_ms_max,
@@ -69,6 +80,22 @@ impl GroupConfigSource for ImageGroupConfigs {
             consumer_assignment_interval_ms: None,
         }
     }
+
+    fn share_overrides(&self, group_id: &str) -> ShareGroupOverrides {
+        let image = Arc::clone(&self.images.borrow());
+        let configs = image.group_configs(group_id);
+        ShareGroupOverrides {
+            share_session_timeout_ms: capped(
+                configs.get("share.session.timeout.ms"),
+                self.share_session_timeout_ms_range,
+            ),
+            share_heartbeat_interval_ms: capped(
+                configs.get("share.heartbeat.interval.ms"),
+                self.share_heartbeat_interval_ms_range,
+            ),
+            share_assignment_interval_ms: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -76,6 +103,28 @@ mod tests {
     use shale_metadata::{ConfigResource, MetadataRecord};
 
     use super::*;
+
+    fn share_settings() -> ShareGroupSettings {
+        crate::config::BrokerConfig::from_properties(crate::config::StaticProperties::default())
+            .map(|c| c.share_groups)
+            .unwrap_or_else(|e| panic!("default config: {e}"))
+    }
+
+    #[test]
+    fn share_overrides_are_capped_to_the_share_bounds() {
+        let empty = MetadataImage::empty("c");
+        let (_feed, images) = watch::channel(Arc::new(empty.clone()));
+        let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
+        assert_eq!(source.share_overrides("g"), ShareGroupOverrides::default());
+        let image = set(&empty, "g", "share.session.timeout.ms", Some("20000"));
+        let image = set(&image, "g", "share.heartbeat.interval.ms", Some("999999"));
+        let (_feed, images) = watch::channel(Arc::new(image));
+        let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
+        let overrides = source.share_overrides("g");
+        assert_eq!(overrides.share_session_timeout_ms, Some(20_000));
+        // Above group.share.max.heartbeat.interval.ms (15000 by default): capped.
+        assert_eq!(overrides.share_heartbeat_interval_ms, Some(15_000));
+    }
 
     fn settings() -> ConsumerGroupSettings {
         ConsumerGroupSettings {
@@ -107,7 +156,7 @@ mod tests {
     fn overrides_follow_the_current_image() {
         let empty = MetadataImage::empty("c");
         let (feed, images) = watch::channel(Arc::new(empty.clone()));
-        let source = ImageGroupConfigs::new(images, &settings());
+        let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
         assert_eq!(source.overrides("g"), GroupOverrides::default());
 
         let image = set(&empty, "g", CONSUMER_SESSION_TIMEOUT_MS, Some("20000"));
@@ -142,7 +191,7 @@ mod tests {
         let image = set(&empty, "g", CONSUMER_SESSION_TIMEOUT_MS, Some("5000"));
         let image = set(&image, "g", CONSUMER_HEARTBEAT_INTERVAL_MS, Some("30000"));
         let (_feed, images) = watch::channel(Arc::new(image));
-        let source = ImageGroupConfigs::new(images, &settings());
+        let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
         assert_eq!(
             source.overrides("g"),
             GroupOverrides {

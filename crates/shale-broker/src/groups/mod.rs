@@ -15,6 +15,7 @@ mod log;
 pub mod membership;
 pub mod offsets;
 pub mod share;
+pub mod share_offsets;
 mod topic_ids;
 mod topics_image;
 
@@ -87,6 +88,13 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         consumer_assignors: consumer.assignors.clone(),
         consumer_migration_policy: consumer.migration_policy,
         consumer_protocol_enabled: config.consumer_protocol_enabled,
+        share_session_timeout_ms: config.share_groups.session_timeout_ms,
+        share_heartbeat_interval_ms: config.share_groups.heartbeat_interval_ms,
+        share_group_size_max: usize::try_from(config.share_groups.group_size_max).unwrap_or(0),
+        share_assignment_interval_ms: config.share_groups.assignment_interval_ms,
+        share_initialize_retry_interval_ms: i64::from(
+            config.share_groups.initialize_retry_interval_ms,
+        ),
         ..GroupConfig::default()
     }
 }
@@ -107,6 +115,7 @@ impl GroupService {
             group_configs: Arc::new(group_configs::ImageGroupConfigs::new(
                 core.metadata.subscribe(),
                 &config.consumer_groups,
+                &config.share_groups,
             )),
         };
         GroupService {

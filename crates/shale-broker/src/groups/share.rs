@@ -78,7 +78,9 @@ pub async fn share_group_heartbeat(
     };
     if let Some(initialize) = outcome.initialize {
         let broker = broker.clone();
-        tokio::spawn(async move { initialize_state(&broker, initialize).await });
+        tokio::spawn(async move {
+            initialize_state(&broker, initialize).await;
+        });
     }
     let answer = outcome.response;
     if let Some(error) = &answer.error {
@@ -109,7 +111,11 @@ pub async fn share_group_heartbeat(
 /// InitializeShareGroupState for each on its share coordinator (the group epoch as the state
 /// epoch), then the outcome reported to the group coordinator, which assigns those that
 /// succeeded from the next heartbeat on and asks again for the others later.
-async fn initialize_state(broker: &Arc<Broker>, initialize: ShareStateInitialization) {
+pub(crate) async fn initialize_state(
+    broker: &Arc<Broker>,
+    initialize: ShareStateInitialization,
+) -> BTreeMap<Uuid, (i16, String)> {
+    let mut errors: BTreeMap<Uuid, (i16, String)> = BTreeMap::new();
     let share = &broker.share;
     share.coordinator.ensure_state_topic(&broker.core).await;
     let mut done: BTreeMap<Uuid, BTreeSet<i32>> = BTreeMap::new();
@@ -136,6 +142,7 @@ async fn initialize_state(broker: &Arc<Broker>, initialize: ShareStateInitializa
                 Err(e) => {
                     warn!(group = %initialize.group_id, %topic_id, partition, "share state not initialized: {e}");
                     failed.entry(*topic_id).or_default().insert(partition);
+                    errors.insert(*topic_id, crate::errors::persister_error_code(&e));
                 }
             }
         }
@@ -157,6 +164,7 @@ async fn initialize_state(broker: &Arc<Broker>, initialize: ShareStateInitializa
             warn!(group = %initialize.group_id, "share state initialization failure not recorded: {e}");
         }
     }
+    errors
 }
 
 pub async fn share_group_describe(

@@ -301,9 +301,16 @@ pub async fn handle(
         tokio::pin!(available);
         available.as_mut().enable();
         appends.borrow_and_update();
-        let acquired_any =
-            acquire_all(share, broker, &input, &fetchable, &mut output, &mut hints).await;
-        if acquired_any || tokio::time::Instant::now() >= deadline {
+        acquire_all(share, broker, &input, &fetchable, &mut output, &mut hints).await;
+        // Kafka's DelayedShareFetch: done once min_bytes are acquired (one record at least).
+        let acquired_bytes: usize = output
+            .partitions
+            .values()
+            .filter_map(|a| a.records.as_ref().map(|r| r.len()))
+            .sum();
+        let enough = acquired_bytes > 0
+            && acquired_bytes >= usize::try_from(input.min_bytes.max(1)).unwrap_or(1);
+        if enough || tokio::time::Instant::now() >= deadline {
             break;
         }
         tokio::select! {
@@ -335,7 +342,8 @@ fn endpoints(hints: LeaderHints<'_>) -> Vec<(i32, String, i32, Option<String>)> 
         .collect()
 }
 
-/// Acquires for the member from every fetchable partition; whether any record was acquired.
+/// Acquires for the member from every fetchable partition that has acquired nothing yet in
+/// this request.
 async fn acquire_all(
     share: &Arc<ShareService>,
     broker: &Arc<Broker>,
@@ -343,12 +351,11 @@ async fn acquire_all(
     fetchable: &BTreeSet<TopicIdPartition>,
     output: &mut ShareFetchOutput,
     hints: &mut LeaderHints<'_>,
-) -> bool {
+) {
     let image = broker.image();
     let mut records_left = usize::try_from(input.max_records.max(1)).unwrap_or(1);
     let mut bytes_left = usize::try_from(input.max_bytes.max(1)).unwrap_or(1);
     let batch_size = usize::try_from(input.batch_size.max(1)).unwrap_or(1);
-    let mut acquired_any = false;
     for &(topic_id, partition) in fetchable {
         if records_left == 0 || bytes_left == 0 {
             break;
@@ -451,8 +458,6 @@ async fn acquire_all(
             .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
             .collect();
         answer.records = Some(records);
-        acquired_any = true;
         share.schedule_expiry(&broker.core, &key, &handle, &mut slot);
     }
-    acquired_any
 }

@@ -78,8 +78,4 @@ impl SharePartitions {
     pub fn len(&self) -> usize {
         self.slots.lock().len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.lock().is_empty()
-    }
 }

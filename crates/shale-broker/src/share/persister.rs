@@ -15,12 +15,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use shale_share::coordinator::{ShareStateError, StateSummary, WriteStateRequest};
+use shale_share::coordinator::{StateSummary, WriteStateRequest};
 use shale_share::state::{DeliveryState, PersistedState, SharePartitionKey, StateBatch};
 
 use super::coordinator::ShareCoordinatorService;
 pub use super::error::PersisterError;
-use super::error::ShareCoordinatorError;
 use crate::core::BrokerCore;
 use crate::errors::{share_state_refusal_from_code, ShareStateRefusal};
 use crate::txn::peers::PeerClients;
