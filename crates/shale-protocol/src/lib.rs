@@ -50,6 +50,8 @@ mod roundtrip_tests;
 #[cfg(any(test, feature = "fuzzing"))]
 mod schema_testgen;
 #[cfg(test)]
+mod share_codec_tests;
+#[cfg(test)]
 mod validate_tests;
 
 pub use error::ProtocolError;
