@@ -20,7 +20,9 @@ kafka-protocol.
 
 Each generated struct holds every field of every version, with Kafka's defaults; `decode`
 reads the fields present at a version and leaves the others at their defaults, `encode`
-writes the fields present at a version. The bodies have been walked by the validator
+writes the fields present at a version and, as Kafka's writers do, refuses a field the
+version lacks that holds something other than its default, unless the spec marks it
+ignorable (then it is left out). The bodies have been walked by the validator
 before they are decoded, but the decoder checks every length again (it never trusts one).
 Tagged fields: none of these messages declares one (the generator refuses a message that
 does), unknown tags are skipped on decode and an empty tagged section is written.
@@ -167,6 +169,21 @@ def default_literal(field, rust_ty, nullable_any):
             raise ValueError("%s: %s default %r" % (field["name"], ty, default))
         return PRIMITIVES[ty][3]
     return "%s::default()" % rust_ty
+
+
+def non_default(place, default):
+    """A Rust condition: the field at `place` differs from its Kafka default."""
+    if default == "None":
+        return "%s.is_some()" % place
+    if default in ("Vec::new()", "Bytes::new()", "StrBytes::default()"):
+        return "!%s.is_empty()" % place
+    if default == "false":
+        return place
+    if default == "true":
+        return "!%s" % place
+    if default == "Uuid::nil()":
+        return "!%s.is_nil()" % place
+    return "%s != %s" % (place, default)
 
 
 def mark_unused_version(out, signature):
@@ -367,13 +384,23 @@ class MessageGen:
         signature = len(out) - 1
         out.append("            let flexible = %s;" % self.flexible_expr())
         for field in struct.fields:
-            is_array, inner, present, nullable, nullable_any, _ = self.field_info(field)
-            if present is None:
-                continue
+            is_array, inner, present, nullable, nullable_any, rust = self.field_info(field)
             name = snake(field["name"])
             what = json.dumps(field["name"])
-            cond = condition(present, self.valid)
             place = "self.%s" % name
+            # Kafka refuses to write a field the version lacks unless it holds its default
+            # or the spec marks it ignorable.
+            guard = None
+            if not field.get("ignorable", False):
+                changed = non_default(place, default_literal(field, rust, nullable_any))
+                guard = "return Err(not_in_version(%s, version));" % what
+            if present is None:
+                if guard is not None:
+                    out.append("            if %s {" % changed)
+                    out.append("                %s" % guard)
+                    out.append("            }")
+                continue
+            cond = condition(present, self.valid)
             stmts = []
             if not nullable_any:
                 stmts.append(self.encode_plain(field, "&" + place))
@@ -391,7 +418,12 @@ class MessageGen:
             else:
                 out.append("            if %s {" % cond)
                 out.extend("                " + s for s in stmts)
-                out.append("            }")
+                if guard is None:
+                    out.append("            }")
+                else:
+                    out.append("            } else if %s {" % changed)
+                    out.append("                %s" % guard)
+                    out.append("            }")
         out.append("            if flexible {")
         out.append("                e.empty_tagged_fields();")
         out.append("            }")
@@ -424,8 +456,10 @@ class MessageGen:
         out.append("")
         for struct in self.structs:
             self.emit_struct(out, struct)
-        if not any("non_null(" in line for line in out[uses_non_null + 1:]):
-            out[uses_non_null] = "    use crate::codec::{Decoder, Encoder};"
+        body = out[uses_non_null + 1:]
+        helpers = [h for h in ("non_null", "not_in_version")
+                   if any(h + "(" in line for line in body)]
+        out[uses_non_null] = "    use crate::codec::{%s};" % ", ".join(helpers + ["Decoder", "Encoder"])
         out.append("}")
         out.append("")
 

@@ -21,7 +21,7 @@ pub mod offset_commit_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -83,6 +83,8 @@ pub mod offset_commit_request {
             e.string(flexible, &self.member_id, "MemberId")?;
             if version >= 7 {
                 e.nullable_string(flexible, self.group_instance_id.as_ref(), "GroupInstanceId")?;
+            } else if self.group_instance_id.is_some() {
+                return Err(not_in_version("GroupInstanceId", version));
             }
             if version <= 4 {
                 e.i64(self.retention_time_ms);
@@ -200,7 +202,7 @@ pub mod offset_fetch_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{non_null, Decoder, Encoder};
+    use crate::codec::{non_null, not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -251,15 +253,23 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version <= 7 {
                 e.string(flexible, &self.group_id, "GroupId")?;
+            } else if !self.group_id.is_empty() {
+                return Err(not_in_version("GroupId", version));
             }
             if version <= 7 {
                 if version >= 2 { e.nullable_array(flexible, self.topics.as_deref(), "Topics", |e, x| x.encode(e, version))?; } else { e.array(flexible, non_null(self.topics.as_ref(), "Topics")?, "Topics", |e, x| x.encode(e, version))?; }
+            } else if self.topics != Some(Vec::new()) {
+                return Err(not_in_version("Topics", version));
             }
             if version >= 8 {
                 e.array(flexible, &self.groups, "Groups", |e, x| x.encode(e, version))?;
+            } else if !self.groups.is_empty() {
+                return Err(not_in_version("Groups", version));
             }
             if version >= 7 {
                 e.bool(self.require_stable);
+            } else if self.require_stable {
+                return Err(not_in_version("RequireStable", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -294,9 +304,13 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version <= 7 {
                 e.string(flexible, &self.name, "Name")?;
+            } else if !self.name.is_empty() {
+                return Err(not_in_version("Name", version));
             }
             if version <= 7 {
                 e.array(flexible, &self.partition_indexes, "PartitionIndexes", |e, x| { e.i32(*x); Ok(()) })?;
+            } else if !self.partition_indexes.is_empty() {
+                return Err(not_in_version("PartitionIndexes", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -348,6 +362,8 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version >= 8 {
                 e.string(flexible, &self.group_id, "GroupId")?;
+            } else if !self.group_id.is_empty() {
+                return Err(not_in_version("GroupId", version));
             }
             if version >= 9 {
                 e.nullable_string(flexible, self.member_id.as_ref(), "MemberId")?;
@@ -357,6 +373,8 @@ pub mod offset_fetch_request {
             }
             if version >= 8 {
                 e.nullable_array(flexible, self.topics.as_deref(), "Topics", |e, x| x.encode(e, version))?;
+            } else if self.topics != Some(Vec::new()) {
+                return Err(not_in_version("Topics", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -400,6 +418,8 @@ pub mod offset_fetch_request {
             }
             if version >= 8 {
                 e.array(flexible, &self.partition_indexes, "PartitionIndexes", |e, x| { e.i32(*x); Ok(()) })?;
+            } else if !self.partition_indexes.is_empty() {
+                return Err(not_in_version("PartitionIndexes", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -418,7 +438,7 @@ pub mod txn_offset_commit_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -489,12 +509,18 @@ pub mod txn_offset_commit_request {
             e.i16(self.producer_epoch);
             if version >= 3 {
                 e.i32(self.generation_id_or_member_epoch);
+            } else if self.generation_id_or_member_epoch != -1 {
+                return Err(not_in_version("GenerationIdOrMemberEpoch", version));
             }
             if version >= 3 {
                 e.string(flexible, &self.member_id, "MemberId")?;
+            } else if !self.member_id.is_empty() {
+                return Err(not_in_version("MemberId", version));
             }
             if version >= 3 {
                 e.nullable_string(flexible, self.group_instance_id.as_ref(), "GroupInstanceId")?;
+            } else if self.group_instance_id.is_some() {
+                return Err(not_in_version("GroupInstanceId", version));
             }
             e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
             if flexible {
@@ -1232,7 +1258,7 @@ pub mod share_fetch_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -1326,6 +1352,8 @@ pub mod share_fetch_request {
             }
             if version >= 2 {
                 e.bool(self.is_renew_ack);
+            } else if self.is_renew_ack {
+                return Err(not_in_version("IsRenewAck", version));
             }
             e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
             e.array(flexible, &self.forgotten_topics_data, "ForgottenTopicsData", |e, x| x.encode(e, version))?;
@@ -1397,6 +1425,9 @@ pub mod share_fetch_request {
         pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
             let flexible = true;
             e.i32(self.partition_index);
+            if self.partition_max_bytes != 0 {
+                return Err(not_in_version("PartitionMaxBytes", version));
+            }
             e.array(flexible, &self.acknowledgement_batches, "AcknowledgementBatches", |e, x| x.encode(e, version))?;
             if flexible {
                 e.empty_tagged_fields();
@@ -1753,7 +1784,7 @@ pub mod share_acknowledge_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -1799,6 +1830,8 @@ pub mod share_acknowledge_request {
             e.i32(self.share_session_epoch);
             if version >= 2 {
                 e.bool(self.is_renew_ack);
+            } else if self.is_renew_ack {
+                return Err(not_in_version("IsRenewAck", version));
             }
             e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
             if flexible {

@@ -13,7 +13,8 @@ use shale_protocol::newer::{
 };
 use shale_protocol::{
     decode_any_request, decode_any_response, encode_any_response, encode_newer_request,
-    parse_request_header, NewerRequest, NewerResponse, Request, RequestHeader, Response,
+    parse_request_header, NewerRequest, NewerResponse, ProtocolError, Request, RequestHeader,
+    Response,
 };
 use uuid::Uuid;
 
@@ -123,8 +124,8 @@ fn share_fetch_request_body(v2: bool) -> Vec<u8> {
         &[2],                      //   Partitions: one
         &[0, 0, 0, 3],             //     PartitionIndex 3
         &[2],                      //     AcknowledgementBatches: one
-        &[0, 0, 0, 0, 0, 0, 0, 5], // FirstOffset 5
-        &[0, 0, 0, 0, 0, 0, 0, 6], // LastOffset 6
+        &[0, 0, 0, 0, 0, 0, 0, 5], //       FirstOffset 5
+        &[0, 0, 0, 0, 0, 0, 0, 6], //       LastOffset 6
         &[3, 1, 4],                //       AcknowledgeTypes [Accept, Renew]
         &[0],                      //       (batch tagged fields)
         &[0],                      //     (partition tagged fields)
@@ -181,11 +182,20 @@ fn share_fetch_v1_and_v2_requests_byte_for_byte() {
     }
 }
 
-/// A v2 request encoded at v1 leaves out the fields v1 does not have, as Kafka does.
+/// At v1, as Kafka's writers do: the ignorable ShareAcquireMode is left out, a set
+/// IsRenewAck (not ignorable) is refused.
 #[test]
-fn share_fetch_v2_fields_are_dropped_at_v1() {
-    let request = NewerRequest::ShareFetch(share_fetch_request(true));
-    let encoded = encode_newer_request(&header(ApiKey::ShareFetch, 1), &request).unwrap();
+fn share_fetch_v2_fields_at_v1_follow_kafka() {
+    let header_v1 = header(ApiKey::ShareFetch, 1);
+    let mut request = share_fetch_request(true);
+    let refused = encode_newer_request(&header_v1, &NewerRequest::ShareFetch(request.clone()));
+    assert!(
+        matches!(&refused, Err(ProtocolError::Encode(message))
+            if message == "Attempted to write a non-default IsRenewAck at version 1"),
+        "{refused:?}"
+    );
+    request.is_renew_ack = false;
+    let encoded = encode_newer_request(&header_v1, &NewerRequest::ShareFetch(request)).unwrap();
     assert_eq!(
         &encoded[..],
         &request_frame(ApiKey::ShareFetch, 1, &share_fetch_request_body(false))[..]
@@ -245,8 +255,8 @@ fn share_fetch_response_body() -> Vec<u8> {
         &[0],                         //     (CurrentLeader tagged fields)
         &[4, b'a', b'b', b'c'],       // Records: compact bytes, length + 1
         &[2],                         //     AcquiredRecords: one
-        &[0, 0, 0, 0, 0, 0, 0, 0x0a], // FirstOffset 10
-        &[0, 0, 0, 0, 0, 0, 0, 0x0c], // LastOffset 12
+        &[0, 0, 0, 0, 0, 0, 0, 0x0a], //       FirstOffset 10
+        &[0, 0, 0, 0, 0, 0, 0, 0x0c], //       LastOffset 12
         &[0, 1],                      //       DeliveryCount 1
         &[0],                         //       (tagged fields)
         &[0],                         //     (partition tagged fields)
@@ -334,12 +344,12 @@ fn share_acknowledge_request_body(v2: bool) -> Vec<u8> {
         &[2],                      //   Partitions: one
         &[0, 0, 0, 3],             //     PartitionIndex 3
         &[3],                      //     AcknowledgementBatches: two
-        &[0, 0, 0, 0, 0, 0, 0, 5], // FirstOffset 5
-        &[0, 0, 0, 0, 0, 0, 0, 7], // LastOffset 7
+        &[0, 0, 0, 0, 0, 0, 0, 5], //       FirstOffset 5
+        &[0, 0, 0, 0, 0, 0, 0, 7], //       LastOffset 7
         &[4, 4, 1, 0],             //       AcknowledgeTypes [Renew, Accept, Gap]
         &[0],                      //       (tagged fields)
-        &[0, 0, 0, 0, 0, 0, 0, 8], // FirstOffset 8
-        &[0, 0, 0, 0, 0, 0, 0, 8], // LastOffset 8
+        &[0, 0, 0, 0, 0, 0, 0, 8], //       FirstOffset 8
+        &[0, 0, 0, 0, 0, 0, 0, 8], //       LastOffset 8
         &[2, 3],                   //       AcknowledgeTypes [Reject]
         &[0],                      //       (tagged fields)
         &[0],                      //     (partition tagged fields)
