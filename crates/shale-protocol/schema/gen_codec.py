@@ -13,14 +13,20 @@ Only the messages in CODEC_MESSAGES are generated: those for which Shale serves 
 whose wire layout kafka-protocol's types cannot carry (a field its structs lack, or a
 version its decoder refuses). A message version whose layout equals an older one that
 kafka-protocol handles is decoded by kafka-protocol at that older version instead (see
-src/schema.rs, `wire_alias`), so it needs nothing here.
+src/schema.rs, `wire_alias`), so it needs nothing here. The APIs in CODEC_OWNED_APIS have
+both their request and their response generated and are carried by this codec at every
+version (src/routes.rs reads the emitted `CODEC_OWNED_APIS` list), not only past
+kafka-protocol.
 
 Each generated struct holds every field of every version, with Kafka's defaults; `decode`
 reads the fields present at a version and leaves the others at their defaults, `encode`
-writes the fields present at a version. The bodies have been walked by the validator
+writes the fields present at a version and, as Kafka's writers do, refuses a field the
+version lacks that holds something other than its default, unless the spec marks it
+ignorable (then it is left out). The bodies have been walked by the validator
 before they are decoded, but the decoder checks every length again (it never trusts one).
 Tagged fields: none of these messages declares one (the generator refuses a message that
 does), unknown tags are skipped on decode and an empty tagged section is written.
+Record sets (`records`) are carried as opaque bytes.
 """
 
 import json
@@ -50,6 +56,21 @@ CODEC_MESSAGES = [
     "DescribeLogDirsResponse",
 ]
 
+# APIs whose requests and responses this codec carries at every version, so that the
+# broker handles one type per message instead of kafka-protocol's at some versions and
+# Shale's at others. Each gains a field kafka-protocol 0.18 lacks in Kafka 4.4.
+CODEC_OWNED_APIS = [
+    # ShareAcquireMode and IsRenewAck from v2 (KIP-1206, KIP-1222).
+    "ShareFetch",
+    # IsRenewAck, and AcquisitionLockTimeoutMs in the response, from v2 (KIP-1222).
+    "ShareAcknowledge",
+    # DeliveryCompleteCount per partition from v1 (KIP-1226).
+    "WriteShareGroupState",
+    "ReadShareGroupStateSummary",
+    # Lag per partition in the response from v1 (KIP-1226).
+    "DescribeShareGroupOffsets",
+]
+
 # Default expressions equal to the Rust type's own Default.
 TYPE_DEFAULTS = {"0", "false", "0.0", "StrBytes::default()", "Bytes::new()", "Uuid::nil()",
                  "Vec::new()", "None"}
@@ -71,12 +92,19 @@ PRIMITIVES = {
                "StrBytes::default()"),
     "bytes": ("Bytes", "d.bytes(flexible, {what})", "e.bytes(flexible, {value}, {what})?",
               "Bytes::new()"),
+    # A record set travels as bytes; the log layer parses its batches.
+    "records": ("Bytes", "d.bytes(flexible, {what})", "e.bytes(flexible, {value}, {what})?",
+                "Bytes::new()"),
 }
 NULLABLE_PRIMITIVES = {
     "string": ("d.nullable_string(flexible, {what})",
                "e.nullable_string(flexible, {value}, {what})?"),
     "bytes": ("d.nullable_bytes(flexible, {what})", "e.nullable_bytes(flexible, {value}, {what})?"),
+    "records": ("d.nullable_bytes(flexible, {what})",
+                "e.nullable_bytes(flexible, {value}, {what})?"),
 }
+# The Decoder/Encoder method family of each length-prefixed primitive.
+LENGTH_PREFIXED = {"string": "string", "bytes": "bytes", "records": "bytes"}
 
 
 def snake(name):
@@ -132,7 +160,7 @@ def default_literal(field, rust_ty, nullable_any):
         if default in (True, "true"):
             return "true"
         raise ValueError("%s: bool default %r" % (field["name"], default))
-    if ty in PRIMITIVES and ty not in ("uuid", "bytes"):
+    if ty in PRIMITIVES and ty not in ("uuid", "bytes", "records"):
         if default is None:
             return PRIMITIVES[ty][3]
         return str(int(str(default), 0))
@@ -141,6 +169,21 @@ def default_literal(field, rust_ty, nullable_any):
             raise ValueError("%s: %s default %r" % (field["name"], ty, default))
         return PRIMITIVES[ty][3]
     return "%s::default()" % rust_ty
+
+
+def non_default(place, default):
+    """A Rust condition: the field at `place` differs from its Kafka default."""
+    if default == "None":
+        return "%s.is_some()" % place
+    if default in ("Vec::new()", "Bytes::new()", "StrBytes::default()"):
+        return "!%s.is_empty()" % place
+    if default == "false":
+        return place
+    if default == "true":
+        return "!%s" % place
+    if default == "Uuid::nil()":
+        return "!%s.is_nil()" % place
+    return "%s != %s" % (place, default)
 
 
 def mark_unused_version(out, signature):
@@ -183,8 +226,6 @@ class MessageGen:
                                  % (self.name, field["name"]))
             ty = field["type"]
             inner = ty[2:] if ty.startswith("[]") else ty
-            if inner == "records":
-                raise ValueError("%s.%s: records are not supported" % (self.name, field["name"]))
             if inner not in PRIMITIVES:
                 sub = field.get("fields", self.common.get(inner))
                 if sub is None:
@@ -221,8 +262,8 @@ class MessageGen:
 
     def element_encode(self, inner, what):
         """A closure body encoding one array element `x` (a reference)."""
-        if inner in ("string", "bytes"):
-            return "e.%s(flexible, x, %s)" % (inner, what)
+        if inner in LENGTH_PREFIXED:
+            return "e.%s(flexible, x, %s)" % (LENGTH_PREFIXED[inner], what)
         if inner in PRIMITIVES:
             return "{ %s; Ok(()) }" % PRIMITIVES[inner][2].format(value="*x", what=what)
         return "x.encode(e, version)"
@@ -251,12 +292,14 @@ class MessageGen:
         if is_array:
             return "e.array(flexible, %s, %s, |e, x| %s)?;" % (
                 reference, what, self.element_encode(inner, what))
-        if inner in ("string", "bytes"):
-            return "e.%s(flexible, %s, %s)?;" % (inner, reference, what)
+        if inner in LENGTH_PREFIXED:
+            return "e.%s(flexible, %s, %s)?;" % (LENGTH_PREFIXED[inner], reference, what)
         if inner in PRIMITIVES:
             value = reference[1:] if reference.startswith("&") else "*" + reference
             return PRIMITIVES[inner][2].format(value=value, what=what) + ";"
-        return "%s.encode(e, version)?;" % reference
+        # A method call takes the place itself, not a reference to it.
+        place = reference[1:] if reference.startswith("&") else reference
+        return "%s.encode(e, version)?;" % place
 
     def encode_nullable(self, field, place):
         """A statement writing an Option field (null or its value)."""
@@ -266,7 +309,8 @@ class MessageGen:
             return "e.nullable_array(flexible, %s.as_deref(), %s, |e, x| %s)?;" % (
                 place, what, self.element_encode(inner, what))
         if inner in NULLABLE_PRIMITIVES:
-            return "e.nullable_%s(flexible, %s.as_ref(), %s)?;" % (inner, place, what)
+            return "e.nullable_%s(flexible, %s.as_ref(), %s)?;" % (
+                LENGTH_PREFIXED[inner], place, what)
         if inner in PRIMITIVES:
             raise ValueError("%s: nullable %s" % (field["name"], inner))
         return "e.nullable_struct(%s.as_ref(), |e, x| x.encode(e, version))?;" % place
@@ -340,13 +384,23 @@ class MessageGen:
         signature = len(out) - 1
         out.append("            let flexible = %s;" % self.flexible_expr())
         for field in struct.fields:
-            is_array, inner, present, nullable, nullable_any, _ = self.field_info(field)
-            if present is None:
-                continue
+            is_array, inner, present, nullable, nullable_any, rust = self.field_info(field)
             name = snake(field["name"])
             what = json.dumps(field["name"])
-            cond = condition(present, self.valid)
             place = "self.%s" % name
+            # Kafka refuses to write a field the version lacks unless it holds its default
+            # or the spec marks it ignorable.
+            guard = None
+            if not field.get("ignorable", False):
+                changed = non_default(place, default_literal(field, rust, nullable_any))
+                guard = "return Err(not_in_version(%s, version));" % what
+            if present is None:
+                if guard is not None:
+                    out.append("            if %s {" % changed)
+                    out.append("                %s" % guard)
+                    out.append("            }")
+                continue
+            cond = condition(present, self.valid)
             stmts = []
             if not nullable_any:
                 stmts.append(self.encode_plain(field, "&" + place))
@@ -364,7 +418,12 @@ class MessageGen:
             else:
                 out.append("            if %s {" % cond)
                 out.extend("                " + s for s in stmts)
-                out.append("            }")
+                if guard is None:
+                    out.append("            }")
+                else:
+                    out.append("            } else if %s {" % changed)
+                    out.append("                %s" % guard)
+                    out.append("            }")
         out.append("            if flexible {")
         out.append("                e.empty_tagged_fields();")
         out.append("            }")
@@ -397,10 +456,18 @@ class MessageGen:
         out.append("")
         for struct in self.structs:
             self.emit_struct(out, struct)
-        if not any("non_null(" in line for line in out[uses_non_null + 1:]):
-            out[uses_non_null] = "    use crate::codec::{Decoder, Encoder};"
+        body = out[uses_non_null + 1:]
+        helpers = [h for h in ("non_null", "not_in_version")
+                   if any(h + "(" in line for line in body)]
+        out[uses_non_null] = "    use crate::codec::{%s};" % ", ".join(helpers + ["Decoder", "Encoder"])
         out.append("}")
         out.append("")
+
+
+def load(spec_dir, name):
+    path = os.path.join(spec_dir, name + ".json")
+    with open(path, encoding="utf-8") as handle:
+        return json.loads(strip_comments(handle.read()))
 
 
 def main():
@@ -415,11 +482,23 @@ def main():
         "//   python3 schema/gen_codec.py <spec dir> > src/codec_generated.rs",
         "",
     ]
-    for name in CODEC_MESSAGES:
-        path = os.path.join(spec_dir, name + ".json")
-        with open(path, encoding="utf-8") as handle:
-            spec = json.loads(strip_comments(handle.read()))
-        MessageGen(spec).emit(out)
+    owned_keys = []
+    for api in CODEC_OWNED_APIS:
+        keys = {load(spec_dir, api + kind)["apiKey"] for kind in ("Request", "Response")}
+        if len(keys) != 1:
+            raise ValueError("%s: request and response disagree on the API key" % api)
+        owned_keys.append((int(keys.pop()), api))
+    out.append("/// The APIs whose requests and responses this codec carries at every version")
+    out.append("/// (`CODEC_OWNED_APIS` in gen_codec.py), sorted by API key.")
+    out.append("pub(crate) const CODEC_OWNED_APIS: &[i16] = &[")
+    for key, api in sorted(owned_keys):
+        out.append("    %d, // %s" % (key, api))
+    out.append("];")
+    out.append("")
+    names = CODEC_MESSAGES + [api + kind for api in CODEC_OWNED_APIS
+                              for kind in ("Request", "Response")]
+    for name in names:
+        MessageGen(load(spec_dir, name)).emit(out)
     sys.stdout.write("\n".join(out))
 
 

@@ -400,6 +400,14 @@ pub fn non_null<'v, T>(value: Option<&'v T>, what: &str) -> Result<&'v T, Protoc
     })
 }
 
+/// A field set to something other than its default at a version that does not have it, in
+/// the words of Kafka's own generated writers.
+pub fn not_in_version(what: &str, version: i16) -> ProtocolError {
+    ProtocolError::Encode(format!(
+        "Attempted to write a non-default {what} at version {version}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

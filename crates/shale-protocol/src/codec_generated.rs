@@ -3,6 +3,16 @@
 // Do not edit by hand: regenerate with
 //   python3 schema/gen_codec.py <spec dir> > src/codec_generated.rs
 
+/// The APIs whose requests and responses this codec carries at every version
+/// (`CODEC_OWNED_APIS` in gen_codec.py), sorted by API key.
+pub(crate) const CODEC_OWNED_APIS: &[i16] = &[
+    78, // ShareFetch
+    79, // ShareAcknowledge
+    85, // WriteShareGroupState
+    87, // ReadShareGroupStateSummary
+    90, // DescribeShareGroupOffsets
+];
+
 /// OffsetCommitRequest (API key 8), versions 2-10, flexible from 8.
 pub mod offset_commit_request {
     #[allow(unused_imports)]
@@ -11,7 +21,7 @@ pub mod offset_commit_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -73,6 +83,8 @@ pub mod offset_commit_request {
             e.string(flexible, &self.member_id, "MemberId")?;
             if version >= 7 {
                 e.nullable_string(flexible, self.group_instance_id.as_ref(), "GroupInstanceId")?;
+            } else if self.group_instance_id.is_some() {
+                return Err(not_in_version("GroupInstanceId", version));
             }
             if version <= 4 {
                 e.i64(self.retention_time_ms);
@@ -190,7 +202,7 @@ pub mod offset_fetch_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{non_null, Decoder, Encoder};
+    use crate::codec::{non_null, not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -241,15 +253,23 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version <= 7 {
                 e.string(flexible, &self.group_id, "GroupId")?;
+            } else if !self.group_id.is_empty() {
+                return Err(not_in_version("GroupId", version));
             }
             if version <= 7 {
                 if version >= 2 { e.nullable_array(flexible, self.topics.as_deref(), "Topics", |e, x| x.encode(e, version))?; } else { e.array(flexible, non_null(self.topics.as_ref(), "Topics")?, "Topics", |e, x| x.encode(e, version))?; }
+            } else if self.topics != Some(Vec::new()) {
+                return Err(not_in_version("Topics", version));
             }
             if version >= 8 {
                 e.array(flexible, &self.groups, "Groups", |e, x| x.encode(e, version))?;
+            } else if !self.groups.is_empty() {
+                return Err(not_in_version("Groups", version));
             }
             if version >= 7 {
                 e.bool(self.require_stable);
+            } else if self.require_stable {
+                return Err(not_in_version("RequireStable", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -284,9 +304,13 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version <= 7 {
                 e.string(flexible, &self.name, "Name")?;
+            } else if !self.name.is_empty() {
+                return Err(not_in_version("Name", version));
             }
             if version <= 7 {
                 e.array(flexible, &self.partition_indexes, "PartitionIndexes", |e, x| { e.i32(*x); Ok(()) })?;
+            } else if !self.partition_indexes.is_empty() {
+                return Err(not_in_version("PartitionIndexes", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -338,6 +362,8 @@ pub mod offset_fetch_request {
             let flexible = version >= 6;
             if version >= 8 {
                 e.string(flexible, &self.group_id, "GroupId")?;
+            } else if !self.group_id.is_empty() {
+                return Err(not_in_version("GroupId", version));
             }
             if version >= 9 {
                 e.nullable_string(flexible, self.member_id.as_ref(), "MemberId")?;
@@ -347,6 +373,8 @@ pub mod offset_fetch_request {
             }
             if version >= 8 {
                 e.nullable_array(flexible, self.topics.as_deref(), "Topics", |e, x| x.encode(e, version))?;
+            } else if self.topics != Some(Vec::new()) {
+                return Err(not_in_version("Topics", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -390,6 +418,8 @@ pub mod offset_fetch_request {
             }
             if version >= 8 {
                 e.array(flexible, &self.partition_indexes, "PartitionIndexes", |e, x| { e.i32(*x); Ok(()) })?;
+            } else if !self.partition_indexes.is_empty() {
+                return Err(not_in_version("PartitionIndexes", version));
             }
             if flexible {
                 e.empty_tagged_fields();
@@ -408,7 +438,7 @@ pub mod txn_offset_commit_request {
     #[allow(unused_imports)]
     use uuid::Uuid;
 
-    use crate::codec::{Decoder, Encoder};
+    use crate::codec::{not_in_version, Decoder, Encoder};
     use crate::ProtocolError;
 
     /// The API key.
@@ -479,12 +509,18 @@ pub mod txn_offset_commit_request {
             e.i16(self.producer_epoch);
             if version >= 3 {
                 e.i32(self.generation_id_or_member_epoch);
+            } else if self.generation_id_or_member_epoch != -1 {
+                return Err(not_in_version("GenerationIdOrMemberEpoch", version));
             }
             if version >= 3 {
                 e.string(flexible, &self.member_id, "MemberId")?;
+            } else if !self.member_id.is_empty() {
+                return Err(not_in_version("MemberId", version));
             }
             if version >= 3 {
                 e.nullable_string(flexible, self.group_instance_id.as_ref(), "GroupInstanceId")?;
+            } else if self.group_instance_id.is_some() {
+                return Err(not_in_version("GroupInstanceId", version));
             }
             e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
             if flexible {
@@ -1205,6 +1241,1806 @@ pub mod describe_log_dirs_response {
             e.i64(self.partition_size);
             e.i64(self.offset_lag);
             e.bool(self.is_future_key);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ShareFetchRequest (API key 78), versions 1-2, flexible from 0.
+pub mod share_fetch_request {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{not_in_version, Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 78;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (1, 2);
+
+    /// ShareFetchRequest
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct ShareFetchRequest {
+        /// The group identifier. Versions 0+.
+        pub group_id: Option<StrBytes>,
+        /// The member ID. Versions 0+.
+        pub member_id: Option<StrBytes>,
+        /// The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. Versions 0+.
+        pub share_session_epoch: i32,
+        /// The maximum time in milliseconds to wait for the response. Versions 0+.
+        pub max_wait_ms: i32,
+        /// The minimum bytes to accumulate in the response. Versions 0+.
+        pub min_bytes: i32,
+        /// The maximum bytes to fetch. See KIP-74 for cases where this limit may not be honored. Versions 0+.
+        pub max_bytes: i32,
+        /// The maximum number of records to fetch. This limit can be exceeded for alignment of batch boundaries. Versions 1+.
+        pub max_records: i32,
+        /// The optimal number of records for batches of acquired records and acknowledgements. Versions 1+.
+        pub batch_size: i32,
+        /// The acquire mode to control the fetch behavior - 0:batch-optimized,1:record-limit. Versions 2+.
+        pub share_acquire_mode: i8,
+        /// Whether Renew type acknowledgements present in AcknowledgementBatches. Versions 2+.
+        pub is_renew_ack: bool,
+        /// The topics to fetch. Versions 0+.
+        pub topics: Vec<FetchTopic>,
+        /// The partitions to remove from this share session. Versions 0+.
+        pub forgotten_topics_data: Vec<ForgottenTopic>,
+    }
+
+    impl Default for ShareFetchRequest {
+        fn default() -> Self {
+            ShareFetchRequest {
+                group_id: None,
+                member_id: None,
+                share_session_epoch: 0,
+                max_wait_ms: 0,
+                min_bytes: 0,
+                max_bytes: 2147483647,
+                max_records: 0,
+                batch_size: 0,
+                share_acquire_mode: 0,
+                is_renew_ack: false,
+                topics: Vec::new(),
+                forgotten_topics_data: Vec::new(),
+            }
+        }
+    }
+
+    impl ShareFetchRequest {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.nullable_string(flexible, "GroupId")?;
+            let member_id = d.nullable_string(flexible, "MemberId")?;
+            let share_session_epoch = d.i32("ShareSessionEpoch")?;
+            let max_wait_ms = d.i32("MaxWaitMs")?;
+            let min_bytes = d.i32("MinBytes")?;
+            let max_bytes = d.i32("MaxBytes")?;
+            let max_records = d.i32("MaxRecords")?;
+            let batch_size = d.i32("BatchSize")?;
+            let share_acquire_mode = if version >= 2 { d.i8("ShareAcquireMode")? } else { 0 };
+            let is_renew_ack = if version >= 2 { d.bool("IsRenewAck")? } else { false };
+            let topics = d.array(flexible, "Topics", |d| FetchTopic::decode(d, version))?;
+            let forgotten_topics_data = d.array(flexible, "ForgottenTopicsData", |d| ForgottenTopic::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareFetchRequest { group_id, member_id, share_session_epoch, max_wait_ms, min_bytes, max_bytes, max_records, batch_size, share_acquire_mode, is_renew_ack, topics, forgotten_topics_data })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.nullable_string(flexible, self.group_id.as_ref(), "GroupId")?;
+            e.nullable_string(flexible, self.member_id.as_ref(), "MemberId")?;
+            e.i32(self.share_session_epoch);
+            e.i32(self.max_wait_ms);
+            e.i32(self.min_bytes);
+            e.i32(self.max_bytes);
+            e.i32(self.max_records);
+            e.i32(self.batch_size);
+            if version >= 2 {
+                e.i8(self.share_acquire_mode);
+            }
+            if version >= 2 {
+                e.bool(self.is_renew_ack);
+            } else if self.is_renew_ack {
+                return Err(not_in_version("IsRenewAck", version));
+            }
+            e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
+            e.array(flexible, &self.forgotten_topics_data, "ForgottenTopicsData", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The topics to fetch.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct FetchTopic {
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        /// The partitions to fetch. Versions 0+.
+        pub partitions: Vec<FetchPartition>,
+    }
+
+    impl FetchTopic {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| FetchPartition::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(FetchTopic { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The partitions to fetch.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct FetchPartition {
+        /// The partition index. Versions 0+.
+        pub partition_index: i32,
+        /// The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored. Versions 0.
+        pub partition_max_bytes: i32,
+        /// Record batches to acknowledge. Versions 0+.
+        pub acknowledgement_batches: Vec<AcknowledgementBatch>,
+    }
+
+    impl FetchPartition {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition_index = d.i32("PartitionIndex")?;
+            let partition_max_bytes = 0;
+            let acknowledgement_batches = d.array(flexible, "AcknowledgementBatches", |d| AcknowledgementBatch::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(FetchPartition { partition_index, partition_max_bytes, acknowledgement_batches })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition_index);
+            if self.partition_max_bytes != 0 {
+                return Err(not_in_version("PartitionMaxBytes", version));
+            }
+            e.array(flexible, &self.acknowledgement_batches, "AcknowledgementBatches", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// Record batches to acknowledge.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct AcknowledgementBatch {
+        /// First offset of batch of records to acknowledge. Versions 0+.
+        pub first_offset: i64,
+        /// Last offset (inclusive) of batch of records to acknowledge. Versions 0+.
+        pub last_offset: i64,
+        /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew. Versions 0+.
+        pub acknowledge_types: Vec<i8>,
+    }
+
+    impl AcknowledgementBatch {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let first_offset = d.i64("FirstOffset")?;
+            let last_offset = d.i64("LastOffset")?;
+            let acknowledge_types = d.array(flexible, "AcknowledgeTypes", |d| d.i8("AcknowledgeTypes"))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(AcknowledgementBatch { first_offset, last_offset, acknowledge_types })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i64(self.first_offset);
+            e.i64(self.last_offset);
+            e.array(flexible, &self.acknowledge_types, "AcknowledgeTypes", |e, x| { e.i8(*x); Ok(()) })?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The partitions to remove from this share session.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ForgottenTopic {
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        /// The partitions indexes to forget. Versions 0+.
+        pub partitions: Vec<i32>,
+    }
+
+    impl ForgottenTopic {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| d.i32("Partitions"))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ForgottenTopic { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| { e.i32(*x); Ok(()) })?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ShareFetchResponse (API key 78), versions 1-2, flexible from 0.
+pub mod share_fetch_response {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 78;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (1, 2);
+
+    /// ShareFetchResponse
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ShareFetchResponse {
+        /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+.
+        pub throttle_time_ms: i32,
+        /// The top-level response error code. Versions 0+.
+        pub error_code: i16,
+        /// The top-level error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+        /// The time in milliseconds for which the acquired records are locked. Versions 1+.
+        pub acquisition_lock_timeout_ms: i32,
+        /// The response topics. Versions 0+.
+        pub responses: Vec<ShareFetchableTopicResponse>,
+        /// Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. Versions 0+.
+        pub node_endpoints: Vec<NodeEndpoint>,
+    }
+
+    impl ShareFetchResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let throttle_time_ms = d.i32("ThrottleTimeMs")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            let acquisition_lock_timeout_ms = d.i32("AcquisitionLockTimeoutMs")?;
+            let responses = d.array(flexible, "Responses", |d| ShareFetchableTopicResponse::decode(d, version))?;
+            let node_endpoints = d.array(flexible, "NodeEndpoints", |d| NodeEndpoint::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareFetchResponse { throttle_time_ms, error_code, error_message, acquisition_lock_timeout_ms, responses, node_endpoints })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.throttle_time_ms);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            e.i32(self.acquisition_lock_timeout_ms);
+            e.array(flexible, &self.responses, "Responses", |e, x| x.encode(e, version))?;
+            e.array(flexible, &self.node_endpoints, "NodeEndpoints", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The response topics.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ShareFetchableTopicResponse {
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        /// The topic partitions. Versions 0+.
+        pub partitions: Vec<PartitionData>,
+    }
+
+    impl ShareFetchableTopicResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareFetchableTopicResponse { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The topic partitions.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct PartitionData {
+        /// The partition index. Versions 0+.
+        pub partition_index: i32,
+        /// The fetch error code, or 0 if there was no fetch error. Versions 0+.
+        pub error_code: i16,
+        /// The fetch error message, or null if there was no fetch error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+        /// The acknowledge error code, or 0 if there was no acknowledge error. Versions 0+.
+        pub acknowledge_error_code: i16,
+        /// The acknowledge error message, or null if there was no acknowledge error. Versions 0+.
+        pub acknowledge_error_message: Option<StrBytes>,
+        /// The current leader of the partition. Versions 0+.
+        pub current_leader: LeaderIdAndEpoch,
+        /// The record data. Versions 0+.
+        pub records: Bytes,
+        /// The acquired records. Versions 0+.
+        pub acquired_records: Vec<AcquiredRecords>,
+    }
+
+    impl PartitionData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition_index = d.i32("PartitionIndex")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            let acknowledge_error_code = d.i16("AcknowledgeErrorCode")?;
+            let acknowledge_error_message = d.nullable_string(flexible, "AcknowledgeErrorMessage")?;
+            let current_leader = LeaderIdAndEpoch::decode(d, version)?;
+            let records = d.bytes(flexible, "Records")?;
+            let acquired_records = d.array(flexible, "AcquiredRecords", |d| AcquiredRecords::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionData { partition_index, error_code, error_message, acknowledge_error_code, acknowledge_error_message, current_leader, records, acquired_records })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition_index);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            e.i16(self.acknowledge_error_code);
+            e.nullable_string(flexible, self.acknowledge_error_message.as_ref(), "AcknowledgeErrorMessage")?;
+            self.current_leader.encode(e, version)?;
+            e.bytes(flexible, &self.records, "Records")?;
+            e.array(flexible, &self.acquired_records, "AcquiredRecords", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The current leader of the partition.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct LeaderIdAndEpoch {
+        /// The ID of the current leader or -1 if the leader is unknown. Versions 0+.
+        pub leader_id: i32,
+        /// The latest known leader epoch. Versions 0+.
+        pub leader_epoch: i32,
+    }
+
+    impl LeaderIdAndEpoch {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let leader_id = d.i32("LeaderId")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(LeaderIdAndEpoch { leader_id, leader_epoch })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.leader_id);
+            e.i32(self.leader_epoch);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The acquired records.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct AcquiredRecords {
+        /// The earliest offset in this batch of acquired records. Versions 0+.
+        pub first_offset: i64,
+        /// The last offset of this batch of acquired records. Versions 0+.
+        pub last_offset: i64,
+        /// The delivery count of this batch of acquired records. Versions 0+.
+        pub delivery_count: i16,
+    }
+
+    impl AcquiredRecords {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let first_offset = d.i64("FirstOffset")?;
+            let last_offset = d.i64("LastOffset")?;
+            let delivery_count = d.i16("DeliveryCount")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(AcquiredRecords { first_offset, last_offset, delivery_count })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i64(self.first_offset);
+            e.i64(self.last_offset);
+            e.i16(self.delivery_count);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct NodeEndpoint {
+        /// The ID of the associated node. Versions 0+.
+        pub node_id: i32,
+        /// The node's hostname. Versions 0+.
+        pub host: StrBytes,
+        /// The node's port. Versions 0+.
+        pub port: i32,
+        /// The rack of the node, or null if it has not been assigned to a rack. Versions 0+.
+        pub rack: Option<StrBytes>,
+    }
+
+    impl NodeEndpoint {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let node_id = d.i32("NodeId")?;
+            let host = d.string(flexible, "Host")?;
+            let port = d.i32("Port")?;
+            let rack = d.nullable_string(flexible, "Rack")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(NodeEndpoint { node_id, host, port, rack })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.node_id);
+            e.string(flexible, &self.host, "Host")?;
+            e.i32(self.port);
+            e.nullable_string(flexible, self.rack.as_ref(), "Rack")?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ShareAcknowledgeRequest (API key 79), versions 1-2, flexible from 0.
+pub mod share_acknowledge_request {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{not_in_version, Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 79;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (1, 2);
+
+    /// ShareAcknowledgeRequest
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ShareAcknowledgeRequest {
+        /// The group identifier. Versions 0+.
+        pub group_id: Option<StrBytes>,
+        /// The member ID. Versions 0+.
+        pub member_id: Option<StrBytes>,
+        /// The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. Versions 0+.
+        pub share_session_epoch: i32,
+        /// Whether Renew type acknowledgements present in AcknowledgementBatches. Versions 2+.
+        pub is_renew_ack: bool,
+        /// The topics containing records to acknowledge. Versions 0+.
+        pub topics: Vec<AcknowledgeTopic>,
+    }
+
+    impl ShareAcknowledgeRequest {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.nullable_string(flexible, "GroupId")?;
+            let member_id = d.nullable_string(flexible, "MemberId")?;
+            let share_session_epoch = d.i32("ShareSessionEpoch")?;
+            let is_renew_ack = if version >= 2 { d.bool("IsRenewAck")? } else { false };
+            let topics = d.array(flexible, "Topics", |d| AcknowledgeTopic::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareAcknowledgeRequest { group_id, member_id, share_session_epoch, is_renew_ack, topics })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.nullable_string(flexible, self.group_id.as_ref(), "GroupId")?;
+            e.nullable_string(flexible, self.member_id.as_ref(), "MemberId")?;
+            e.i32(self.share_session_epoch);
+            if version >= 2 {
+                e.bool(self.is_renew_ack);
+            } else if self.is_renew_ack {
+                return Err(not_in_version("IsRenewAck", version));
+            }
+            e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The topics containing records to acknowledge.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct AcknowledgeTopic {
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        /// The partitions containing records to acknowledge. Versions 0+.
+        pub partitions: Vec<AcknowledgePartition>,
+    }
+
+    impl AcknowledgeTopic {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| AcknowledgePartition::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(AcknowledgeTopic { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The partitions containing records to acknowledge.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct AcknowledgePartition {
+        /// The partition index. Versions 0+.
+        pub partition_index: i32,
+        /// Record batches to acknowledge. Versions 0+.
+        pub acknowledgement_batches: Vec<AcknowledgementBatch>,
+    }
+
+    impl AcknowledgePartition {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition_index = d.i32("PartitionIndex")?;
+            let acknowledgement_batches = d.array(flexible, "AcknowledgementBatches", |d| AcknowledgementBatch::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(AcknowledgePartition { partition_index, acknowledgement_batches })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition_index);
+            e.array(flexible, &self.acknowledgement_batches, "AcknowledgementBatches", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// Record batches to acknowledge.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct AcknowledgementBatch {
+        /// First offset of batch of records to acknowledge. Versions 0+.
+        pub first_offset: i64,
+        /// Last offset (inclusive) of batch of records to acknowledge. Versions 0+.
+        pub last_offset: i64,
+        /// Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew. Versions 0+.
+        pub acknowledge_types: Vec<i8>,
+    }
+
+    impl AcknowledgementBatch {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let first_offset = d.i64("FirstOffset")?;
+            let last_offset = d.i64("LastOffset")?;
+            let acknowledge_types = d.array(flexible, "AcknowledgeTypes", |d| d.i8("AcknowledgeTypes"))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(AcknowledgementBatch { first_offset, last_offset, acknowledge_types })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i64(self.first_offset);
+            e.i64(self.last_offset);
+            e.array(flexible, &self.acknowledge_types, "AcknowledgeTypes", |e, x| { e.i8(*x); Ok(()) })?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ShareAcknowledgeResponse (API key 79), versions 1-2, flexible from 0.
+pub mod share_acknowledge_response {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 79;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (1, 2);
+
+    /// ShareAcknowledgeResponse
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ShareAcknowledgeResponse {
+        /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+.
+        pub throttle_time_ms: i32,
+        /// The top level response error code. Versions 0+.
+        pub error_code: i16,
+        /// The top-level error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+        /// The time in milliseconds for which the acquired records are locked. Versions 2+.
+        pub acquisition_lock_timeout_ms: i32,
+        /// The response topics. Versions 0+.
+        pub responses: Vec<ShareAcknowledgeTopicResponse>,
+        /// Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. Versions 0+.
+        pub node_endpoints: Vec<NodeEndpoint>,
+    }
+
+    impl ShareAcknowledgeResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let throttle_time_ms = d.i32("ThrottleTimeMs")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            let acquisition_lock_timeout_ms = if version >= 2 { d.i32("AcquisitionLockTimeoutMs")? } else { 0 };
+            let responses = d.array(flexible, "Responses", |d| ShareAcknowledgeTopicResponse::decode(d, version))?;
+            let node_endpoints = d.array(flexible, "NodeEndpoints", |d| NodeEndpoint::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareAcknowledgeResponse { throttle_time_ms, error_code, error_message, acquisition_lock_timeout_ms, responses, node_endpoints })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.throttle_time_ms);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            if version >= 2 {
+                e.i32(self.acquisition_lock_timeout_ms);
+            }
+            e.array(flexible, &self.responses, "Responses", |e, x| x.encode(e, version))?;
+            e.array(flexible, &self.node_endpoints, "NodeEndpoints", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The response topics.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ShareAcknowledgeTopicResponse {
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        /// The topic partitions. Versions 0+.
+        pub partitions: Vec<PartitionData>,
+    }
+
+    impl ShareAcknowledgeTopicResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ShareAcknowledgeTopicResponse { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The topic partitions.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct PartitionData {
+        /// The partition index. Versions 0+.
+        pub partition_index: i32,
+        /// The error code, or 0 if there was no error. Versions 0+.
+        pub error_code: i16,
+        /// The error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+        /// The current leader of the partition. Versions 0+.
+        pub current_leader: LeaderIdAndEpoch,
+    }
+
+    impl PartitionData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition_index = d.i32("PartitionIndex")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            let current_leader = LeaderIdAndEpoch::decode(d, version)?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionData { partition_index, error_code, error_message, current_leader })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition_index);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            self.current_leader.encode(e, version)?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The current leader of the partition.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct LeaderIdAndEpoch {
+        /// The ID of the current leader or -1 if the leader is unknown. Versions 0+.
+        pub leader_id: i32,
+        /// The latest known leader epoch. Versions 0+.
+        pub leader_epoch: i32,
+    }
+
+    impl LeaderIdAndEpoch {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let leader_id = d.i32("LeaderId")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(LeaderIdAndEpoch { leader_id, leader_epoch })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.leader_id);
+            e.i32(self.leader_epoch);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct NodeEndpoint {
+        /// The ID of the associated node. Versions 0+.
+        pub node_id: i32,
+        /// The node's hostname. Versions 0+.
+        pub host: StrBytes,
+        /// The node's port. Versions 0+.
+        pub port: i32,
+        /// The rack of the node, or null if it has not been assigned to a rack. Versions 0+.
+        pub rack: Option<StrBytes>,
+    }
+
+    impl NodeEndpoint {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let node_id = d.i32("NodeId")?;
+            let host = d.string(flexible, "Host")?;
+            let port = d.i32("Port")?;
+            let rack = d.nullable_string(flexible, "Rack")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(NodeEndpoint { node_id, host, port, rack })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.node_id);
+            e.string(flexible, &self.host, "Host")?;
+            e.i32(self.port);
+            e.nullable_string(flexible, self.rack.as_ref(), "Rack")?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// WriteShareGroupStateRequest (API key 85), versions 0-1, flexible from 0.
+pub mod write_share_group_state_request {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 85;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// WriteShareGroupStateRequest
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct WriteShareGroupStateRequest {
+        /// The group identifier. Versions 0+.
+        pub group_id: StrBytes,
+        /// The data for the topics. Versions 0+.
+        pub topics: Vec<WriteStateData>,
+    }
+
+    impl WriteShareGroupStateRequest {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.string(flexible, "GroupId")?;
+            let topics = d.array(flexible, "Topics", |d| WriteStateData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(WriteShareGroupStateRequest { group_id, topics })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.group_id, "GroupId")?;
+            e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The data for the topics.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct WriteStateData {
+        /// The topic identifier. Versions 0+.
+        pub topic_id: Uuid,
+        /// The data for the partitions. Versions 0+.
+        pub partitions: Vec<PartitionData>,
+    }
+
+    impl WriteStateData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(WriteStateData { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The data for the partitions.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PartitionData {
+        /// The partition index. Versions 0+.
+        pub partition: i32,
+        /// The state epoch of the share-partition. Versions 0+.
+        pub state_epoch: i32,
+        /// The leader epoch of the share-partition. Versions 0+.
+        pub leader_epoch: i32,
+        /// The share-partition start offset, or -1 if the start offset is not being written. Versions 0+.
+        pub start_offset: i64,
+        /// The number of offsets greater than or equal to share-partition start offset for which delivery has been completed. Versions 1+.
+        pub delivery_complete_count: i32,
+        /// The state batches for the share-partition. Versions 0+.
+        pub state_batches: Vec<StateBatch>,
+    }
+
+    impl Default for PartitionData {
+        fn default() -> Self {
+            PartitionData {
+                partition: 0,
+                state_epoch: 0,
+                leader_epoch: 0,
+                start_offset: 0,
+                delivery_complete_count: -1,
+                state_batches: Vec::new(),
+            }
+        }
+    }
+
+    impl PartitionData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition = d.i32("Partition")?;
+            let state_epoch = d.i32("StateEpoch")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            let start_offset = d.i64("StartOffset")?;
+            let delivery_complete_count = if version >= 1 { d.i32("DeliveryCompleteCount")? } else { -1 };
+            let state_batches = d.array(flexible, "StateBatches", |d| StateBatch::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionData { partition, state_epoch, leader_epoch, start_offset, delivery_complete_count, state_batches })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition);
+            e.i32(self.state_epoch);
+            e.i32(self.leader_epoch);
+            e.i64(self.start_offset);
+            if version >= 1 {
+                e.i32(self.delivery_complete_count);
+            }
+            e.array(flexible, &self.state_batches, "StateBatches", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The state batches for the share-partition.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct StateBatch {
+        /// The first offset of this state batch. Versions 0+.
+        pub first_offset: i64,
+        /// The last offset of this state batch. Versions 0+.
+        pub last_offset: i64,
+        /// The delivery state - 0:Available,2:Acked,4:Archived. Versions 0+.
+        pub delivery_state: i8,
+        /// The delivery count. Versions 0+.
+        pub delivery_count: i16,
+    }
+
+    impl StateBatch {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let first_offset = d.i64("FirstOffset")?;
+            let last_offset = d.i64("LastOffset")?;
+            let delivery_state = d.i8("DeliveryState")?;
+            let delivery_count = d.i16("DeliveryCount")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(StateBatch { first_offset, last_offset, delivery_state, delivery_count })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i64(self.first_offset);
+            e.i64(self.last_offset);
+            e.i8(self.delivery_state);
+            e.i16(self.delivery_count);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// WriteShareGroupStateResponse (API key 85), versions 0-1, flexible from 0.
+pub mod write_share_group_state_response {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 85;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// WriteShareGroupStateResponse
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct WriteShareGroupStateResponse {
+        /// The write results. Versions 0+.
+        pub results: Vec<WriteStateResult>,
+    }
+
+    impl WriteShareGroupStateResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let results = d.array(flexible, "Results", |d| WriteStateResult::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(WriteShareGroupStateResponse { results })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.array(flexible, &self.results, "Results", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The write results.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct WriteStateResult {
+        /// The topic identifier. Versions 0+.
+        pub topic_id: Uuid,
+        /// The results for the partitions. Versions 0+.
+        pub partitions: Vec<PartitionResult>,
+    }
+
+    impl WriteStateResult {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionResult::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(WriteStateResult { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The results for the partitions.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct PartitionResult {
+        /// The partition index. Versions 0+.
+        pub partition: i32,
+        /// The error code, or 0 if there was no error. Versions 0+.
+        pub error_code: i16,
+        /// The error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+    }
+
+    impl PartitionResult {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition = d.i32("Partition")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionResult { partition, error_code, error_message })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ReadShareGroupStateSummaryRequest (API key 87), versions 0-1, flexible from 0.
+pub mod read_share_group_state_summary_request {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 87;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// ReadShareGroupStateSummaryRequest
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ReadShareGroupStateSummaryRequest {
+        /// The group identifier. Versions 0+.
+        pub group_id: StrBytes,
+        /// The data for the topics. Versions 0+.
+        pub topics: Vec<ReadStateSummaryData>,
+    }
+
+    impl ReadShareGroupStateSummaryRequest {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.string(flexible, "GroupId")?;
+            let topics = d.array(flexible, "Topics", |d| ReadStateSummaryData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ReadShareGroupStateSummaryRequest { group_id, topics })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.group_id, "GroupId")?;
+            e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The data for the topics.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ReadStateSummaryData {
+        /// The topic identifier. Versions 0+.
+        pub topic_id: Uuid,
+        /// The data for the partitions. Versions 0+.
+        pub partitions: Vec<PartitionData>,
+    }
+
+    impl ReadStateSummaryData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionData::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ReadStateSummaryData { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The data for the partitions.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct PartitionData {
+        /// The partition index. Versions 0+.
+        pub partition: i32,
+        /// The leader epoch of the share-partition. Versions 0+.
+        pub leader_epoch: i32,
+    }
+
+    impl PartitionData {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition = d.i32("Partition")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionData { partition, leader_epoch })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition);
+            e.i32(self.leader_epoch);
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// ReadShareGroupStateSummaryResponse (API key 87), versions 0-1, flexible from 0.
+pub mod read_share_group_state_summary_response {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 87;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// ReadShareGroupStateSummaryResponse
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ReadShareGroupStateSummaryResponse {
+        /// The read results. Versions 0+.
+        pub results: Vec<ReadStateSummaryResult>,
+    }
+
+    impl ReadShareGroupStateSummaryResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let results = d.array(flexible, "Results", |d| ReadStateSummaryResult::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ReadShareGroupStateSummaryResponse { results })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.array(flexible, &self.results, "Results", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The read results.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct ReadStateSummaryResult {
+        /// The topic identifier. Versions 0+.
+        pub topic_id: Uuid,
+        /// The results for the partitions. Versions 0+.
+        pub partitions: Vec<PartitionResult>,
+    }
+
+    impl ReadStateSummaryResult {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| PartitionResult::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(ReadStateSummaryResult { topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The results for the partitions.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PartitionResult {
+        /// The partition index. Versions 0+.
+        pub partition: i32,
+        /// The error code, or 0 if there was no error. Versions 0+.
+        pub error_code: i16,
+        /// The error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+        /// The state epoch of the share-partition. Versions 0+.
+        pub state_epoch: i32,
+        /// The leader epoch of the share-partition. Versions 0+.
+        pub leader_epoch: i32,
+        /// The share-partition start offset. Versions 0+.
+        pub start_offset: i64,
+        /// The number of offsets greater than or equal to share-partition start offset for which delivery has been completed. Versions 1+.
+        pub delivery_complete_count: i32,
+    }
+
+    impl Default for PartitionResult {
+        fn default() -> Self {
+            PartitionResult {
+                partition: 0,
+                error_code: 0,
+                error_message: None,
+                state_epoch: 0,
+                leader_epoch: 0,
+                start_offset: 0,
+                delivery_complete_count: -1,
+            }
+        }
+    }
+
+    impl PartitionResult {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition = d.i32("Partition")?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            let state_epoch = d.i32("StateEpoch")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            let start_offset = d.i64("StartOffset")?;
+            let delivery_complete_count = if version >= 1 { d.i32("DeliveryCompleteCount")? } else { -1 };
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(PartitionResult { partition, error_code, error_message, state_epoch, leader_epoch, start_offset, delivery_complete_count })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition);
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            e.i32(self.state_epoch);
+            e.i32(self.leader_epoch);
+            e.i64(self.start_offset);
+            if version >= 1 {
+                e.i32(self.delivery_complete_count);
+            }
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// DescribeShareGroupOffsetsRequest (API key 90), versions 0-1, flexible from 0.
+pub mod describe_share_group_offsets_request {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 90;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// DescribeShareGroupOffsetsRequest
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct DescribeShareGroupOffsetsRequest {
+        /// The groups to describe offsets for. Versions 0+.
+        pub groups: Vec<DescribeShareGroupOffsetsRequestGroup>,
+    }
+
+    impl DescribeShareGroupOffsetsRequest {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let groups = d.array(flexible, "Groups", |d| DescribeShareGroupOffsetsRequestGroup::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsRequest { groups })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.array(flexible, &self.groups, "Groups", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The groups to describe offsets for.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct DescribeShareGroupOffsetsRequestGroup {
+        /// The group identifier. Versions 0+.
+        pub group_id: StrBytes,
+        /// The topics to describe offsets for, or null for all topic-partitions. Versions 0+.
+        pub topics: Option<Vec<DescribeShareGroupOffsetsRequestTopic>>,
+    }
+
+    impl Default for DescribeShareGroupOffsetsRequestGroup {
+        fn default() -> Self {
+            DescribeShareGroupOffsetsRequestGroup {
+                group_id: StrBytes::default(),
+                topics: Some(Vec::new()),
+            }
+        }
+    }
+
+    impl DescribeShareGroupOffsetsRequestGroup {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.string(flexible, "GroupId")?;
+            let topics = d.nullable_array(flexible, "Topics", |d| DescribeShareGroupOffsetsRequestTopic::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsRequestGroup { group_id, topics })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.group_id, "GroupId")?;
+            e.nullable_array(flexible, self.topics.as_deref(), "Topics", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The topics to describe offsets for, or null for all topic-partitions.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct DescribeShareGroupOffsetsRequestTopic {
+        /// The topic name. Versions 0+.
+        pub topic_name: StrBytes,
+        /// The partitions. Versions 0+.
+        pub partitions: Vec<i32>,
+    }
+
+    impl DescribeShareGroupOffsetsRequestTopic {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, _version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_name = d.string(flexible, "TopicName")?;
+            let partitions = d.array(flexible, "Partitions", |d| d.i32("Partitions"))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsRequestTopic { topic_name, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, _version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.topic_name, "TopicName")?;
+            e.array(flexible, &self.partitions, "Partitions", |e, x| { e.i32(*x); Ok(()) })?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+}
+
+/// DescribeShareGroupOffsetsResponse (API key 90), versions 0-1, flexible from 0.
+pub mod describe_share_group_offsets_response {
+    #[allow(unused_imports)]
+    use bytes::Bytes;
+    use kafka_protocol::protocol::StrBytes;
+    #[allow(unused_imports)]
+    use uuid::Uuid;
+
+    use crate::codec::{Decoder, Encoder};
+    use crate::ProtocolError;
+
+    /// The API key.
+    pub const API_KEY: i16 = 90;
+    /// The versions Kafka defines: (lowest, highest).
+    pub const VERSIONS: (i16, i16) = (0, 1);
+
+    /// DescribeShareGroupOffsetsResponse
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct DescribeShareGroupOffsetsResponse {
+        /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. Versions 0+.
+        pub throttle_time_ms: i32,
+        /// The results for each group. Versions 0+.
+        pub groups: Vec<DescribeShareGroupOffsetsResponseGroup>,
+    }
+
+    impl DescribeShareGroupOffsetsResponse {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let throttle_time_ms = d.i32("ThrottleTimeMs")?;
+            let groups = d.array(flexible, "Groups", |d| DescribeShareGroupOffsetsResponseGroup::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsResponse { throttle_time_ms, groups })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.throttle_time_ms);
+            e.array(flexible, &self.groups, "Groups", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The results for each group.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct DescribeShareGroupOffsetsResponseGroup {
+        /// The group identifier. Versions 0+.
+        pub group_id: StrBytes,
+        /// The results for each topic. Versions 0+.
+        pub topics: Vec<DescribeShareGroupOffsetsResponseTopic>,
+        /// The group-level error code, or 0 if there was no error. Versions 0+.
+        pub error_code: i16,
+        /// The group-level error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+    }
+
+    impl DescribeShareGroupOffsetsResponseGroup {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let group_id = d.string(flexible, "GroupId")?;
+            let topics = d.array(flexible, "Topics", |d| DescribeShareGroupOffsetsResponseTopic::decode(d, version))?;
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsResponseGroup { group_id, topics, error_code, error_message })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.group_id, "GroupId")?;
+            e.array(flexible, &self.topics, "Topics", |e, x| x.encode(e, version))?;
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// The results for each topic.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct DescribeShareGroupOffsetsResponseTopic {
+        /// The topic name. Versions 0+.
+        pub topic_name: StrBytes,
+        /// The unique topic ID. Versions 0+.
+        pub topic_id: Uuid,
+        ///  Versions 0+.
+        pub partitions: Vec<DescribeShareGroupOffsetsResponsePartition>,
+    }
+
+    impl DescribeShareGroupOffsetsResponseTopic {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let topic_name = d.string(flexible, "TopicName")?;
+            let topic_id = d.uuid("TopicId")?;
+            let partitions = d.array(flexible, "Partitions", |d| DescribeShareGroupOffsetsResponsePartition::decode(d, version))?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsResponseTopic { topic_name, topic_id, partitions })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.string(flexible, &self.topic_name, "TopicName")?;
+            e.uuid(self.topic_id);
+            e.array(flexible, &self.partitions, "Partitions", |e, x| x.encode(e, version))?;
+            if flexible {
+                e.empty_tagged_fields();
+            }
+            Ok(())
+        }
+    }
+
+    /// DescribeShareGroupOffsetsResponsePartition
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct DescribeShareGroupOffsetsResponsePartition {
+        /// The partition index. Versions 0+.
+        pub partition_index: i32,
+        /// The share-partition start offset. Versions 0+.
+        pub start_offset: i64,
+        /// The leader epoch of the partition. Versions 0+.
+        pub leader_epoch: i32,
+        /// The share-partition lag. Versions 1+.
+        pub lag: i64,
+        /// The partition-level error code, or 0 if there was no error. Versions 0+.
+        pub error_code: i16,
+        /// The partition-level error message, or null if there was no error. Versions 0+.
+        pub error_message: Option<StrBytes>,
+    }
+
+    impl Default for DescribeShareGroupOffsetsResponsePartition {
+        fn default() -> Self {
+            DescribeShareGroupOffsetsResponsePartition {
+                partition_index: 0,
+                start_offset: 0,
+                leader_epoch: 0,
+                lag: -1,
+                error_code: 0,
+                error_message: None,
+            }
+        }
+    }
+
+    impl DescribeShareGroupOffsetsResponsePartition {
+        /// Reads the fields present at `version`; the others keep their defaults.
+        pub fn decode(d: &mut Decoder, version: i16) -> Result<Self, ProtocolError> {
+            let flexible = true;
+            let partition_index = d.i32("PartitionIndex")?;
+            let start_offset = d.i64("StartOffset")?;
+            let leader_epoch = d.i32("LeaderEpoch")?;
+            let lag = if version >= 1 { d.i64("Lag")? } else { -1 };
+            let error_code = d.i16("ErrorCode")?;
+            let error_message = d.nullable_string(flexible, "ErrorMessage")?;
+            if flexible {
+                d.skip_tagged_fields()?;
+            }
+            Ok(DescribeShareGroupOffsetsResponsePartition { partition_index, start_offset, leader_epoch, lag, error_code, error_message })
+        }
+
+        /// Writes the fields present at `version`.
+        pub fn encode(&self, e: &mut Encoder, version: i16) -> Result<(), ProtocolError> {
+            let flexible = true;
+            e.i32(self.partition_index);
+            e.i64(self.start_offset);
+            e.i32(self.leader_epoch);
+            if version >= 1 {
+                e.i64(self.lag);
+            }
+            e.i16(self.error_code);
+            e.nullable_string(flexible, self.error_message.as_ref(), "ErrorMessage")?;
             if flexible {
                 e.empty_tagged_fields();
             }

@@ -18,6 +18,8 @@ pub const TARGETS: &[&str] = &[
     "any_request",
     "structured",
     "structured_response",
+    "share_structured",
+    "share_structured_response",
     "produce",
     "fetch",
     "metadata",
@@ -31,6 +33,8 @@ pub fn run(target: &str, data: &[u8]) {
         "any_request" => any_request(data),
         "structured" => structured(data),
         "structured_response" => structured_response(data),
+        "share_structured" => share_structured(data),
+        "share_structured_response" => share_structured_response(data),
         "produce" => request(ApiKey::Produce as i16, data),
         "fetch" => request(ApiKey::Fetch as i16, data),
         "metadata" => request(ApiKey::Metadata as i16, data),
@@ -70,11 +74,37 @@ fn request_with(api_key: i16, api_version: i16, body: &[u8]) {
     decode_and_check(&header(api_key, api_version), Bytes::copy_from_slice(body));
 }
 
+/// Kafka 4.4's share-group APIs (KIP-932), which the share targets draw from.
+pub const SHARE_APIS: [ApiKey; 12] = [
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::InitializeShareGroupState,
+    ApiKey::ReadShareGroupState,
+    ApiKey::WriteShareGroupState,
+    ApiKey::DeleteShareGroupState,
+    ApiKey::ReadShareGroupStateSummary,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
+];
+
 /// A valid body generated from the schema (API, version and seed from the first
 /// bytes), then damaged by the remaining bytes taken three at a time: overwrite a
 /// byte, cut the body, plant a huge length, or insert a byte.
 pub fn structured(data: &[u8]) {
-    if let Some((api_key, api_version, body)) = structured_body(data, Direction::Request) {
+    let keys: Vec<ApiKey> = ApiKey::iter().collect();
+    if let Some((api_key, api_version, body)) = structured_body(&keys, data, Direction::Request) {
+        request_with(api_key, api_version, &body);
+    }
+}
+
+/// `structured` over the share-group APIs only, most of them decoded by Shale's codec.
+pub fn share_structured(data: &[u8]) {
+    if let Some((api_key, api_version, body)) =
+        structured_body(&SHARE_APIS, data, Direction::Request)
+    {
         request_with(api_key, api_version, &body);
     }
 }
@@ -82,7 +112,18 @@ pub fn structured(data: &[u8]) {
 /// `structured` for responses, as Shale receives them from peers: the damaged body
 /// goes through `decode_any_response` behind a response header.
 pub fn structured_response(data: &[u8]) {
-    let Some((api_key, api_version, body)) = structured_body(data, Direction::Response) else {
+    let keys: Vec<ApiKey> = ApiKey::iter().collect();
+    damaged_response(&keys, data);
+}
+
+/// `structured_response` over the share-group APIs only.
+pub fn share_structured_response(data: &[u8]) {
+    damaged_response(&SHARE_APIS, data);
+}
+
+fn damaged_response(keys: &[ApiKey], data: &[u8]) {
+    let Some((api_key, api_version, body)) = structured_body(keys, data, Direction::Response)
+    else {
         return;
     };
     let Ok(key) = ApiKey::try_from(api_key) else {
@@ -115,12 +156,15 @@ pub enum Direction {
     Response,
 }
 
-/// The API key, version and damaged body that `structured` decodes.
-pub fn structured_body(data: &[u8], direction: Direction) -> Option<(i16, i16, Vec<u8>)> {
+/// The API key (one of `keys`), version and damaged body that `structured` decodes.
+pub fn structured_body(
+    keys: &[ApiKey],
+    data: &[u8],
+    direction: Direction,
+) -> Option<(i16, i16, Vec<u8>)> {
     let [api_pick, version_pick, seed_high, seed_low, flags, edits @ ..] = data else {
         return None;
     };
-    let keys: Vec<ApiKey> = ApiKey::iter().collect();
     let &key = keys.get(usize::from(*api_pick) % keys.len().max(1))?;
     let range = match direction {
         Direction::Request => request_versions(key as i16)?,

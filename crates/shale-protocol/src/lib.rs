@@ -3,7 +3,10 @@
 //!
 //! `kafka-protocol` 0.18 is generated from Kafka 4.1's specs; Shale serves Kafka 4.4's
 //! versions. Where kafka-protocol's types cannot carry a version, a codec generated from
-//! Kafka 4.4's specs (`schema/gen_codec.py`) decodes and encodes it (see `routes.rs`).
+//! Kafka 4.4's specs (`schema/gen_codec.py`) decodes and encodes it (see `routes.rs`); the
+//! APIs that codec owns (`CODEC_OWNED_APIS`: ShareFetch, ShareAcknowledge,
+//! WriteShareGroupState, ReadShareGroupStateSummary, DescribeShareGroupOffsets) travel
+//! through it at every version, as `NewerRequest` / `NewerResponse`.
 //!
 //! `kafka-protocol` trusts declared lengths (it reserves an array's declared element
 //! count before reading a single element), so every request body is first walked by a
@@ -49,6 +52,8 @@ mod response_roundtrip_tests;
 mod roundtrip_tests;
 #[cfg(any(test, feature = "fuzzing"))]
 mod schema_testgen;
+#[cfg(test)]
+mod share_codec_tests;
 #[cfg(test)]
 mod validate_tests;
 

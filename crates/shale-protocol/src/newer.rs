@@ -1,11 +1,14 @@
-//! Requests and responses at versions kafka-protocol 0.18's types cannot carry, in Shale's
-//! own types generated from Kafka 4.4's message specs (`schema/gen_codec.py`).
+//! Requests and responses in Shale's own types generated from Kafka 4.4's message specs
+//! (`schema/gen_codec.py`): the versions kafka-protocol 0.18's types cannot carry, and
+//! every version of the APIs the codec owns (`CODEC_OWNED_APIS`, the share-group APIs
+//! whose 4.4 versions add fields kafka-protocol lacks).
 //!
 //! `Request` and `Response` are what the broker decodes and encodes: kafka-protocol's types
 //! wherever they hold every field of the version, these types elsewhere.
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
 
 pub use crate::codec::{Decoder, Encoder};
 pub use crate::codec_generated::*;
@@ -26,29 +29,6 @@ pub enum Request {
 pub enum Response {
     Kafka(ResponseKind),
     Newer(NewerResponse),
-}
-
-/// The requests decoded into Shale's types: their newest versions add fields kafka-protocol's
-/// structs lack.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NewerRequest {
-    /// Version 6: topic ids instead of names.
-    TxnOffsetCommit(txn_offset_commit_request::TxnOffsetCommitRequest),
-    /// Version 2: each marker's transaction version (KIP-1228).
-    WriteTxnMarkers(write_txn_markers_request::WriteTxnMarkersRequest),
-    /// Version 5: the cluster id and node id the client expects (KIP-1242).
-    ApiVersions(api_versions_request::ApiVersionsRequest),
-}
-
-/// The responses encoded from Shale's types.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NewerResponse {
-    /// Version 6: topic ids instead of names.
-    TxnOffsetCommit(txn_offset_commit_response::TxnOffsetCommitResponse),
-    /// Version 3: an error message per group.
-    DeleteGroups(delete_groups_response::DeleteGroupsResponse),
-    /// Version 5: whether each log directory is cordoned.
-    DescribeLogDirs(describe_log_dirs_response::DescribeLogDirsResponse),
 }
 
 /// Decodes a whole body, refusing a version outside the message's.
@@ -79,156 +59,119 @@ fn check_version(versions: (i16, i16), api_key: i16, version: i16) -> Result<(),
     Ok(())
 }
 
-impl NewerRequest {
-    pub fn api_key(&self) -> i16 {
-        match self {
-            NewerRequest::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit as i16,
-            NewerRequest::WriteTxnMarkers(_) => ApiKey::WriteTxnMarkers as i16,
-            NewerRequest::ApiVersions(_) => ApiKey::ApiVersions as i16,
+/// Declares one of the enums with its API keys, decoder and encoder: each variant is named
+/// after its `ApiKey` and holds the generated message of `$module`.
+macro_rules! newer_messages {
+    (
+        $(#[$enum_doc:meta])*
+        $name:ident {
+            $( $(#[$doc:meta])* $key:ident => $module:ident :: $ty:ident, )*
         }
-    }
+    ) => {
+        $(#[$enum_doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $( $(#[$doc])* $key($module::$ty), )*
+        }
 
-    /// Decodes a body (already walked by the validator) of one of these requests.
-    pub(crate) fn decode(api_key: i16, version: i16, body: Bytes) -> Result<Self, ProtocolError> {
-        let unsupported = ProtocolError::UnsupportedVersion {
-            api_key,
-            api_version: version,
-        };
-        match ApiKey::try_from(api_key).map_err(|()| unsupported.clone())? {
-            ApiKey::TxnOffsetCommit => {
-                use txn_offset_commit_request as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::TxnOffsetCommitRequest::decode,
-                )
-                .map(NewerRequest::TxnOffsetCommit)
+        impl $name {
+            pub fn api_key(&self) -> i16 {
+                match self {
+                    $( $name::$key(_) => ApiKey::$key as i16, )*
+                }
             }
-            ApiKey::WriteTxnMarkers => {
-                use write_txn_markers_request as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::WriteTxnMarkersRequest::decode,
-                )
-                .map(NewerRequest::WriteTxnMarkers)
-            }
-            ApiKey::ApiVersions => {
-                use api_versions_request as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::ApiVersionsRequest::decode,
-                )
-                .map(NewerRequest::ApiVersions)
-            }
-            _ => Err(unsupported),
-        }
-    }
 
-    /// Encodes the body at `version`.
-    pub fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), ProtocolError> {
-        let mut e = Encoder::new(buf);
-        match self {
-            NewerRequest::TxnOffsetCommit(r) => {
-                check_version(txn_offset_commit_request::VERSIONS, self.api_key(), version)?;
-                r.encode(&mut e, version)
+            /// Decodes a body (already walked by the validator) of one of these messages.
+            pub(crate) fn decode(
+                api_key: i16,
+                version: i16,
+                body: Bytes,
+            ) -> Result<Self, ProtocolError> {
+                let unsupported = ProtocolError::UnsupportedVersion {
+                    api_key,
+                    api_version: version,
+                };
+                match ApiKey::try_from(api_key).map_err(|()| unsupported.clone())? {
+                    $( ApiKey::$key => decode_body(
+                        $module::VERSIONS,
+                        api_key,
+                        version,
+                        body,
+                        $module::$ty::decode,
+                    )
+                    .map($name::$key), )*
+                    _ => Err(unsupported),
+                }
             }
-            NewerRequest::WriteTxnMarkers(r) => {
-                check_version(write_txn_markers_request::VERSIONS, self.api_key(), version)?;
-                r.encode(&mut e, version)
+
+            /// Encodes the body at `version`.
+            pub fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), ProtocolError> {
+                let mut e = Encoder::new(buf);
+                match self {
+                    $( $name::$key(message) => {
+                        check_version($module::VERSIONS, self.api_key(), version)?;
+                        message.encode(&mut e, version)
+                    } )*
+                }
             }
-            NewerRequest::ApiVersions(r) => {
-                check_version(api_versions_request::VERSIONS, self.api_key(), version)?;
-                r.encode(&mut e, version)
+
+            /// The versions this crate's codec carries for `api_key`, if it has these types.
+            #[cfg(test)]
+            pub(crate) fn versions(api_key: i16) -> Option<(i16, i16)> {
+                match ApiKey::try_from(api_key).ok()? {
+                    $( ApiKey::$key => Some($module::VERSIONS), )*
+                    _ => None,
+                }
             }
         }
+    };
+}
+
+newer_messages! {
+    /// The requests decoded into Shale's types.
+    NewerRequest {
+        /// Version 6: topic ids instead of names.
+        TxnOffsetCommit => txn_offset_commit_request::TxnOffsetCommitRequest,
+        /// Version 2: each marker's transaction version (KIP-1228).
+        WriteTxnMarkers => write_txn_markers_request::WriteTxnMarkersRequest,
+        /// Version 5: the cluster id and node id the client expects (KIP-1242).
+        ApiVersions => api_versions_request::ApiVersionsRequest,
+        /// Every version (1-2); version 2 adds ShareAcquireMode and IsRenewAck
+        /// (KIP-1206, KIP-1222).
+        ShareFetch => share_fetch_request::ShareFetchRequest,
+        /// Every version (1-2); version 2 adds IsRenewAck (KIP-1222).
+        ShareAcknowledge => share_acknowledge_request::ShareAcknowledgeRequest,
+        /// Every version (0-1); version 1 adds DeliveryCompleteCount (KIP-1226).
+        WriteShareGroupState => write_share_group_state_request::WriteShareGroupStateRequest,
+        /// Every version (0-1); version 1's response adds DeliveryCompleteCount (KIP-1226).
+        ReadShareGroupStateSummary =>
+            read_share_group_state_summary_request::ReadShareGroupStateSummaryRequest,
+        /// Every version (0-1); version 1's response adds Lag (KIP-1226).
+        DescribeShareGroupOffsets =>
+            describe_share_group_offsets_request::DescribeShareGroupOffsetsRequest,
     }
 }
 
-impl NewerResponse {
-    pub fn api_key(&self) -> i16 {
-        match self {
-            NewerResponse::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit as i16,
-            NewerResponse::DeleteGroups(_) => ApiKey::DeleteGroups as i16,
-            NewerResponse::DescribeLogDirs(_) => ApiKey::DescribeLogDirs as i16,
-        }
-    }
-
-    /// Decodes a body (already walked by the validator) of one of these responses.
-    pub(crate) fn decode(api_key: i16, version: i16, body: Bytes) -> Result<Self, ProtocolError> {
-        let unsupported = ProtocolError::UnsupportedVersion {
-            api_key,
-            api_version: version,
-        };
-        match ApiKey::try_from(api_key).map_err(|()| unsupported.clone())? {
-            ApiKey::TxnOffsetCommit => {
-                use txn_offset_commit_response as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::TxnOffsetCommitResponse::decode,
-                )
-                .map(NewerResponse::TxnOffsetCommit)
-            }
-            ApiKey::DeleteGroups => {
-                use delete_groups_response as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::DeleteGroupsResponse::decode,
-                )
-                .map(NewerResponse::DeleteGroups)
-            }
-            ApiKey::DescribeLogDirs => {
-                use describe_log_dirs_response as m;
-                decode_body(
-                    m::VERSIONS,
-                    api_key,
-                    version,
-                    body,
-                    m::DescribeLogDirsResponse::decode,
-                )
-                .map(NewerResponse::DescribeLogDirs)
-            }
-            _ => Err(unsupported),
-        }
-    }
-
-    /// Encodes the body at `version`.
-    pub fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), ProtocolError> {
-        let mut e = Encoder::new(buf);
-        match self {
-            NewerResponse::TxnOffsetCommit(r) => {
-                check_version(
-                    txn_offset_commit_response::VERSIONS,
-                    self.api_key(),
-                    version,
-                )?;
-                r.encode(&mut e, version)
-            }
-            NewerResponse::DeleteGroups(r) => {
-                check_version(delete_groups_response::VERSIONS, self.api_key(), version)?;
-                r.encode(&mut e, version)
-            }
-            NewerResponse::DescribeLogDirs(r) => {
-                check_version(
-                    describe_log_dirs_response::VERSIONS,
-                    self.api_key(),
-                    version,
-                )?;
-                r.encode(&mut e, version)
-            }
-        }
+newer_messages! {
+    /// The responses encoded from Shale's types.
+    NewerResponse {
+        /// Version 6: topic ids instead of names.
+        TxnOffsetCommit => txn_offset_commit_response::TxnOffsetCommitResponse,
+        /// Version 3: an error message per group.
+        DeleteGroups => delete_groups_response::DeleteGroupsResponse,
+        /// Version 5: whether each log directory is cordoned.
+        DescribeLogDirs => describe_log_dirs_response::DescribeLogDirsResponse,
+        /// Every version (1-2).
+        ShareFetch => share_fetch_response::ShareFetchResponse,
+        /// Every version (1-2); version 2 adds AcquisitionLockTimeoutMs (KIP-1222).
+        ShareAcknowledge => share_acknowledge_response::ShareAcknowledgeResponse,
+        /// Every version (0-1).
+        WriteShareGroupState => write_share_group_state_response::WriteShareGroupStateResponse,
+        /// Every version (0-1); version 1 adds DeliveryCompleteCount (KIP-1226).
+        ReadShareGroupStateSummary =>
+            read_share_group_state_summary_response::ReadShareGroupStateSummaryResponse,
+        /// Every version (0-1); version 1 adds Lag (KIP-1226).
+        DescribeShareGroupOffsets =>
+            describe_share_group_offsets_response::DescribeShareGroupOffsetsResponse,
     }
 }

@@ -49,4 +49,14 @@ proptest! {
     fn damaged_valid_responses_never_panic(data in proptest::collection::vec(any::<u8>(), 5..96)) {
         fuzzing::structured_response(&data);
     }
+
+    #[test]
+    fn damaged_share_bodies_never_panic(data in proptest::collection::vec(any::<u8>(), 5..128)) {
+        fuzzing::share_structured(&data);
+    }
+
+    #[test]
+    fn damaged_share_responses_never_panic(data in proptest::collection::vec(any::<u8>(), 5..128)) {
+        fuzzing::share_structured_response(&data);
+    }
 }

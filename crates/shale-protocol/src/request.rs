@@ -12,8 +12,9 @@ use crate::{validate_request_body, ProtocolError, RequestHeader};
 /// it into kafka-protocol's type. Record sets stay zero-copy slices of `body`; they are
 /// never run through `kafka-protocol`'s record decoder.
 ///
-/// Versions whose fields kafka-protocol's types lack are refused here as unsupported:
-/// [`decode_any_request`] decodes those too.
+/// Versions whose fields kafka-protocol's types lack, and every version of the APIs Shale's
+/// codec owns (the share-group APIs whose Kafka 4.4 versions add fields), are refused here
+/// as unsupported: [`decode_any_request`] decodes those too.
 pub fn decode_request(header: &RequestHeader, body: Bytes) -> Result<RequestKind, ProtocolError> {
     match decode_any_request(header, body)? {
         Request::Kafka(request) => Ok(request),

@@ -4,6 +4,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
+use crate::routes::codec_owned;
 use crate::schema::{decodable_response_versions, decodable_versions};
 use crate::schema_testgen::{random_body, random_response_body, Rng};
 use crate::{
@@ -29,7 +30,8 @@ fn header(key: ApiKey, api_version: i16, correlation_id: i32) -> RequestHeader {
 #[test]
 fn schema_generated_responses_round_trip() {
     let mut checked = 0;
-    for key in ApiKey::iter() {
+    // The APIs Shale's codec owns decode into its types: share_codec_tests.rs.
+    for key in ApiKey::iter().filter(|key| !codec_owned(*key as i16)) {
         let range = decodable_response_versions(key as i16).unwrap();
         for version in range.0..=range.1 {
             for seed in 0..SEEDS_PER_VERSION {
@@ -67,7 +69,8 @@ fn schema_generated_responses_round_trip() {
 /// back identical through parse_request_header and decode_request.
 #[test]
 fn request_frames_round_trip() {
-    for key in ApiKey::iter() {
+    // The APIs Shale's codec owns decode into its types: share_codec_tests.rs.
+    for key in ApiKey::iter().filter(|key| !codec_owned(*key as i16)) {
         let range = decodable_versions(key as i16).unwrap();
         for version in range.0..=range.1 {
             for seed in 0..4 {

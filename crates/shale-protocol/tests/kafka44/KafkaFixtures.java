@@ -16,6 +16,7 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.*;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.MessageUtil;
+import org.apache.kafka.common.record.internal.MemoryRecords;
 
 public class KafkaFixtures {
     // The topic id every fixture uses: 00010203-0405-0607-0809-0a0b0c0d0e0f.
@@ -175,5 +176,147 @@ public class KafkaFixtures {
         // What a Kafka 4.4 broker answers when ClusterId or NodeId do not match (KIP-1242).
         emit("ApiVersionsResponse", 5, new ApiVersionsResponseData()
             .setErrorCode((short) 129).setThrottleTimeMs(0));
+
+        shareFixtures();
+    }
+
+    // The share-group messages Shale's codec carries, at every version Kafka 4.4 defines.
+    static void shareFixtures() {
+        for (int version = 1; version <= 2; version++) {
+            ShareFetchRequestData.FetchPartitionCollection partitions =
+                new ShareFetchRequestData.FetchPartitionCollection();
+            partitions.add(new ShareFetchRequestData.FetchPartition()
+                .setPartitionIndex(3)
+                .setAcknowledgementBatches(List.of(new ShareFetchRequestData.AcknowledgementBatch()
+                    .setFirstOffset(5).setLastOffset(6)
+                    .setAcknowledgeTypes(List.of((byte) 1, (byte) 4)))));
+            ShareFetchRequestData.FetchTopicCollection topics =
+                new ShareFetchRequestData.FetchTopicCollection();
+            topics.add(new ShareFetchRequestData.FetchTopic()
+                .setTopicId(TOPIC_ID).setPartitions(partitions));
+            emit("ShareFetchRequest", version, new ShareFetchRequestData()
+                .setGroupId("g").setMemberId("m1").setShareSessionEpoch(1)
+                .setMaxWaitMs(500).setMinBytes(1).setMaxBytes(1048576)
+                .setMaxRecords(500).setBatchSize(100)
+                .setShareAcquireMode((byte) 1).setIsRenewAck(version >= 2)
+                .setTopics(topics)
+                .setForgottenTopicsData(List.of(new ShareFetchRequestData.ForgottenTopic()
+                    .setTopicId(TOPIC_ID).setPartitions(List.of(9)))));
+
+            ShareFetchResponseData.ShareFetchableTopicResponseCollection responses =
+                new ShareFetchResponseData.ShareFetchableTopicResponseCollection();
+            responses.add(new ShareFetchResponseData.ShareFetchableTopicResponse()
+                .setTopicId(TOPIC_ID)
+                .setPartitions(List.of(new ShareFetchResponseData.PartitionData()
+                    .setPartitionIndex(3)
+                    .setCurrentLeader(new ShareFetchResponseData.LeaderIdAndEpoch()
+                        .setLeaderId(1).setLeaderEpoch(2))
+                    .setRecords(MemoryRecords.readableRecords(ByteBuffer.wrap(new byte[] {'a', 'b', 'c'})))
+                    .setAcquiredRecords(List.of(new ShareFetchResponseData.AcquiredRecords()
+                        .setFirstOffset(10).setLastOffset(12).setDeliveryCount((short) 1))))));
+            ShareFetchResponseData.NodeEndpointCollection endpoints =
+                new ShareFetchResponseData.NodeEndpointCollection();
+            endpoints.add(new ShareFetchResponseData.NodeEndpoint()
+                .setNodeId(1).setHost("h").setPort(9092).setRack(null));
+            emit("ShareFetchResponse", version, new ShareFetchResponseData()
+                .setThrottleTimeMs(0).setErrorCode((short) 0)
+                .setAcquisitionLockTimeoutMs(30000)
+                .setResponses(responses).setNodeEndpoints(endpoints));
+
+            ShareAcknowledgeRequestData.AcknowledgePartitionCollection ackPartitions =
+                new ShareAcknowledgeRequestData.AcknowledgePartitionCollection();
+            ackPartitions.add(new ShareAcknowledgeRequestData.AcknowledgePartition()
+                .setPartitionIndex(3)
+                .setAcknowledgementBatches(List.of(
+                    new ShareAcknowledgeRequestData.AcknowledgementBatch()
+                        .setFirstOffset(5).setLastOffset(7)
+                        .setAcknowledgeTypes(List.of((byte) 4, (byte) 1, (byte) 0)),
+                    new ShareAcknowledgeRequestData.AcknowledgementBatch()
+                        .setFirstOffset(8).setLastOffset(8)
+                        .setAcknowledgeTypes(List.of((byte) 3)))));
+            ShareAcknowledgeRequestData.AcknowledgeTopicCollection ackTopics =
+                new ShareAcknowledgeRequestData.AcknowledgeTopicCollection();
+            ackTopics.add(new ShareAcknowledgeRequestData.AcknowledgeTopic()
+                .setTopicId(TOPIC_ID).setPartitions(ackPartitions));
+            emit("ShareAcknowledgeRequest", version, new ShareAcknowledgeRequestData()
+                .setGroupId("g").setMemberId("m1").setShareSessionEpoch(2)
+                .setIsRenewAck(version >= 2).setTopics(ackTopics));
+
+            ShareAcknowledgeResponseData.ShareAcknowledgeTopicResponseCollection ackResponses =
+                new ShareAcknowledgeResponseData.ShareAcknowledgeTopicResponseCollection();
+            ackResponses.add(new ShareAcknowledgeResponseData.ShareAcknowledgeTopicResponse()
+                .setTopicId(TOPIC_ID)
+                .setPartitions(List.of(new ShareAcknowledgeResponseData.PartitionData()
+                    .setPartitionIndex(3).setErrorCode((short) 6).setErrorMessage("not")
+                    .setCurrentLeader(new ShareAcknowledgeResponseData.LeaderIdAndEpoch()
+                        .setLeaderId(2).setLeaderEpoch(9)))));
+            ShareAcknowledgeResponseData.NodeEndpointCollection ackEndpoints =
+                new ShareAcknowledgeResponseData.NodeEndpointCollection();
+            ackEndpoints.add(new ShareAcknowledgeResponseData.NodeEndpoint()
+                .setNodeId(2).setHost("h").setPort(9093).setRack("r1"));
+            emit("ShareAcknowledgeResponse", version, new ShareAcknowledgeResponseData()
+                .setThrottleTimeMs(5).setErrorCode((short) 0)
+                .setAcquisitionLockTimeoutMs(30000)
+                .setResponses(ackResponses).setNodeEndpoints(ackEndpoints));
+        }
+
+        for (int version = 0; version <= 1; version++) {
+            emit("WriteShareGroupStateRequest", version, new WriteShareGroupStateRequestData()
+                .setGroupId("g")
+                .setTopics(List.of(new WriteShareGroupStateRequestData.WriteStateData()
+                    .setTopicId(TOPIC_ID)
+                    .setPartitions(List.of(new WriteShareGroupStateRequestData.PartitionData()
+                        .setPartition(3).setStateEpoch(4).setLeaderEpoch(5).setStartOffset(100)
+                        .setDeliveryCompleteCount(7)
+                        .setStateBatches(List.of(new WriteShareGroupStateRequestData.StateBatch()
+                            .setFirstOffset(100).setLastOffset(109)
+                            .setDeliveryState((byte) 2).setDeliveryCount((short) 1))))))));
+
+            emit("WriteShareGroupStateResponse", version, new WriteShareGroupStateResponseData()
+                .setResults(List.of(new WriteShareGroupStateResponseData.WriteStateResult()
+                    .setTopicId(TOPIC_ID)
+                    .setPartitions(List.of(new WriteShareGroupStateResponseData.PartitionResult()
+                        .setPartition(3).setErrorCode((short) 124)
+                        .setErrorMessage("fenced"))))));
+
+            emit("ReadShareGroupStateSummaryRequest", version,
+                new ReadShareGroupStateSummaryRequestData()
+                    .setGroupId("g")
+                    .setTopics(List.of(new ReadShareGroupStateSummaryRequestData.ReadStateSummaryData()
+                        .setTopicId(TOPIC_ID)
+                        .setPartitions(List.of(new ReadShareGroupStateSummaryRequestData.PartitionData()
+                            .setPartition(3).setLeaderEpoch(5))))));
+
+            emit("ReadShareGroupStateSummaryResponse", version,
+                new ReadShareGroupStateSummaryResponseData()
+                    .setResults(List.of(new ReadShareGroupStateSummaryResponseData.ReadStateSummaryResult()
+                        .setTopicId(TOPIC_ID)
+                        .setPartitions(List.of(new ReadShareGroupStateSummaryResponseData.PartitionResult()
+                            .setPartition(3).setErrorCode((short) 0).setStateEpoch(4)
+                            .setLeaderEpoch(5).setStartOffset(100)
+                            .setDeliveryCompleteCount(7))))));
+
+            emit("DescribeShareGroupOffsetsRequest", version,
+                new DescribeShareGroupOffsetsRequestData()
+                    .setGroups(List.of(
+                        new DescribeShareGroupOffsetsRequestData.DescribeShareGroupOffsetsRequestGroup()
+                            .setGroupId("g")
+                            .setTopics(List.of(new DescribeShareGroupOffsetsRequestData.DescribeShareGroupOffsetsRequestTopic()
+                                .setTopicName("topic-a").setPartitions(List.of(0, 1)))),
+                        new DescribeShareGroupOffsetsRequestData.DescribeShareGroupOffsetsRequestGroup()
+                            .setGroupId("h").setTopics(null))));
+
+            emit("DescribeShareGroupOffsetsResponse", version,
+                new DescribeShareGroupOffsetsResponseData()
+                    .setThrottleTimeMs(0)
+                    .setGroups(List.of(new DescribeShareGroupOffsetsResponseData.DescribeShareGroupOffsetsResponseGroup()
+                        .setGroupId("g")
+                        .setTopics(List.of(new DescribeShareGroupOffsetsResponseData.DescribeShareGroupOffsetsResponseTopic()
+                            .setTopicName("topic-a").setTopicId(TOPIC_ID)
+                            .setPartitions(List.of(new DescribeShareGroupOffsetsResponseData.DescribeShareGroupOffsetsResponsePartition()
+                                .setPartitionIndex(0).setStartOffset(100).setLeaderEpoch(5)
+                                .setLag(42).setErrorCode((short) 0)))))
+                        .setErrorCode((short) 0))));
+        }
     }
 }
