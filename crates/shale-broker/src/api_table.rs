@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::broker::Broker;
-use crate::dispatch::{answered, declare_apis, reply, reply_if};
+use crate::dispatch::{answered, codec_owned, declare_apis, reply, reply_if};
 use crate::groups;
 use crate::handlers;
 use crate::replication;
@@ -332,27 +332,32 @@ declare_apis! {
         ]
         authorize [in handler]
         handler reply(groups::share::share_group_describe(broker, ctx, request).await);
-    ShareFetch 1..=1
+    // The codec-owned share APIs decode into shale-protocol's types at every version: only
+    // their `newer` route is ever taken.
+    ShareFetch 1..=2
         access [
             Read on Group,
             Read on Topic,
         ]
         authorize [in handler]
-        handler reply(share::fetch::share_fetch(broker, ctx, request).await);
-    ShareAcknowledge 1..=1
+        handler codec_owned(request),
+        newer answered(share::fetch::share_fetch(broker, ctx, request).await);
+    ShareAcknowledge 1..=2
         access [
             Read on Group,
             Read on Topic,
         ]
         authorize [in handler]
-        handler reply(share::acknowledge::share_acknowledge(broker, ctx, request).await);
-    DescribeShareGroupOffsets 0..=0
+        handler codec_owned(request),
+        newer answered(share::acknowledge::share_acknowledge(broker, ctx, request).await);
+    DescribeShareGroupOffsets 0..=1
         access [
             Describe on Group,
             Describe on Topic,
         ]
         authorize [in handler]
-        handler reply(groups::share_offsets::describe_share_group_offsets(broker, ctx, request).await);
+        handler codec_owned(request),
+        newer answered(groups::share_offsets::describe_share_group_offsets(broker, ctx, request).await);
     AlterShareGroupOffsets 0..=0
         access [
             Read on Group,
@@ -376,18 +381,20 @@ declare_apis! {
         access [ClusterAction on Cluster]
         authorize [in handler]
         handler reply(share::state_apis::read(broker, ctx, request).await);
-    WriteShareGroupState 0..=0
+    WriteShareGroupState 0..=1
         access [ClusterAction on Cluster]
         authorize [in handler]
-        handler reply(share::state_apis::write(broker, ctx, request).await);
+        handler codec_owned(request),
+        newer answered(share::state_apis::write(broker, ctx, request).await);
     DeleteShareGroupState 0..=0
         access [ClusterAction on Cluster]
         authorize [in handler]
         handler reply(share::state_apis::delete(broker, ctx, request).await);
-    ReadShareGroupStateSummary 0..=0
+    ReadShareGroupStateSummary 0..=1
         access [ClusterAction on Cluster]
         authorize [in handler]
-        handler reply(share::state_apis::read_summary(broker, ctx, request).await);
+        handler codec_owned(request),
+        newer answered(share::state_apis::read_summary(broker, ctx, request).await);
     AddPartitionsToTxn 0..=5
         access [
             // The transactional id first, then each topic.

@@ -86,6 +86,16 @@ pub(crate) fn answered(response: Response) -> Option<Response> {
     Some(response)
 }
 
+/// The `handler` of an API whose every version shale-protocol's codec decodes (its `newer`
+/// route answers it): a request in kafka-protocol's types cannot arrive for it.
+pub(crate) fn codec_owned<T>(
+    _request: T,
+) -> Result<Option<Response>, crate::request::HandlerError> {
+    Err(crate::request::HandlerError::NotServed(
+        "decoded by shale-protocol's codec at every version",
+    ))
+}
+
 /// The optional value of a declaration (`given`, none or one) or else `default`.
 pub(crate) const fn given_or(given: &[i16], default: i16) -> i16 {
     match given {

@@ -483,7 +483,13 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
             .coordinator
             .settings()
             .cold_partition_snapshot_interval_ms
-            .min(broker.share.coordinator.settings().state_topic_prune_interval_ms)
+            .min(
+                broker
+                    .share
+                    .coordinator
+                    .settings()
+                    .state_topic_prune_interval_ms,
+            )
             .max(10),
     );
     let mut share_jobs = tokio::time::interval(share_every);

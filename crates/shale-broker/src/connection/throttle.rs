@@ -336,8 +336,24 @@ macro_rules! with_throttle_field {
                     let $field = &mut r.throttle_time_ms;
                     $body
                 }
-                // SaslHandshake, SaslAuthenticate, WriteTxnMarkers and DescribeQuorum answers
-                // have no throttle time.
+                ResponseKind::ShareGroupHeartbeat(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                ResponseKind::ShareGroupDescribe(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                ResponseKind::AlterShareGroupOffsets(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                ResponseKind::DeleteShareGroupOffsets(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                // SaslHandshake, SaslAuthenticate, WriteTxnMarkers, DescribeQuorum and the
+                // share-state answers brokers send each other have no throttle time.
                 _ => $otherwise,
             },
             Response::Newer(newer) => match newer {
@@ -353,6 +369,21 @@ macro_rules! with_throttle_field {
                     let $field = &mut r.throttle_time_ms;
                     $body
                 }
+                NewerResponse::ShareFetch(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                NewerResponse::ShareAcknowledge(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                NewerResponse::DescribeShareGroupOffsets(r) => {
+                    let $field = &mut r.throttle_time_ms;
+                    $body
+                }
+                // The share coordinator's answers to brokers have no throttle time.
+                NewerResponse::WriteShareGroupState(_)
+                | NewerResponse::ReadShareGroupStateSummary(_) => $otherwise,
             },
         }
     };

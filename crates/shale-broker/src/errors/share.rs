@@ -160,7 +160,10 @@ mod tests {
                 "{e:?}"
             );
         }
-        assert_eq!(share_state_error_code(&ShareStateError::FencedStateEpoch), 124);
+        assert_eq!(
+            share_state_error_code(&ShareStateError::FencedStateEpoch),
+            124
+        );
         assert_eq!(
             share_coordinator_error_code(&ShareCoordinatorError::LoadInProgress),
             14

@@ -175,14 +175,12 @@ pub async fn delete_groups(
     let state_failed = super::share::delete_share_state(broker, &ids).await;
     ids.retain(|g| !state_failed.iter().any(|(failed, _)| failed == g));
     let mut results = broker.groups.coordinator.delete_groups(ids).await;
-    results.extend(
-        state_failed
-            .into_iter()
-            .map(|(group_id, error)| shale_group::types::DeleteGroupResult {
-                group_id,
-                error: Some(error),
-            }),
-    );
+    results.extend(state_failed.into_iter().map(|(group_id, error)| {
+        shale_group::types::DeleteGroupResult {
+            group_id,
+            error: Some(error),
+        }
+    }));
     let refused_code = authorization_failed_code(ResourceType::Group);
     if ctx.version() >= 3 {
         return Response::Newer(NewerResponse::DeleteGroups(v3::DeleteGroupsResponse {

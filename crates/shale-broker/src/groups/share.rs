@@ -224,17 +224,19 @@ pub async fn share_group_describe(
                                         .map(|n| TopicName(s(n)))
                                         .collect(),
                                 )
-                                .with_assignment(DescribedAssignment::default().with_topic_partitions(
-                                    m.assignment
-                                        .into_iter()
-                                        .map(|t| {
-                                            DescribedTopic::default()
-                                                .with_topic_id(t.topic_id)
-                                                .with_topic_name(TopicName(s(t.topic_name)))
-                                                .with_partitions(t.partitions)
-                                        })
-                                        .collect(),
-                                ))
+                                .with_assignment(
+                                    DescribedAssignment::default().with_topic_partitions(
+                                        m.assignment
+                                            .into_iter()
+                                            .map(|t| {
+                                                DescribedTopic::default()
+                                                    .with_topic_id(t.topic_id)
+                                                    .with_topic_name(TopicName(s(t.topic_name)))
+                                                    .with_partitions(t.partitions)
+                                            })
+                                            .collect(),
+                                    ),
+                                )
                         })
                         .collect(),
                 );

@@ -11,18 +11,18 @@ use kafka_protocol::messages::alter_share_group_offsets_response::{
     AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
 };
 use kafka_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
-use kafka_protocol::messages::describe_share_group_offsets_response::{
-    DescribeShareGroupOffsetsResponseGroup, DescribeShareGroupOffsetsResponsePartition,
-    DescribeShareGroupOffsetsResponseTopic,
-};
 use kafka_protocol::messages::{
-    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
-    DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
-    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, GroupId, TopicName,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_group::share_types::ShareOffsetsTopic;
+use shale_protocol::newer::{
+    describe_share_group_offsets_request as describe_request,
+    describe_share_group_offsets_response as describe_response,
+};
+use shale_protocol::{NewerResponse, Response};
 use shale_share::state::SharePartitionKey;
 use tracing::warn;
 use uuid::Uuid;
@@ -38,21 +38,43 @@ fn s(text: impl Into<String>) -> StrBytes {
     StrBytes::from_string(text.into())
 }
 
+/// One partition's answer, before its wire form.
+struct DescribedOffset {
+    partition: i32,
+    start_offset: i64,
+    leader_epoch: i32,
+    lag: i64,
+    error: Option<(i16, String)>,
+}
+
+fn described(partition: i32, error: Option<(i16, String)>) -> DescribedOffset {
+    DescribedOffset {
+        partition,
+        start_offset: -1,
+        leader_epoch: -1,
+        lag: -1,
+        error,
+    }
+}
+
 pub async fn describe_share_group_offsets(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: DescribeShareGroupOffsetsRequest,
-) -> DescribeShareGroupOffsetsResponse {
+    request: describe_request::DescribeShareGroupOffsetsRequest,
+) -> Response {
     let authz = broker.authz(ctx);
     let image = broker.image();
     let share = &broker.share;
     let mut groups = Vec::new();
     for group in request.groups {
-        let group_id = group.group_id.0.to_string();
-        let mut answer = DescribeShareGroupOffsetsResponseGroup::default()
-            .with_group_id(GroupId(s(group_id.clone())));
+        let group_id = group.group_id.to_string();
+        let mut answer = describe_response::DescribeShareGroupOffsetsResponseGroup {
+            group_id: s(group_id.clone()),
+            ..Default::default()
+        };
         if !authz.allows(AclOperation::Describe, ResourceType::Group, &group_id) {
-            groups.push(answer.with_error_code(authorization_failed_code(ResourceType::Group)));
+            answer.error_code = authorization_failed_code(ResourceType::Group);
+            groups.push(answer);
             continue;
         }
         // Named topics, or every share-partition of the group that has state.
@@ -60,7 +82,7 @@ pub async fn describe_share_group_offsets(
             Some(topics) => topics
                 .into_iter()
                 .map(|t| {
-                    let name = t.topic_name.0.to_string();
+                    let name = t.topic_name.to_string();
                     let id = image.topic(&name).map(|topic| topic.topic_id);
                     (name, id, t.partitions)
                 })
@@ -75,101 +97,138 @@ pub async fn describe_share_group_offsets(
                     .into_iter()
                     .filter_map(|(topic_id, partitions)| {
                         image.topic_by_id(topic_id).map(|t| {
-                            (t.name.clone(), Some(topic_id), partitions.into_iter().collect())
+                            (
+                                t.name.clone(),
+                                Some(topic_id),
+                                partitions.into_iter().collect(),
+                            )
                         })
                     })
                     .collect(),
                 Err(error) => {
-                    groups.push(
-                        answer
-                            .with_error_code(code(&error))
-                            .with_error_message(Some(s(error.to_string()))),
-                    );
+                    answer.error_code = code(&error);
+                    answer.error_message = Some(s(error.to_string()));
+                    groups.push(answer);
                     continue;
                 }
             },
         };
-        let mut topics = Vec::new();
         for (name, topic_id, partitions) in wanted {
+            let mut offsets = Vec::new();
             if !authz.allows(AclOperation::Describe, ResourceType::Topic, &name) {
-                let refused = partitions
-                    .iter()
-                    .map(|p| {
-                        DescribeShareGroupOffsetsResponsePartition::default()
-                            .with_partition_index(*p)
-                            .with_start_offset(-1)
-                            .with_leader_epoch(-1)
-                            .with_error_code(authorization_failed_code(ResourceType::Topic))
-                    })
-                    .collect();
-                topics.push(
-                    DescribeShareGroupOffsetsResponseTopic::default()
-                        .with_topic_name(TopicName(s(name)))
-                        .with_partitions(refused),
+                let refused = (
+                    authorization_failed_code(ResourceType::Topic),
+                    String::new(),
                 );
-                continue;
-            }
-            let Some(topic_id) = topic_id else {
-                let unknown = partitions
-                    .iter()
-                    .map(|p| {
-                        DescribeShareGroupOffsetsResponsePartition::default()
-                            .with_partition_index(*p)
-                            .with_start_offset(-1)
-                            .with_leader_epoch(-1)
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
-                            .with_error_message(Some(s(
-                                "This server does not host this topic-partition.",
-                            )))
-                    })
-                    .collect();
-                topics.push(
-                    DescribeShareGroupOffsetsResponseTopic::default()
-                        .with_topic_name(TopicName(s(name)))
-                        .with_partitions(unknown),
+                offsets.extend(
+                    partitions
+                        .iter()
+                        .map(|p| described(*p, Some(refused.clone()))),
                 );
-                continue;
-            };
-            let mut answers = Vec::new();
-            for partition in partitions {
-                let key = SharePartitionKey {
-                    group_id: group_id.clone(),
-                    topic_id,
-                    partition,
-                };
-                let mut p = DescribeShareGroupOffsetsResponsePartition::default()
-                    .with_partition_index(partition)
-                    .with_start_offset(-1)
-                    .with_leader_epoch(-1);
-                match share
-                    .persister
-                    .call(&broker.core, &share.coordinator, &key, StateCall::Summary)
-                    .await
-                {
-                    Ok(StateReply::Summary(summary)) => {
-                        p = p
-                            .with_start_offset(summary.start_offset)
-                            .with_leader_epoch(summary.leader_epoch);
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        let (code, message) = persister_error_code(&e);
-                        p = p.with_error_code(code).with_error_message(Some(s(message)));
-                    }
+            } else if let Some(topic_id) = topic_id {
+                for partition in partitions {
+                    offsets.push(
+                        describe_partition(broker, share, &group_id, &name, topic_id, partition)
+                            .await,
+                    );
                 }
-                answers.push(p);
+            } else {
+                let unknown = (
+                    ResponseError::UnknownTopicOrPartition.code(),
+                    "This server does not host this topic-partition.".to_string(),
+                );
+                offsets.extend(
+                    partitions
+                        .iter()
+                        .map(|p| described(*p, Some(unknown.clone()))),
+                );
             }
-            topics.push(
-                DescribeShareGroupOffsetsResponseTopic::default()
-                    .with_topic_name(TopicName(s(name)))
-                    .with_topic_id(topic_id)
-                    .with_partitions(answers),
-            );
+            answer
+                .topics
+                .push(describe_response::DescribeShareGroupOffsetsResponseTopic {
+                    topic_name: s(name),
+                    topic_id: topic_id.unwrap_or_default(),
+                    partitions: offsets
+                        .into_iter()
+                        .map(|o| {
+                            let (error_code, error_message) = match o.error {
+                                Some((code, message)) if message.is_empty() => (code, None),
+                                Some((code, message)) => (code, Some(s(message))),
+                                None => (0, None),
+                            };
+                            describe_response::DescribeShareGroupOffsetsResponsePartition {
+                                partition_index: o.partition,
+                                start_offset: o.start_offset,
+                                leader_epoch: o.leader_epoch,
+                                lag: o.lag,
+                                error_code,
+                                error_message,
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                    ..Default::default()
+                });
         }
-        answer = answer.with_topics(topics);
         groups.push(answer);
     }
-    DescribeShareGroupOffsetsResponse::default().with_groups(groups)
+    Response::Newer(NewerResponse::DescribeShareGroupOffsets(
+        describe_response::DescribeShareGroupOffsetsResponse {
+            groups,
+            ..Default::default()
+        },
+    ))
+}
+
+/// One share-partition's start offset from its share coordinator, and its lag (KIP-1226:
+/// the high watermark less the start offset and the records delivered past it) when this
+/// broker leads the partition and the count is known; -1 otherwise.
+async fn describe_partition(
+    broker: &Arc<Broker>,
+    share: &crate::share::ShareService,
+    group_id: &str,
+    topic: &str,
+    topic_id: Uuid,
+    partition: i32,
+) -> DescribedOffset {
+    let key = SharePartitionKey {
+        group_id: group_id.to_string(),
+        topic_id,
+        partition,
+    };
+    match share
+        .persister
+        .call(&broker.core, &share.coordinator, &key, StateCall::Summary)
+        .await
+    {
+        Ok(StateReply::Summary(summary)) => {
+            let tp = shale_log::TopicPartition {
+                topic: topic.to_string(),
+                partition,
+            };
+            let lag = broker
+                .replicas
+                .get(&tp)
+                .filter(|p| p.leader_id() == broker.node_id())
+                .filter(|_| summary.start_offset >= 0 && summary.delivery_complete_count >= 0)
+                .map(|p| {
+                    (p.high_watermark()
+                        - summary.start_offset
+                        - i64::from(summary.delivery_complete_count))
+                    .max(0)
+                })
+                .unwrap_or(-1);
+            DescribedOffset {
+                partition,
+                start_offset: summary.start_offset,
+                leader_epoch: summary.leader_epoch,
+                lag,
+                error: None,
+            }
+        }
+        Ok(_) => described(partition, None),
+        Err(e) => described(partition, Some(persister_error_code(&e))),
+    }
 }
 
 pub async fn alter_share_group_offsets(
@@ -201,9 +260,7 @@ pub async fn alter_share_group_offsets(
                             .map(|p| {
                                 AlterShareGroupOffsetsResponsePartition::default()
                                     .with_partition_index(p.partition_index)
-                                    .with_error_code(authorization_failed_code(
-                                        ResourceType::Topic,
-                                    ))
+                                    .with_error_code(authorization_failed_code(ResourceType::Topic))
                             })
                             .collect(),
                     ),
@@ -232,7 +289,12 @@ pub async fn alter_share_group_offsets(
     if let Some(error) = &outcome.error {
         return refuse(
             code(error),
-            Some(outcome.error_message.clone().unwrap_or_else(|| error.to_string())),
+            Some(
+                outcome
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| error.to_string()),
+            ),
         );
     }
     // The share-partitions led here re-read their state at the new offsets.
@@ -314,7 +376,12 @@ pub async fn delete_share_group_offsets(
     if let Some(error) = &prepared.error {
         return refuse(
             code(error),
-            Some(prepared.error_message.clone().unwrap_or_else(|| error.to_string())),
+            Some(
+                prepared
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| error.to_string()),
+            ),
         );
     }
     let share = &broker.share;
@@ -336,13 +403,19 @@ pub async fn delete_share_group_offsets(
                 failure = Some(persister_error_code(&e));
             }
         }
-        let name = prepared.topic_names.get(topic_id).cloned().unwrap_or_default();
+        let name = prepared
+            .topic_names
+            .get(topic_id)
+            .cloned()
+            .unwrap_or_default();
         let mut answer = DeleteShareGroupOffsetsResponseTopic::default()
             .with_topic_name(TopicName(s(name)))
             .with_topic_id(*topic_id);
         match failure {
             Some((code, message)) => {
-                answer = answer.with_error_code(code).with_error_message(Some(s(message)));
+                answer = answer
+                    .with_error_code(code)
+                    .with_error_message(Some(s(message)));
             }
             None => {
                 deleted.insert(*topic_id);

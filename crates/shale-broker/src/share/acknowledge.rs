@@ -5,13 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kafka_protocol::messages::share_acknowledge_response::{
-    LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareAcknowledgeTopicResponse,
-};
-use kafka_protocol::messages::{BrokerId, ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_log::TopicPartition;
+use shale_protocol::newer::share_acknowledge_request as wire;
+use shale_protocol::newer::share_acknowledge_response as wire_response;
+use shale_protocol::{NewerResponse, Response};
 use shale_share::partition::{validate_acknowledgement_batches, AckBatch};
 use shale_share::session::ShareSessionKey;
 use shale_share::state::SharePartitionKey;
@@ -23,8 +22,8 @@ use crate::authorization::{AclOperation, ResourceType};
 use crate::broker::Broker;
 use crate::core::BrokerCore;
 use crate::errors::{
-    authorization_failed_code, leader_error_code, persister_error_code,
-    share_partition_error_code, share_session_error_code,
+    authorization_failed_code, leader_error_code, persister_error_code, share_partition_error_code,
+    share_session_error_code,
 };
 use crate::handlers::leader_hints::LeaderHints;
 use crate::request::RequestContext;
@@ -102,17 +101,17 @@ pub struct ShareAcknowledgeOutput {
     pub node_endpoints: Vec<(i32, String, i32, Option<String>)>,
 }
 
-/// ShareAcknowledge v1 in kafka-protocol's types.
+/// ShareAcknowledge (every version decodes into shale-protocol's codec types).
 pub async fn share_acknowledge(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: ShareAcknowledgeRequest,
-) -> ShareAcknowledgeResponse {
+    request: wire::ShareAcknowledgeRequest,
+) -> Response {
     let input = ShareAcknowledgeInput {
-        group_id: request.group_id.map(|g| g.0.to_string()).unwrap_or_default(),
+        group_id: request.group_id.map(|g| g.to_string()).unwrap_or_default(),
         member_id: request.member_id.map(|m| m.to_string()).unwrap_or_default(),
         share_session_epoch: request.share_session_epoch,
-        renew_supported: false,
+        renew_supported: ctx.version() >= 2 && request.is_renew_ack,
         partitions: request
             .topics
             .iter()
@@ -133,48 +132,55 @@ pub async fn share_acknowledge(
             })
             .collect(),
     };
+    let lock_duration_ms = broker.share.settings.record_lock_duration_ms;
     let output = handle(broker, ctx, input).await;
-    let mut topics: BTreeMap<Uuid, Vec<PartitionData>> = BTreeMap::new();
+    let mut topics: BTreeMap<Uuid, Vec<wire_response::PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), (code, message, leader)) in output.partitions {
         let (leader_id, leader_epoch) = leader.unwrap_or((-1, -1));
-        topics.entry(topic_id).or_default().push(
-            PartitionData::default()
-                .with_partition_index(partition)
-                .with_error_code(code)
-                .with_error_message(message.map(StrBytes::from_string))
-                .with_current_leader(
-                    LeaderIdAndEpoch::default()
-                        .with_leader_id(leader_id)
-                        .with_leader_epoch(leader_epoch),
-                ),
-        );
+        topics
+            .entry(topic_id)
+            .or_default()
+            .push(wire_response::PartitionData {
+                partition_index: partition,
+                error_code: code,
+                error_message: message.map(StrBytes::from_string),
+                current_leader: wire_response::LeaderIdAndEpoch {
+                    leader_id,
+                    leader_epoch,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
     }
-    ShareAcknowledgeResponse::default()
-        .with_error_code(output.error_code)
-        .with_error_message(output.error_message.map(StrBytes::from_string))
-        .with_responses(
-            topics
+    Response::Newer(NewerResponse::ShareAcknowledge(
+        wire_response::ShareAcknowledgeResponse {
+            error_code: output.error_code,
+            error_message: output.error_message.map(StrBytes::from_string),
+            acquisition_lock_timeout_ms: lock_duration_ms,
+            responses: topics
                 .into_iter()
-                .map(|(topic_id, partitions)| {
-                    ShareAcknowledgeTopicResponse::default()
-                        .with_topic_id(topic_id)
-                        .with_partitions(partitions)
-                })
+                .map(
+                    |(topic_id, partitions)| wire_response::ShareAcknowledgeTopicResponse {
+                        topic_id,
+                        partitions,
+                        ..Default::default()
+                    },
+                )
                 .collect(),
-        )
-        .with_node_endpoints(
-            output
+            node_endpoints: output
                 .node_endpoints
                 .into_iter()
-                .map(|(node_id, host, port, rack)| {
-                    NodeEndpoint::default()
-                        .with_node_id(BrokerId(node_id))
-                        .with_host(StrBytes::from_string(host))
-                        .with_port(port)
-                        .with_rack(rack.map(StrBytes::from_string))
+                .map(|(node_id, host, port, rack)| wire_response::NodeEndpoint {
+                    node_id,
+                    host: StrBytes::from_string(host),
+                    port,
+                    rack: rack.map(StrBytes::from_string),
+                    ..Default::default()
                 })
                 .collect(),
-        )
+            ..Default::default()
+        },
+    ))
 }
 
 /// ShareAcknowledge at any version.

@@ -292,14 +292,13 @@ impl ShareCoordinatorService {
             })
             .collect();
         let min_insync = i32::from(self.settings.state_topic_min_isr);
-        let appended = append_records(&broker.replicas, &tp, &encoded, min_insync).map_err(|e| {
-            match e {
+        let appended =
+            append_records(&broker.replicas, &tp, &encoded, min_insync).map_err(|e| match e {
                 crate::coordinator_host::CoordinatorAppendError::NotLeader(_) => {
                     ShareCoordinatorError::NotCoordinator
                 }
                 other => ShareCoordinatorError::WriteFailed(other.to_string()),
-            }
-        })?;
+            })?;
         if let Some(appended) = &appended {
             for (i, record) in records.iter().enumerate() {
                 shard.replay(appended.base_offset() + i as i64, record);
@@ -363,7 +362,10 @@ impl ShareCoordinatorService {
             let records = shard.cleanup_deleted_topics(deleted);
             if !records.is_empty() {
                 if let Err(e) = self.append(broker, partition, &mut shard, &records) {
-                    warn!(partition, "cannot delete share state of deleted topics: {e}");
+                    warn!(
+                        partition,
+                        "cannot delete share state of deleted topics: {e}"
+                    );
                 }
             }
         }

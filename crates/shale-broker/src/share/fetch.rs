@@ -6,14 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::share_fetch_response::{
-    AcquiredRecords as WireAcquired, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
-    ShareFetchableTopicResponse,
-};
-use kafka_protocol::messages::{BrokerId, ShareFetchRequest, ShareFetchResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use shale_log::TopicPartition;
+use shale_protocol::newer::share_fetch_request as wire;
+use shale_protocol::newer::share_fetch_response as wire_response;
+use shale_protocol::{NewerResponse, Response};
 use shale_share::partition::{AckBatch, AcquireMode};
 use shale_share::session::{ShareSessionKey, TopicIdPartition};
 use shale_share::state::SharePartitionKey;
@@ -44,6 +42,8 @@ pub struct ShareFetchInput {
     pub max_records: i32,
     pub batch_size: i32,
     pub acquire_mode: AcquireMode,
+    /// The acknowledgements may RENEW locks (v2 with IsRenewAck, KIP-1222).
+    pub renew_supported: bool,
     /// Partitions to fetch (those with a positive `partition_max_bytes`), with the
     /// acknowledgements each carries.
     pub partitions: Vec<(TopicIdPartition, i32, Vec<AckBatch>)>,
@@ -72,14 +72,31 @@ pub struct ShareFetchOutput {
     pub node_endpoints: Vec<(i32, String, i32, Option<String>)>,
 }
 
-/// ShareFetch v1 in kafka-protocol's types.
+/// ShareFetch (every version decodes into shale-protocol's codec types).
 pub async fn share_fetch(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: ShareFetchRequest,
-) -> ShareFetchResponse {
+    request: wire::ShareFetchRequest,
+) -> Response {
+    // v2 (KIP-1206): the client chooses how strictly max_records holds.
+    let acquire_mode = if ctx.version() >= 2 {
+        match AcquireMode::from_wire(request.share_acquire_mode) {
+            Some(mode) => mode,
+            None => {
+                return answer(refused(
+                    ResponseError::InvalidRequest.code(),
+                    Some(format!(
+                        "Unknown share acquire mode {}.",
+                        request.share_acquire_mode
+                    )),
+                ))
+            }
+        }
+    } else {
+        AcquireMode::BatchOptimized
+    };
     let input = ShareFetchInput {
-        group_id: request.group_id.map(|g| g.0.to_string()).unwrap_or_default(),
+        group_id: request.group_id.map(|g| g.to_string()).unwrap_or_default(),
         member_id: request.member_id.map(|m| m.to_string()).unwrap_or_default(),
         share_session_epoch: request.share_session_epoch,
         max_wait_ms: request.max_wait_ms,
@@ -87,7 +104,8 @@ pub async fn share_fetch(
         max_bytes: request.max_bytes,
         max_records: request.max_records,
         batch_size: request.batch_size,
-        acquire_mode: AcquireMode::BatchOptimized,
+        acquire_mode,
+        renew_supported: ctx.version() >= 2 && request.is_renew_ack,
         partitions: request
             .topics
             .iter()
@@ -114,70 +132,76 @@ pub async fn share_fetch(
             .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
             .collect(),
     };
-    let output = handle(broker, ctx, input).await;
-    to_wire(output)
+    answer(handle(broker, ctx, input).await)
 }
 
-fn to_wire(output: ShareFetchOutput) -> ShareFetchResponse {
-    let mut topics: BTreeMap<Uuid, Vec<PartitionData>> = BTreeMap::new();
+fn answer(output: ShareFetchOutput) -> Response {
+    Response::Newer(NewerResponse::ShareFetch(to_wire(output)))
+}
+
+fn to_wire(output: ShareFetchOutput) -> wire_response::ShareFetchResponse {
+    let mut topics: BTreeMap<Uuid, Vec<wire_response::PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), answer) in output.partitions {
         let (leader_id, leader_epoch) = answer.current_leader.unwrap_or((-1, -1));
-        topics.entry(topic_id).or_default().push(
-            PartitionData::default()
-                .with_partition_index(partition)
-                .with_error_code(answer.error_code)
-                .with_error_message(answer.error_message.map(StrBytes::from_string))
-                .with_acknowledge_error_code(answer.acknowledge_error_code)
-                .with_acknowledge_error_message(
-                    answer.acknowledge_error_message.map(StrBytes::from_string),
-                )
-                .with_current_leader(
-                    LeaderIdAndEpoch::default()
-                        .with_leader_id(leader_id)
-                        .with_leader_epoch(leader_epoch),
-                )
-                .with_records(answer.records)
-                .with_acquired_records(
-                    answer
-                        .acquired
-                        .into_iter()
-                        .map(|(first, last, count)| {
-                            WireAcquired::default()
-                                .with_first_offset(first)
-                                .with_last_offset(last)
-                                .with_delivery_count(count)
-                        })
-                        .collect(),
-                ),
-        );
+        topics
+            .entry(topic_id)
+            .or_default()
+            .push(wire_response::PartitionData {
+                partition_index: partition,
+                error_code: answer.error_code,
+                error_message: answer.error_message.map(StrBytes::from_string),
+                acknowledge_error_code: answer.acknowledge_error_code,
+                acknowledge_error_message: answer
+                    .acknowledge_error_message
+                    .map(StrBytes::from_string),
+                current_leader: wire_response::LeaderIdAndEpoch {
+                    leader_id,
+                    leader_epoch,
+                    ..Default::default()
+                },
+                records: answer.records.unwrap_or_default(),
+                acquired_records: answer
+                    .acquired
+                    .into_iter()
+                    .map(|(first_offset, last_offset, delivery_count)| {
+                        wire_response::AcquiredRecords {
+                            first_offset,
+                            last_offset,
+                            delivery_count,
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            });
     }
-    ShareFetchResponse::default()
-        .with_error_code(output.error_code)
-        .with_error_message(output.error_message.map(StrBytes::from_string))
-        .with_acquisition_lock_timeout_ms(output.acquisition_lock_timeout_ms)
-        .with_responses(
-            topics
-                .into_iter()
-                .map(|(topic_id, partitions)| {
-                    ShareFetchableTopicResponse::default()
-                        .with_topic_id(topic_id)
-                        .with_partitions(partitions)
-                })
-                .collect(),
-        )
-        .with_node_endpoints(
-            output
-                .node_endpoints
-                .into_iter()
-                .map(|(node_id, host, port, rack)| {
-                    NodeEndpoint::default()
-                        .with_node_id(BrokerId(node_id))
-                        .with_host(StrBytes::from_string(host))
-                        .with_port(port)
-                        .with_rack(rack.map(StrBytes::from_string))
-                })
-                .collect(),
-        )
+    wire_response::ShareFetchResponse {
+        error_code: output.error_code,
+        error_message: output.error_message.map(StrBytes::from_string),
+        acquisition_lock_timeout_ms: output.acquisition_lock_timeout_ms,
+        responses: topics
+            .into_iter()
+            .map(
+                |(topic_id, partitions)| wire_response::ShareFetchableTopicResponse {
+                    topic_id,
+                    partitions,
+                    ..Default::default()
+                },
+            )
+            .collect(),
+        node_endpoints: output
+            .node_endpoints
+            .into_iter()
+            .map(|(node_id, host, port, rack)| wire_response::NodeEndpoint {
+                node_id,
+                host: StrBytes::from_string(host),
+                port,
+                rack: rack.map(StrBytes::from_string),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
 }
 
 fn refused(code: i16, message: Option<String>) -> ShareFetchOutput {
@@ -242,7 +266,10 @@ pub async fn handle(
         if acks.is_empty() {
             continue;
         }
-        let answer = output.partitions.entry((*topic_id, *partition)).or_default();
+        let answer = output
+            .partitions
+            .entry((*topic_id, *partition))
+            .or_default();
         let Some(topic) = image.topic_by_id(*topic_id) else {
             answer.acknowledge_error_code = ResponseError::UnknownTopicId.code();
             continue;
@@ -260,8 +287,16 @@ pub async fn handle(
             topic: topic.name.clone(),
             partition: *partition,
         };
-        match acknowledge_partition(share, &broker.core, &key, &tp, &input.member_id, acks, false)
-            .await
+        match acknowledge_partition(
+            share,
+            &broker.core,
+            &key,
+            &tp,
+            &input.member_id,
+            acks,
+            input.renew_supported,
+        )
+        .await
         {
             AckOutcome::Done => {}
             AckOutcome::Failed(code, message) => {
@@ -278,6 +313,11 @@ pub async fn handle(
         output.node_endpoints = endpoints(hints);
         return output;
     }
+    // KIP-1222: a request that renews locks acquires nothing.
+    if input.renew_supported {
+        output.node_endpoints = endpoints(hints);
+        return output;
+    }
     let mut fetchable: BTreeSet<TopicIdPartition> = session.partitions.iter().copied().collect();
     // A partition the client named that it may not read answers so and is not fetched.
     for &(topic_id, partition) in &session.partitions {
@@ -290,7 +330,11 @@ pub async fn handle(
         };
         if let Some(code) = error {
             fetchable.remove(&(topic_id, partition));
-            output.partitions.entry((topic_id, partition)).or_default().error_code = code;
+            output
+                .partitions
+                .entry((topic_id, partition))
+                .or_default()
+                .error_code = code;
         }
     }
     let deadline = tokio::time::Instant::now()

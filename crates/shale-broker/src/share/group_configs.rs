@@ -136,8 +136,14 @@ mod tests {
 
     #[test]
     fn resets_parse_as_kafka_writes_them() {
-        assert_eq!(parse_auto_offset_reset("earliest"), Some(AutoOffsetReset::Earliest));
-        assert_eq!(parse_auto_offset_reset("LATEST"), Some(AutoOffsetReset::Latest));
+        assert_eq!(
+            parse_auto_offset_reset("earliest"),
+            Some(AutoOffsetReset::Earliest)
+        );
+        assert_eq!(
+            parse_auto_offset_reset("LATEST"),
+            Some(AutoOffsetReset::Latest)
+        );
         assert_eq!(
             parse_auto_offset_reset("by_duration:PT1H"),
             Some(AutoOffsetReset::ByDurationMs(3_600_000))

@@ -11,10 +11,10 @@ use shale_share::partition::{SharePartition, SharePartitionConfig, StateWrite};
 use shale_share::state::SharePartitionKey;
 use tracing::{debug, warn};
 
-use super::group_configs::{share_group_configs, AutoOffsetReset, ShareGroupConfigs};
-use super::partitions::{Slot, SlotHandle};
 pub use super::error::LeaderError;
 use super::error::PersisterError;
+use super::group_configs::{share_group_configs, AutoOffsetReset, ShareGroupConfigs};
+use super::partitions::{Slot, SlotHandle};
 use super::persister::{StateCall, StateReply};
 use super::ShareService;
 use crate::core::BrokerCore;

@@ -100,7 +100,8 @@ impl ShareLogRead {
         for header in &self.headers {
             let len = header.total_len();
             let holds_acquired = acquired.iter().any(|range| {
-                range.first_offset <= header.last_offset() && range.last_offset >= header.base_offset
+                range.first_offset <= header.last_offset()
+                    && range.last_offset >= header.base_offset
             });
             if holds_acquired {
                 if let Some(batch) = self.bytes.get(position..position + len) {

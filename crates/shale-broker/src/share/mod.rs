@@ -63,7 +63,9 @@ impl ShareService {
             ),
             persister: Persister::default(),
             partitions: SharePartitions::default(),
-            sessions: Mutex::new(ShareSessionCache::new(usize::try_from(settings.share_sessions_max).unwrap_or(0))),
+            sessions: Mutex::new(ShareSessionCache::new(
+                usize::try_from(settings.share_sessions_max).unwrap_or(0),
+            )),
             settings,
             records_available: Notify::new(),
             topics_seen: Mutex::new(Vec::new()),

@@ -8,13 +8,16 @@ use std::time::Duration;
 
 use kafka_protocol::messages::{
     delete_share_group_state_request, initialize_share_group_state_request,
-    read_share_group_state_request, read_share_group_state_summary_request,
-    write_share_group_state_request, ApiKey, DeleteShareGroupStateRequest,
-    InitializeShareGroupStateRequest, ReadShareGroupStateRequest,
-    ReadShareGroupStateSummaryRequest, RequestKind, ResponseKind, WriteShareGroupStateRequest,
+    read_share_group_state_request, ApiKey, DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest, ReadShareGroupStateRequest, RequestKind, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use shale_protocol::newer::{
+    read_share_group_state_summary_request as summary_request,
+    write_share_group_state_request as write_request,
+};
+use shale_protocol::{NewerRequest, NewerResponse, Request, Response};
 use shale_share::coordinator::{StateSummary, WriteStateRequest};
 use shale_share::state::{DeliveryState, PersistedState, SharePartitionKey, StateBatch};
 
@@ -102,7 +105,14 @@ impl Persister {
         let (api, request) = remote_request(group_id, key, call);
         let answered = self
             .peers
-            .call(broker, node_id, api, 0, request)
+            .call_negotiated(broker, node_id, api, |max| {
+                // The codec-owned APIs go in their newest version the peer serves.
+                let version = match &request {
+                    Request::Newer(_) => max.unwrap_or(0).clamp(0, 1),
+                    Request::Kafka(_) => 0,
+                };
+                (version, request)
+            })
             .await
             .map_err(|e| PersisterError::Peer {
                 node_id,
@@ -150,11 +160,9 @@ pub async fn local_call(
             .await?
             .map(|()| StateReply::Done),
         StateCall::Summary => coordinator
-            .execute(broker, key, |shard, _| {
-                shale_share::coordinator::Outcome {
-                    records: Vec::new(),
-                    answer: shard.read_state_summary(key),
-                }
+            .execute(broker, key, |shard, _| shale_share::coordinator::Outcome {
+                records: Vec::new(),
+                answer: shard.read_state_summary(key),
             })
             .await?
             .map(StateReply::Summary),
@@ -166,57 +174,62 @@ fn remote_request(
     group_id: StrBytes,
     key: &SharePartitionKey,
     call: &StateCall,
-) -> (ApiKey, RequestKind) {
+) -> (ApiKey, Request) {
     match call {
         StateCall::Read { leader_epoch } => (
             ApiKey::ReadShareGroupState,
-            RequestKind::ReadShareGroupState(
+            kafka(RequestKind::ReadShareGroupState(
                 ReadShareGroupStateRequest::default()
                     .with_group_id(group_id)
-                    .with_topics(vec![read_share_group_state_request::ReadStateData::default()
-                        .with_topic_id(key.topic_id)
-                        .with_partitions(vec![
-                            read_share_group_state_request::PartitionData::default()
-                                .with_partition(key.partition)
-                                .with_leader_epoch(*leader_epoch),
-                        ])]),
-            ),
+                    .with_topics(vec![
+                        read_share_group_state_request::ReadStateData::default()
+                            .with_topic_id(key.topic_id)
+                            .with_partitions(vec![
+                                read_share_group_state_request::PartitionData::default()
+                                    .with_partition(key.partition)
+                                    .with_leader_epoch(*leader_epoch),
+                            ]),
+                    ]),
+            )),
         ),
         StateCall::Write(write) => (
             ApiKey::WriteShareGroupState,
-            RequestKind::WriteShareGroupState(
-                WriteShareGroupStateRequest::default()
-                    .with_group_id(group_id)
-                    .with_topics(vec![write_share_group_state_request::WriteStateData::default()
-                        .with_topic_id(key.topic_id)
-                        .with_partitions(vec![
-                            write_share_group_state_request::PartitionData::default()
-                                .with_partition(key.partition)
-                                .with_state_epoch(write.state_epoch)
-                                .with_leader_epoch(write.leader_epoch)
-                                .with_start_offset(write.start_offset)
-                                .with_state_batches(
-                                    write
-                                        .batches
-                                        .iter()
-                                        .map(|b| {
-                                            write_share_group_state_request::StateBatch::default()
-                                                .with_first_offset(b.first_offset)
-                                                .with_last_offset(b.last_offset)
-                                                .with_delivery_state(b.delivery_state.id())
-                                                .with_delivery_count(b.delivery_count)
-                                        })
-                                        .collect(),
-                                ),
-                        ])]),
-            ),
+            Request::Newer(NewerRequest::WriteShareGroupState(
+                write_request::WriteShareGroupStateRequest {
+                    group_id,
+                    topics: vec![write_request::WriteStateData {
+                        topic_id: key.topic_id,
+                        partitions: vec![write_request::PartitionData {
+                            partition: key.partition,
+                            state_epoch: write.state_epoch,
+                            leader_epoch: write.leader_epoch,
+                            start_offset: write.start_offset,
+                            delivery_complete_count: write.delivery_complete_count,
+                            state_batches: write
+                                .batches
+                                .iter()
+                                .map(|b| write_request::StateBatch {
+                                    first_offset: b.first_offset,
+                                    last_offset: b.last_offset,
+                                    delivery_state: b.delivery_state.id(),
+                                    delivery_count: b.delivery_count,
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            )),
         ),
         StateCall::Initialize {
             state_epoch,
             start_offset,
         } => (
             ApiKey::InitializeShareGroupState,
-            RequestKind::InitializeShareGroupState(
+            kafka(RequestKind::InitializeShareGroupState(
                 InitializeShareGroupStateRequest::default()
                     .with_group_id(group_id)
                     .with_topics(vec![
@@ -229,11 +242,11 @@ fn remote_request(
                                     .with_start_offset(*start_offset),
                             ]),
                     ]),
-            ),
+            )),
         ),
         StateCall::Delete => (
             ApiKey::DeleteShareGroupState,
-            RequestKind::DeleteShareGroupState(
+            kafka(RequestKind::DeleteShareGroupState(
                 DeleteShareGroupStateRequest::default()
                     .with_group_id(group_id)
                     .with_topics(vec![
@@ -244,28 +257,35 @@ fn remote_request(
                                     .with_partition(key.partition),
                             ]),
                     ]),
-            ),
+            )),
         ),
         StateCall::Summary => (
             ApiKey::ReadShareGroupStateSummary,
-            RequestKind::ReadShareGroupStateSummary(
-                ReadShareGroupStateSummaryRequest::default()
-                    .with_group_id(group_id)
-                    .with_topics(vec![
-                        read_share_group_state_summary_request::ReadStateSummaryData::default()
-                            .with_topic_id(key.topic_id)
-                            .with_partitions(vec![
-                                read_share_group_state_summary_request::PartitionData::default()
-                                    .with_partition(key.partition),
-                            ]),
-                    ]),
-            ),
+            Request::Newer(NewerRequest::ReadShareGroupStateSummary(
+                summary_request::ReadShareGroupStateSummaryRequest {
+                    group_id,
+                    topics: vec![summary_request::ReadStateSummaryData {
+                        topic_id: key.topic_id,
+                        partitions: vec![summary_request::PartitionData {
+                            partition: key.partition,
+                            leader_epoch: -1,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            )),
         ),
     }
 }
 
+fn kafka(request: RequestKind) -> Request {
+    Request::Kafka(request)
+}
+
 /// The one partition result of a peer's answer, as a reply or an error.
-fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, PersisterError> {
+fn remote_reply(node_id: i32, response: Response) -> Result<StateReply, PersisterError> {
     let refused = |code: i16, message: Option<&StrBytes>| -> PersisterError {
         let message = message.map(|m| m.to_string()).unwrap_or_default();
         match share_state_refusal_from_code(code, &message) {
@@ -284,7 +304,7 @@ fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, Pers
         message: "the answer holds no result for the share-partition".into(),
     };
     match response {
-        ResponseKind::ReadShareGroupState(r) => {
+        Response::Kafka(ResponseKind::ReadShareGroupState(r)) => {
             let p = r
                 .results
                 .into_iter()
@@ -318,7 +338,7 @@ fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, Pers
                 batches,
             }))
         }
-        ResponseKind::ReadShareGroupStateSummary(r) => {
+        Response::Newer(NewerResponse::ReadShareGroupStateSummary(r)) => {
             let p = r
                 .results
                 .into_iter()
@@ -332,10 +352,10 @@ fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, Pers
                 state_epoch: p.state_epoch,
                 leader_epoch: p.leader_epoch,
                 start_offset: p.start_offset,
-                delivery_complete_count: -1,
+                delivery_complete_count: p.delivery_complete_count,
             }))
         }
-        ResponseKind::WriteShareGroupState(r) => {
+        Response::Newer(NewerResponse::WriteShareGroupState(r)) => {
             let p = r
                 .results
                 .into_iter()
@@ -344,7 +364,7 @@ fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, Pers
                 .ok_or_else(missing)?;
             done_or(p.error_code, p.error_message.as_ref(), refused)
         }
-        ResponseKind::InitializeShareGroupState(r) => {
+        Response::Kafka(ResponseKind::InitializeShareGroupState(r)) => {
             let p = r
                 .results
                 .into_iter()
@@ -353,7 +373,7 @@ fn remote_reply(node_id: i32, response: ResponseKind) -> Result<StateReply, Pers
                 .ok_or_else(missing)?;
             done_or(p.error_code, p.error_message.as_ref(), refused)
         }
-        ResponseKind::DeleteShareGroupState(r) => {
+        Response::Kafka(ResponseKind::DeleteShareGroupState(r)) => {
             let p = r
                 .results
                 .into_iter()

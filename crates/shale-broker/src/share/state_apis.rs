@@ -7,33 +7,38 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{
     delete_share_group_state_response, initialize_share_group_state_response,
-    read_share_group_state_response, read_share_group_state_summary_response,
-    write_share_group_state_response, DeleteShareGroupStateRequest,
-    DeleteShareGroupStateResponse, InitializeShareGroupStateRequest,
-    InitializeShareGroupStateResponse, ReadShareGroupStateRequest, ReadShareGroupStateResponse,
-    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse,
-    WriteShareGroupStateRequest, WriteShareGroupStateResponse,
+    read_share_group_state_response, DeleteShareGroupStateRequest, DeleteShareGroupStateResponse,
+    InitializeShareGroupStateRequest, InitializeShareGroupStateResponse,
+    ReadShareGroupStateRequest, ReadShareGroupStateResponse,
 };
 use kafka_protocol::protocol::StrBytes;
+use shale_protocol::newer::{
+    read_share_group_state_summary_request as summary_request,
+    read_share_group_state_summary_response as summary_response,
+    write_share_group_state_request as write_request,
+    write_share_group_state_response as write_response,
+};
+use shale_protocol::{NewerResponse, Response};
 use shale_share::coordinator::WriteStateRequest;
 use shale_share::state::{DeliveryState, SharePartitionKey, StateBatch};
 use uuid::Uuid;
 
 use super::error::PersisterError;
 use super::persister::{local_call, StateCall, StateReply};
-use crate::broker::Broker;
 use crate::authorization::AclOperation;
+use crate::broker::Broker;
 use crate::errors::{cluster_authorization_failed_code, persister_error_code};
 use crate::request::RequestContext;
 
 /// Only other brokers may call these (CLUSTER_ACTION on the cluster); `None` when allowed.
 fn refused(broker: &Arc<Broker>, ctx: &RequestContext) -> Option<PersisterError> {
-    (!broker.authz(ctx).allows_cluster(AclOperation::ClusterAction)).then(|| {
-        PersisterError::Peer {
-            node_id: broker.node_id(),
-            code: cluster_authorization_failed_code(),
-            message: "Cluster authorization failed.".into(),
-        }
+    (!broker
+        .authz(ctx)
+        .allows_cluster(AclOperation::ClusterAction))
+    .then(|| PersisterError::Peer {
+        node_id: broker.node_id(),
+        code: cluster_authorization_failed_code(),
+        message: "Cluster authorization failed.".into(),
     })
 }
 
@@ -80,7 +85,8 @@ pub async fn initialize(
                 state_epoch: p.state_epoch,
                 start_offset: p.start_offset,
             };
-            let (code, message) = error_of(&run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await);
+            let (code, message) =
+                error_of(&run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await);
             partitions.push(
                 initialize_share_group_state_response::PartitionResult::default()
                     .with_partition(p.partition)
@@ -150,8 +156,8 @@ pub async fn read(
 pub async fn write(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: WriteShareGroupStateRequest,
-) -> WriteShareGroupStateResponse {
+    request: write_request::WriteShareGroupStateRequest,
+) -> Response {
     let group_id = request.group_id.to_string();
     let mut results = Vec::new();
     for topic in request.topics {
@@ -170,7 +176,7 @@ pub async fn write(
                     None => unknown_state = Some(b.delivery_state),
                 }
             }
-            let (code, message) = if let Some(state) = unknown_state {
+            let (error_code, error_message) = if let Some(state) = unknown_state {
                 (
                     kafka_protocol::ResponseError::InvalidRequest.code(),
                     Some(StrBytes::from_string(format!(
@@ -185,25 +191,35 @@ pub async fn write(
                     state_epoch: p.state_epoch,
                     leader_epoch: p.leader_epoch,
                     start_offset: p.start_offset,
-                    delivery_complete_count: -1,
+                    // v0 does not carry it: unknown.
+                    delivery_complete_count: if ctx.version() >= 1 {
+                        p.delivery_complete_count
+                    } else {
+                        -1
+                    },
                     batches,
                 });
                 error_of(&run(broker, ctx, &group_id, topic.topic_id, p.partition, call).await)
             };
-            partitions.push(
-                write_share_group_state_response::PartitionResult::default()
-                    .with_partition(p.partition)
-                    .with_error_code(code)
-                    .with_error_message(message),
-            );
+            partitions.push(write_response::PartitionResult {
+                partition: p.partition,
+                error_code,
+                error_message,
+                ..Default::default()
+            });
         }
-        results.push(
-            write_share_group_state_response::WriteStateResult::default()
-                .with_topic_id(topic.topic_id)
-                .with_partitions(partitions),
-        );
+        results.push(write_response::WriteStateResult {
+            topic_id: topic.topic_id,
+            partitions,
+            ..Default::default()
+        });
     }
-    WriteShareGroupStateResponse::default().with_results(results)
+    Response::Newer(NewerResponse::WriteShareGroupState(
+        write_response::WriteShareGroupStateResponse {
+            results,
+            ..Default::default()
+        },
+    ))
 }
 
 pub async fn delete(
@@ -217,7 +233,15 @@ pub async fn delete(
         let mut partitions = Vec::new();
         for p in topic.partitions {
             let (code, message) = error_of(
-                &run(broker, ctx, &group_id, topic.topic_id, p.partition, StateCall::Delete).await,
+                &run(
+                    broker,
+                    ctx,
+                    &group_id,
+                    topic.topic_id,
+                    p.partition,
+                    StateCall::Delete,
+                )
+                .await,
             );
             partitions.push(
                 delete_share_group_state_response::PartitionResult::default()
@@ -238,35 +262,51 @@ pub async fn delete(
 pub async fn read_summary(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
-    request: ReadShareGroupStateSummaryRequest,
-) -> ReadShareGroupStateSummaryResponse {
+    request: summary_request::ReadShareGroupStateSummaryRequest,
+) -> Response {
     let group_id = request.group_id.to_string();
     let mut results = Vec::new();
     for topic in request.topics {
         let mut partitions = Vec::new();
         for p in topic.partitions {
-            let result = run(broker, ctx, &group_id, topic.topic_id, p.partition, StateCall::Summary).await;
-            let (code, message) = error_of(&result);
-            let mut answer = read_share_group_state_summary_response::PartitionResult::default()
-                .with_partition(p.partition)
-                .with_error_code(code)
-                .with_error_message(message)
-                .with_state_epoch(0)
-                .with_leader_epoch(-1)
-                .with_start_offset(-1);
+            let result = run(
+                broker,
+                ctx,
+                &group_id,
+                topic.topic_id,
+                p.partition,
+                StateCall::Summary,
+            )
+            .await;
+            let (error_code, error_message) = error_of(&result);
+            let mut answer = summary_response::PartitionResult {
+                partition: p.partition,
+                error_code,
+                error_message,
+                state_epoch: 0,
+                leader_epoch: -1,
+                start_offset: -1,
+                delivery_complete_count: -1,
+                ..Default::default()
+            };
             if let Ok(StateReply::Summary(summary)) = result {
-                answer = answer
-                    .with_state_epoch(summary.state_epoch)
-                    .with_leader_epoch(summary.leader_epoch)
-                    .with_start_offset(summary.start_offset);
+                answer.state_epoch = summary.state_epoch;
+                answer.leader_epoch = summary.leader_epoch;
+                answer.start_offset = summary.start_offset;
+                answer.delivery_complete_count = summary.delivery_complete_count;
             }
             partitions.push(answer);
         }
-        results.push(
-            read_share_group_state_summary_response::ReadStateSummaryResult::default()
-                .with_topic_id(topic.topic_id)
-                .with_partitions(partitions),
-        );
+        results.push(summary_response::ReadStateSummaryResult {
+            topic_id: topic.topic_id,
+            partitions,
+            ..Default::default()
+        });
     }
-    ReadShareGroupStateSummaryResponse::default().with_results(results)
+    Response::Newer(NewerResponse::ReadShareGroupStateSummary(
+        summary_response::ReadShareGroupStateSummaryResponse {
+            results,
+            ..Default::default()
+        },
+    ))
 }
