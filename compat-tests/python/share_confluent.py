@@ -36,13 +36,18 @@ def shown(msgs):
     return [f"{m.offset()}:{m.delivery_count()}" for m in msgs]
 
 
+_restarts = [0]
+
+
 def request_broker_restart(how):
     """Asks the harness (run.py, COMPAT_BROKER_CONTROL) to restart the broker and waits for it."""
     control = os.environ.get("COMPAT_BROKER_CONTROL")
     if not control:
         raise NotApplicable("the broker is not the harness's own (--bootstrap): it cannot be restarted")
-    request, done = Path(control, "restart-1.request"), Path(control, "restart-1.done")
-    tmp = Path(control, "restart-1.request.tmp")
+    _restarts[0] += 1
+    name = f"restart-{_restarts[0]}"
+    request, done = Path(control, f"{name}.request"), Path(control, f"{name}.done")
+    tmp = Path(control, f"{name}.request.tmp")
     tmp.write_text(how + "\n")
     tmp.rename(request)
     started = time.monotonic()
@@ -367,6 +372,38 @@ class Scenarios:
             check_eq(fresh, ["20:1", "21:1"], "the records produced after the restart")
         finally:
             b.close()
+        # Then the broker is killed (SIGKILL) while 27..31 are acquired and 22..26 accepted.
+        self.produce(ctx, topic, 22, 10)
+        c = self.consumer(ctx, "c", explicit=True)
+        try:
+            c.subscribe([topic])
+            msgs = self.poll_some(c, 30, "22..31")
+            check_eq(shown(msgs), [f"{i}:1" for i in range(22, 32)], "22..31 before the kill")
+            for m in msgs:
+                if m.offset() < 27:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+            self.commit(c, "accept 22..26")
+            request_broker_restart("kill")
+        finally:
+            c.close()
+        d = self.consumer(ctx, "d", explicit=True)
+        try:
+            d.subscribe([topic])
+            got = []
+            deadline = time.monotonic() + 60
+            last = time.monotonic()
+            while time.monotonic() < deadline and (len(got) < 5 or time.monotonic() - last < QUIET_S):
+                msgs = self.poll(d)
+                if not msgs:
+                    continue
+                last = time.monotonic()
+                got += shown(msgs)
+                self.ack_all(d, msgs)
+                self.commit(d, "d accepts")
+            log("after the kill:", got)
+            check_eq(got, [f"{i}:1" for i in range(27, 32)], "deliveries after the kill")
+        finally:
+            d.close()
 
     @staticmethod
     def renew(_ctx):
