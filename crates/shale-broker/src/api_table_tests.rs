@@ -38,7 +38,8 @@ fn dispatch_routes_exactly_the_advertised_keys() {
             "{key:?} routed but not advertised"
         );
     }
-    // Every request Shale's own codec decodes has a route: the three newer versions.
+    // Every request Shale's own codec decodes has a route: the three newer versions, and the
+    // five share APIs the codec decodes at every version.
     let mut newer: Vec<i16> = NEWER_DISPATCHED_KEYS.iter().map(|k| *k as i16).collect();
     newer.sort_unstable();
     assert_eq!(
@@ -46,7 +47,12 @@ fn dispatch_routes_exactly_the_advertised_keys() {
         vec![
             ApiKey::ApiVersions as i16,
             ApiKey::WriteTxnMarkers as i16,
-            ApiKey::TxnOffsetCommit as i16
+            ApiKey::TxnOffsetCommit as i16,
+            ApiKey::ShareFetch as i16,
+            ApiKey::ShareAcknowledge as i16,
+            ApiKey::WriteShareGroupState as i16,
+            ApiKey::ReadShareGroupStateSummary as i16,
+            ApiKey::DescribeShareGroupOffsets as i16,
         ]
     );
 }

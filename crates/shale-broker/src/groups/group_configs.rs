@@ -116,12 +116,12 @@ mod tests {
         let (_feed, images) = watch::channel(Arc::new(empty.clone()));
         let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
         assert_eq!(source.share_overrides("g"), ShareGroupOverrides::default());
-        let image = set(&empty, "g", "share.session.timeout.ms", Some("20000"));
+        let image = set(&empty, "g", "share.session.timeout.ms", Some("50000"));
         let image = set(&image, "g", "share.heartbeat.interval.ms", Some("999999"));
         let (_feed, images) = watch::channel(Arc::new(image));
         let source = ImageGroupConfigs::new(images, &settings(), &share_settings());
         let overrides = source.share_overrides("g");
-        assert_eq!(overrides.share_session_timeout_ms, Some(20_000));
+        assert_eq!(overrides.share_session_timeout_ms, Some(50_000));
         // Above group.share.max.heartbeat.interval.ms (15000 by default): capped.
         assert_eq!(overrides.share_heartbeat_interval_ms, Some(15_000));
     }

@@ -113,7 +113,9 @@ pub async fn share_fetch(
                 t.partitions.iter().map(move |p| {
                     (
                         (t.topic_id, p.partition_index),
-                        p.partition_max_bytes,
+                        // v0's PartitionMaxBytes is gone from v1 on: every named partition
+                        // is fetched, within the request's MaxBytes.
+                        i32::MAX,
                         p.acknowledgement_batches
                             .iter()
                             .map(|b| AckBatch {
