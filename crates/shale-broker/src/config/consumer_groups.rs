@@ -1,6 +1,7 @@
 //! The consumer group protocol's broker keys (`group.consumer.*`, KIP-848), validated as Kafka's
 //! GroupCoordinatorConfig validates them.
 
+use super::bounds::{at_least, at_most, below};
 use super::error::ConfigError;
 use super::reader::{invalid, Reader};
 
@@ -87,38 +88,13 @@ pub(super) fn consumer_group_settings(
         "group.consumer.max.assignment.interval.ms",
         r.int("group.consumer.max.assignment.interval.ms")?,
     )?;
-    if settings.heartbeat_interval_ms >= settings.session_timeout_ms {
-        return Err(invalid(
-            "group.consumer.heartbeat.interval.ms",
-            &settings.heartbeat_interval_ms.to_string(),
-            "group.consumer.heartbeat.interval.ms must be less than \
-             group.consumer.session.timeout.ms",
-        ));
-    }
+    below(
+        "group.consumer.heartbeat.interval.ms",
+        settings.heartbeat_interval_ms,
+        "group.consumer.session.timeout.ms",
+        settings.session_timeout_ms,
+    )?;
     Ok(settings)
-}
-
-/// Kafka's message: "<key> must be greater than or equal to <bound key>".
-fn at_least(key: &str, value: i32, bound_key: &str, bound: i32) -> Result<(), ConfigError> {
-    if value < bound {
-        return Err(invalid(
-            key,
-            &value.to_string(),
-            &format!("{key} must be greater than or equal to {bound_key}"),
-        ));
-    }
-    Ok(())
-}
-
-fn at_most(key: &str, value: i32, bound_key: &str, bound: i32) -> Result<(), ConfigError> {
-    if value > bound {
-        return Err(invalid(
-            key,
-            &value.to_string(),
-            &format!("{key} must be less than or equal to {bound_key}"),
-        ));
-    }
-    Ok(())
 }
 
 /// Built-in assignors by either name; a custom class is refused because Shale cannot load it.

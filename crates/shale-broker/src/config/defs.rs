@@ -51,6 +51,8 @@ pub struct BrokerConfigDef {
     pub default: Option<&'static str>,
     /// Inclusive lower bound for numeric keys.
     pub min: Option<i64>,
+    /// Inclusive upper bound for numeric keys.
+    pub max: Option<i64>,
     pub honoured: Honoured,
 }
 
@@ -65,8 +67,22 @@ const fn def(
         kind,
         default,
         min,
+        max: None,
         honoured: Honoured::Yes,
     }
+}
+
+/// A numeric key with Kafka's `between(min, max)`.
+const fn between(
+    name: &'static str,
+    kind: ConfigKind,
+    default: &'static str,
+    min: i64,
+    max: i64,
+) -> BrokerConfigDef {
+    let mut d = def(name, kind, Some(default), Some(min));
+    d.max = Some(max);
+    d
 }
 
 const fn accepted(
@@ -79,8 +95,21 @@ const fn accepted(
         kind,
         default,
         min: None,
+        max: None,
         honoured: Honoured::Accepted,
     }
+}
+
+/// An accepted key that still gets Kafka's lower bound, so a value Kafka refuses is refused.
+const fn accepted_at_least(
+    name: &'static str,
+    kind: ConfigKind,
+    default: &'static str,
+    min: i64,
+) -> BrokerConfigDef {
+    let mut d = accepted(name, kind, Some(default));
+    d.min = Some(min);
+    d
 }
 
 use ConfigKind::*;
@@ -208,6 +237,48 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // Kafka's default: live groups convert both ways between the classic and consumer
     // protocols.
     def("group.consumer.migration.policy", String, Some("bidirectional"), None),
+    // Share groups (KIP-932): GroupCoordinatorConfig's and ShareGroupConfig's keys, checked
+    // against each other in share_groups.rs. Kafka 4.4 enables share groups by the share.version
+    // feature; `group.share.enable` is gone.
+    def("group.share.session.timeout.ms", Int, Some("45000"), Some(1)),
+    def("group.share.min.session.timeout.ms", Int, Some("45000"), Some(1)),
+    def("group.share.max.session.timeout.ms", Int, Some("60000"), Some(1)),
+    def("group.share.heartbeat.interval.ms", Int, Some("5000"), Some(1)),
+    def("group.share.min.heartbeat.interval.ms", Int, Some("5000"), Some(1)),
+    def("group.share.max.heartbeat.interval.ms", Int, Some("15000"), Some(1)),
+    between("group.share.max.size", Int, "200", 1, 1000),
+    def("group.share.assignors", List, Some("simple"), None),
+    def("group.share.assignment.interval.ms", Int, Some("1000"), Some(0)),
+    def("group.share.min.assignment.interval.ms", Int, Some("0"), Some(0)),
+    def("group.share.max.assignment.interval.ms", Int, Some("15000"), Some(0)),
+    between("group.share.delivery.count.limit", Int, "5", 2, 10),
+    between("group.share.max.delivery.count.limit", Int, "10", 5, 25),
+    between("group.share.min.delivery.count.limit", Int, "2", 2, 5),
+    between("group.share.record.lock.duration.ms", Int, "30000", 1000, 3_600_000),
+    between("group.share.min.record.lock.duration.ms", Int, "15000", 1000, 30000),
+    between("group.share.max.record.lock.duration.ms", Int, "60000", 30000, 3_600_000),
+    between("group.share.partition.max.record.locks", Int, "2000", 100, 10000),
+    between("group.share.max.partition.max.record.locks", Int, "4000", 2000, 10000),
+    between("group.share.min.partition.max.record.locks", Int, "100", 100, 2000),
+    def("group.share.max.share.sessions", Int, Some("2000"), Some(1)),
+    // Shale's share fetches wait without a purgatory to purge.
+    accepted("share.fetch.purgatory.purge.interval.requests", Int, Some("1000")),
+    // The share coordinator over `__share_group_state` (Kafka's ShareCoordinatorConfig).
+    def("share.coordinator.state.topic.num.partitions", Int, Some("50"), Some(1)),
+    def("share.coordinator.state.topic.replication.factor", Short, Some("3"), Some(1)),
+    def("share.coordinator.state.topic.min.isr", Short, Some("2"), Some(1)),
+    def("share.coordinator.state.topic.segment.bytes", Int, Some("104857600"), Some(1)),
+    between("share.coordinator.snapshot.update.records.per.snapshot", Int, "500", 0, 500),
+    def("share.coordinator.load.buffer.size", Int, Some("5242880"), Some(1)),
+    // Only 0 (none) is served; share_groups.rs refuses the others.
+    def("share.coordinator.state.topic.compression.codec", Int, Some("0"), None),
+    def("share.coordinator.append.linger.ms", Int, Some("-1"), Some(-1)),
+    def("share.coordinator.write.timeout.ms", Int, Some("5000"), Some(1)),
+    // Sized for the JVM's threads and buffer pools, which Shale does not have.
+    accepted_at_least("share.coordinator.threads", Int, "1", 1),
+    accepted_at_least("share.coordinator.cached.buffer.max.bytes", Int, "1048588", 524_288),
+    // Nothing acts on a DLQ prefix while a group cannot name a DLQ topic (group_config_defs.rs).
+    accepted("errors.deadletterqueue.topic.name.prefix", String, Some("dlq.")),
     def("compression.type", String, Some("producer"), None),
     // Broker-wide defaults of the topic configs of the same names (KIP-390).
     def("compression.gzip.level", Int, Some("-1"), Some(-1)),
@@ -226,8 +297,6 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // Kafka 4.4's default adds `streams`, which Shale does not serve; start-up refuses a list
     // naming a protocol other than these two.
     def("group.coordinator.rebalance.protocols", List, Some("classic,consumer"), None),
-    accepted("share.coordinator.state.topic.replication.factor", Short, Some("3")),
-    accepted("share.coordinator.state.topic.min.isr", Short, Some("2")),
     accepted("log.cleaner.threads", Int, Some("1")),
     accepted("metadata.log.segment.bytes", Int, Some("1073741824")),
     accepted("metadata.max.retention.bytes", Long, Some("104857600")),
@@ -273,9 +342,35 @@ pub fn is_dynamic(name: &str) -> bool {
     DYNAMIC_KEYS.contains(&name)
 }
 
-/// Looks a key up in the table.
+/// Keys Kafka defines with `defineInternal`: read and checked like the others, but never
+/// described, as Kafka's DescribeConfigs of a broker leaves them out.
+pub const INTERNAL_BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    def(
+        "group.share.initialize.retry.interval.ms",
+        Int,
+        Some("30000"),
+        Some(1),
+    ),
+    def(
+        "share.coordinator.state.topic.prune.interval.ms",
+        Int,
+        Some("300000"),
+        Some(1),
+    ),
+    def(
+        "share.coordinator.cold.partition.snapshot.interval.ms",
+        Int,
+        Some("300000"),
+        Some(1),
+    ),
+];
+
+/// Looks a key up in the table, then among the internal keys.
 pub fn find(name: &str) -> Option<&'static BrokerConfigDef> {
-    BROKER_CONFIGS.iter().find(|d| d.name == name)
+    BROKER_CONFIGS
+        .iter()
+        .chain(INTERNAL_BROKER_CONFIGS)
+        .find(|d| d.name == name)
 }
 
 #[cfg(test)]
@@ -284,7 +379,11 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let mut names: Vec<_> = BROKER_CONFIGS.iter().map(|d| d.name).collect();
+        let mut names: Vec<_> = BROKER_CONFIGS
+            .iter()
+            .chain(INTERNAL_BROKER_CONFIGS)
+            .map(|d| d.name)
+            .collect();
         names.sort_unstable();
         let before = names.len();
         names.dedup();

@@ -3,6 +3,7 @@
 //! in that order of precedence (later wins).
 
 mod authorizer;
+mod bounds;
 mod client_verifier;
 mod connection_limits;
 mod consumer_groups;
@@ -15,6 +16,8 @@ mod properties;
 mod reader;
 mod sasl;
 mod security;
+mod share_coordinator;
+mod share_groups;
 mod static_props;
 mod storage;
 mod tls;
@@ -29,6 +32,8 @@ pub use error::ConfigError;
 pub use peer::{PeerClient, SaslCredentials};
 pub use properties::parse_properties;
 pub use sasl::ListenerSasl;
+pub use share_coordinator::ShareCoordinatorSettings;
+pub use share_groups::ShareGroupSettings;
 pub use static_props::{env_var_to_property, StaticProperties, ValueOrigin};
 pub use storage::{format_storage, random_cluster_id, storage_dirs};
 pub use tls::ListenerTls;

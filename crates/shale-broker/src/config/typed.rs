@@ -13,6 +13,8 @@ use super::peer::{self, PeerClient};
 use super::reader::{invalid, parse_bool, Reader};
 use super::sasl::{self, ListenerSasl};
 use super::security::{self, NamedListener};
+use super::share_coordinator::{share_coordinator_settings, ShareCoordinatorSettings};
+use super::share_groups::{share_group_settings, ShareGroupSettings};
 use super::static_props::StaticProperties;
 use super::tls::{self, ListenerTls};
 use super::unserved;
@@ -122,6 +124,10 @@ pub struct BrokerConfig {
     pub consumer_groups: ConsumerGroupSettings,
     /// `group.coordinator.rebalance.protocols` names `consumer`: ConsumerGroupHeartbeat is served.
     pub consumer_protocol_enabled: bool,
+    /// `group.share.*` (KIP-932).
+    pub share_groups: ShareGroupSettings,
+    /// `share.coordinator.*`: the share coordinator and `__share_group_state`.
+    pub share_coordinator: ShareCoordinatorSettings,
     pub replica_lag_time_max_ms: i64,
     /// `socket.send.buffer.bytes` of accepted client sockets; -1 keeps the OS default.
     pub socket_send_buffer_bytes: i32,
@@ -362,6 +368,8 @@ impl BrokerConfig {
                 .list("group.coordinator.rebalance.protocols")
                 .iter()
                 .any(|protocol| protocol == "consumer"),
+            share_groups: share_group_settings(&r)?,
+            share_coordinator: share_coordinator_settings(&r)?,
             replica_lag_time_max_ms: r.long("replica.lag.time.max.ms")?,
             socket_send_buffer_bytes: r.int("socket.send.buffer.bytes")?,
             socket_receive_buffer_bytes: r.int("socket.receive.buffer.bytes")?,
@@ -420,7 +428,7 @@ fn failed_authentication_delay_ms(delay_ms: i32, idle_max_ms: i64) -> Result<u64
     Ok(u64::try_from(delay_ms).unwrap_or(0))
 }
 
-/// Checks a value against its key's type and lower bound.
+/// Checks a value against its key's type and bounds.
 pub(crate) fn validate_value(
     def: &defs::BrokerConfigDef,
     key: &str,
@@ -446,6 +454,11 @@ pub(crate) fn validate_value(
             if let Some(min) = def.min {
                 if n < min {
                     return Err(invalid(key, value, &format!("must be at least {min}")));
+                }
+            }
+            if let Some(max) = def.max {
+                if n > max {
+                    return Err(invalid(key, value, &format!("must be no more than {max}")));
                 }
             }
         }

@@ -53,6 +53,28 @@ const UNSERVED_KEYS: &[(&str, Option<&str>, &str)] = &[
          topics, not on an interval",
     ),
     (
+        "group.share.assignor.offload.enable",
+        Some("false"),
+        "share group target assignments are computed on the coordinator's request path, which \
+         is false; Kafka 4.4's default, true, computes them on a background thread",
+    ),
+    (
+        "group.share.persister.class.name",
+        Some("org.apache.kafka.server.share.persister.DefaultStatePersister"),
+        "share-partition state is kept by the share coordinator in __share_group_state, as \
+         Kafka's DefaultStatePersister keeps it; Shale cannot load another Java persister",
+    ),
+    (
+        "group.share.dlq.manager.class.name",
+        Some("org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager"),
+        "Shale cannot load a Java dead-letter queue manager",
+    ),
+    (
+        "errors.deadletterqueue.auto.create.topics.enable",
+        Some("false"),
+        "share group dead-letter queues (KIP-1191) are not served, so no DLQ topic is created",
+    ),
+    (
         "max.connection.creation.rate",
         Some("2147483647"),
         "connection creation rates are not limited",

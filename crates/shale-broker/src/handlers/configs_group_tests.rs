@@ -256,12 +256,15 @@ async fn group_configs_are_described_and_altered_as_kafka() {
             ),
         ),
         (
-            vec![("share.auto.offset.reset", 0, Some("earliest"))],
+            vec![("errors.deadletterqueue.topic.name", 0, Some("dlq.g3"))],
             (
                 40,
-                "Shale does not serve the group config share.auto.offset.reset; only \
-                 consumer.session.timeout.ms and consumer.heartbeat.interval.ms can be set on \
-                 a group",
+                "Shale does not serve the group config errors.deadletterqueue.topic.name; only \
+                 consumer.session.timeout.ms, consumer.heartbeat.interval.ms, \
+                 share.session.timeout.ms, share.heartbeat.interval.ms, \
+                 share.record.lock.duration.ms, share.delivery.count.limit, \
+                 share.partition.max.record.locks, share.auto.offset.reset, \
+                 share.isolation.level, share.renew.acknowledge.enable can be set on a group",
             ),
         ),
     ] {
