@@ -15,8 +15,10 @@ use crate::config_defs::{validate_typed, ConfigType, Validator};
 use crate::error::MetadataError;
 
 mod share_offset_reset;
+mod share_overrides;
 
 pub use share_offset_reset::ShareAutoOffsetReset;
+pub use share_overrides::{share_group_overrides, ShareGroupOverrides, ShareIsolationLevel};
 
 pub const CONSUMER_SESSION_TIMEOUT_MS: &str = "consumer.session.timeout.ms";
 pub const CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "consumer.heartbeat.interval.ms";

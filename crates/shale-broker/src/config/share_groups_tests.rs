@@ -213,11 +213,18 @@ fn each_key_lies_within_kafkas_range() {
     );
 }
 
+/// Properties, the key refused and Kafka's message.
+type RefusalCase = (
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    &'static str,
+);
+
 /// GroupCoordinatorConfig's and ShareGroupConfig's checks of one key against another, with the
 /// messages Kafka 4.4 gave for the same properties.
 #[test]
 fn keys_are_checked_against_each_other_in_kafkas_words() {
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    let cases: &[RefusalCase] = &[
         (
             &[("group.share.session.timeout.ms", "1000")],
             "group.share.session.timeout.ms",

@@ -392,3 +392,41 @@ fn auto_offset_reset_values_as_kafka_reads_them() {
          'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
     );
 }
+
+#[test]
+fn a_groups_share_values_are_clamped_to_the_nodes_bounds() {
+    assert_eq!(
+        share_group_overrides(&BTreeMap::new(), &ShareGroupConfigBounds::default()),
+        ShareGroupOverrides::default()
+    );
+    let stored = configs(&[
+        (SHARE_SESSION_TIMEOUT_MS, "50000"),
+        (SHARE_HEARTBEAT_INTERVAL_MS, "1000"),
+        (SHARE_RECORD_LOCK_DURATION_MS, "90000"),
+        (SHARE_DELIVERY_COUNT_LIMIT, "3"),
+        (SHARE_PARTITION_MAX_RECORD_LOCKS, "5000"),
+        (SHARE_AUTO_OFFSET_RESET, "by_duration:PT1M"),
+        (SHARE_ISOLATION_LEVEL, "read_committed"),
+        (SHARE_RENEW_ACKNOWLEDGE_ENABLE, "False"),
+    ]);
+    assert_eq!(
+        share_group_overrides(&stored, &ShareGroupConfigBounds::default()),
+        ShareGroupOverrides {
+            session_timeout_ms: Some(50_000),
+            heartbeat_interval_ms: Some(5_000),
+            record_lock_duration_ms: Some(60_000),
+            delivery_count_limit: Some(3),
+            partition_max_record_locks: Some(4_000),
+            auto_offset_reset: ShareAutoOffsetReset::ByDuration {
+                duration_ms: 60_000
+            },
+            isolation_level: ShareIsolationLevel::ReadCommitted,
+            renew_acknowledge_enabled: false,
+        }
+    );
+    let earliest = configs(&[(SHARE_AUTO_OFFSET_RESET, "earliest")]);
+    assert_eq!(
+        share_group_overrides(&earliest, &ShareGroupConfigBounds::default()).auto_offset_reset,
+        ShareAutoOffsetReset::Earliest
+    );
+}
