@@ -270,11 +270,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("share.coordinator.state.topic.segment.bytes", Int, Some("104857600"), Some(1)),
     between("share.coordinator.snapshot.update.records.per.snapshot", Int, "500", 0, 500),
     def("share.coordinator.load.buffer.size", Int, Some("5242880"), Some(1)),
-<<<<<<< HEAD
-    // Only 0 (none) is served; share_groups.rs refuses the others.
-=======
     // Only 0 (none) is served; share_coordinator.rs refuses the others.
->>>>>>> share-config
     def("share.coordinator.state.topic.compression.codec", Int, Some("0"), None),
     def("share.coordinator.append.linger.ms", Int, Some("-1"), Some(-1)),
     def("share.coordinator.write.timeout.ms", Int, Some("5000"), Some(1)),
