@@ -222,6 +222,7 @@ async fn metadata_node_config(config: &BrokerConfig) -> Result<MetadataNodeConfi
         heartbeat_interval_ms_min: consumer.heartbeat_interval_ms_min,
         heartbeat_interval_ms_max: consumer.heartbeat_interval_ms_max,
     };
+    controller.share_group_config_bounds = config.share_groups.group_config_bounds();
     // Preferred-leader rebalancing (Kafka's keys, read as given; the controller has the
     // defaults).
     if let Some(v) = config.properties.get("auto.leader.rebalance.enable") {

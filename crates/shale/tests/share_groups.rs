@@ -284,7 +284,10 @@ fn records_are_acquired_acknowledged_and_redelivered_as_kafka_does() {
     let mut b = Member::join(&shale, "g", "queue");
     let locked_at = Instant::now();
     let expired = b.fetch_at_least(3);
-    assert!(locked_at.elapsed() >= Duration::from_millis(500), "{expired:?}");
+    assert!(
+        locked_at.elapsed() >= Duration::from_millis(500),
+        "{expired:?}"
+    );
     assert_eq!(expired, vec![(7, 2), (8, 2), (9, 2)]);
 
     // b's connection closes while it holds them: they are released at once, with their count.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use shale_group::{GroupConfigSource, GroupOverrides, ShareGroupOverrides};
 use shale_metadata::group_config_defs::{
-    CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
+    share_group_overrides, ShareGroupConfigBounds, CONSUMER_HEARTBEAT_INTERVAL_MS,
+    CONSUMER_SESSION_TIMEOUT_MS,
 };
 use shale_metadata::MetadataImage;
 use tokio::sync::watch;
@@ -22,8 +23,7 @@ pub struct ImageGroupConfigs {
     images: watch::Receiver<Arc<MetadataImage>>,
     session_timeout_ms_range: (i32, i32),
     heartbeat_interval_ms_range: (i32, i32),
-    share_session_timeout_ms_range: (i32, i32),
-    share_heartbeat_interval_ms_range: (i32, i32),
+    share_bounds: ShareGroupConfigBounds,
 }
 
 impl ImageGroupConfigs {
@@ -35,14 +35,7 @@ impl ImageGroupConfigs {
     ) -> Self {
         Self {
             images,
-            share_session_timeout_ms_range: (
-                share.session_timeout_ms_min,
-                share.session_timeout_ms_max,
-            ),
-            share_heartbeat_interval_ms_range: (
-                share.heartbeat_interval_ms_min,
-                share.heartbeat_interval_ms_max,
-            ),
+            share_bounds: share.group_config_bounds(),
             session_timeout_ms_range: (
                 settings.session_timeout_ms_min,
                 settings.session_timeout_ms_max,
@@ -84,15 +77,11 @@ impl GroupConfigSource for ImageGroupConfigs {
     fn share_overrides(&self, group_id: &str) -> ShareGroupOverrides {
         let image = Arc::clone(&self.images.borrow());
         let configs = image.group_configs(group_id);
+        let overrides = share_group_overrides(configs, &self.share_bounds);
         ShareGroupOverrides {
-            share_session_timeout_ms: capped(
-                configs.get("share.session.timeout.ms"),
-                self.share_session_timeout_ms_range,
-            ),
-            share_heartbeat_interval_ms: capped(
-                configs.get("share.heartbeat.interval.ms"),
-                self.share_heartbeat_interval_ms_range,
-            ),
+            share_session_timeout_ms: overrides.session_timeout_ms,
+            share_heartbeat_interval_ms: overrides.heartbeat_interval_ms,
+            // Refused on the GROUP resource: the broker's value applies.
             share_assignment_interval_ms: None,
         }
     }

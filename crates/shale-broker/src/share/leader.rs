@@ -13,7 +13,9 @@ use tracing::{debug, warn};
 
 pub use super::error::LeaderError;
 use super::error::PersisterError;
-use super::group_configs::{share_group_configs, AutoOffsetReset, ShareGroupConfigs};
+use shale_metadata::group_config_defs::ShareAutoOffsetReset;
+
+use super::group_configs::{share_group_configs, ShareGroupConfigs};
 use super::partitions::{Slot, SlotHandle};
 use super::persister::{StateCall, StateReply};
 use super::ShareService;
@@ -25,7 +27,7 @@ pub fn partition_config(configs: &ShareGroupConfigs) -> SharePartitionConfig {
         record_lock_duration_ms: configs.record_lock_duration_ms,
         delivery_count_limit: configs.delivery_count_limit,
         max_in_flight_records: configs.partition_max_record_locks,
-        renew_acknowledge_enabled: true,
+        renew_acknowledge_enabled: configs.renew_acknowledge_enabled,
     }
 }
 
@@ -201,12 +203,12 @@ impl ShareService {
 /// The start offset `share.auto.offset.reset` gives a share-partition with none persisted:
 /// the high watermark (latest), the log start (earliest), or the first offset at or after now
 /// minus the duration (the high watermark when there is none).
-fn reset_offset(hosted: &shale_replica::Partition, reset: AutoOffsetReset) -> i64 {
+fn reset_offset(hosted: &shale_replica::Partition, reset: ShareAutoOffsetReset) -> i64 {
     match reset {
-        AutoOffsetReset::Earliest => hosted.log.log_start_offset(),
-        AutoOffsetReset::Latest => hosted.high_watermark(),
-        AutoOffsetReset::ByDurationMs(duration_ms) => {
-            let since = now_ms().saturating_sub(i64::try_from(duration_ms).unwrap_or(i64::MAX));
+        ShareAutoOffsetReset::Earliest => hosted.log.log_start_offset(),
+        ShareAutoOffsetReset::Latest => hosted.high_watermark(),
+        ShareAutoOffsetReset::ByDuration { duration_ms } => {
+            let since = now_ms().saturating_sub(duration_ms);
             match hosted.log.offset_for_timestamp(since) {
                 Ok(Some((offset, _))) => offset.min(hosted.high_watermark()),
                 _ => hosted.high_watermark(),

@@ -55,7 +55,12 @@ pub fn read_partition(
         buffer.extend_from_slice(&slice.read_to_bytes().map_err(LogError::Storage)?);
     }
     let bytes = buffer.freeze();
-    let headers = parse_batches(&bytes)?;
+    // Nothing to read at this offset yet is an empty read, not a malformed one.
+    let headers = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        parse_batches(&bytes)?
+    };
     let upper = if read_committed {
         found.last_stable_offset
     } else {

@@ -1,6 +1,7 @@
 //! A member's records given back when it leaves or its share session closes (Kafka's
-//! releaseAcquiredRecords): they were handed out but never processed, so their delivery is
-//! taken back and they are offered again; those below the start offset are archived.
+//! releaseAcquiredRecords): they are offered again with the delivery count they were handed
+//! out with (Kafka 4.4 leaves the count as it is), or archived at the delivery count limit
+//! or below the start offset.
 
 use super::acknowledge::state_batch;
 use super::in_flight::{BatchStates, DeliveryCountOps, RecordState};
@@ -47,7 +48,7 @@ impl SharePartition {
                         if !state.start_transition(
                             write_id,
                             to,
-                            DeliveryCountOps::Decrease,
+                            DeliveryCountOps::NoOp,
                             max_delivery_count,
                             "",
                         ) {
@@ -69,7 +70,7 @@ impl SharePartition {
                     if !state.start_transition(
                         write_id,
                         to,
-                        DeliveryCountOps::Decrease,
+                        DeliveryCountOps::NoOp,
                         max_delivery_count,
                         "",
                     ) {

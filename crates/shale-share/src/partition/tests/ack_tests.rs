@@ -286,7 +286,7 @@ fn acknowledgements_below_the_start_offset_are_skipped() {
 }
 
 #[test]
-fn a_leaving_member_gives_its_records_back_without_counting_the_delivery() {
+fn a_leaving_member_gives_its_records_back_with_their_delivery_count() {
     let mut p = partition();
     p.acquire(
         "a",
@@ -307,9 +307,10 @@ fn a_leaving_member_gives_its_records_back_without_counting_the_delivery() {
     let write = p.release_acquired_records("a", 1).expect("a release write");
     assert_eq!(write.batches.len(), 1);
     assert_eq!(write.batches[0].first_offset, 0);
-    assert_eq!(write.batches[0].delivery_count, 0);
+    // Kafka 4.4 releases with DeliveryCountOps.NO_OP: the delivery counts.
+    assert_eq!(write.batches[0].delivery_count, 1);
     assert!(p.complete_write(write.write_id, true, 1).records_available);
-    assert_eq!(state(&p, 0), Some((RecordState::Available, 0)));
+    assert_eq!(state(&p, 0), Some((RecordState::Available, 1)));
     assert_eq!(state(&p, 5), Some((RecordState::Acquired, 1)));
     assert_eq!(p.next_fetch_offset(), 0);
     assert_eq!(p.release_acquired_records("c", 2), None);

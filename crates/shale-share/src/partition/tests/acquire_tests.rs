@@ -124,7 +124,7 @@ fn record_limit_stops_inside_cached_batches() {
     );
     assert_eq!(
         got.acquired,
-        vec![records(0, 0, 1), records(1, 1, 1), records(2, 2, 1)]
+        vec![records(0, 0, 2), records(1, 1, 2), records(2, 2, 2)]
     );
     assert_eq!(got.count, 3);
     assert_eq!(got.next_fetch_offset, 3);

@@ -134,9 +134,9 @@ fn a_release_after_the_log_start_moved_inside_a_batch_archives_what_is_below_it(
     p.release_acquired_records("a", 1).expect("a release write");
     assert_eq!(state(&p, 5), Some((RecordState::Archived, 1)));
     assert_eq!(state(&p, 10), Some((RecordState::Archived, 1)));
-    // The release takes the delivery back (Kafka 4.2+'s DeliveryCountOps.DECREASE).
-    assert_eq!(state(&p, 11), Some((RecordState::Available, 0)));
-    assert_eq!(state(&p, 14), Some((RecordState::Available, 0)));
+    // The release keeps the delivery count (Kafka 4.4's DeliveryCountOps.NO_OP).
+    assert_eq!(state(&p, 11), Some((RecordState::Available, 1)));
+    assert_eq!(state(&p, 14), Some((RecordState::Available, 1)));
 }
 
 #[test]
