@@ -18,12 +18,12 @@ fn initial_epoch_opens_and_increments() {
     let mut cache = ShareSessionCache::new(10);
     let opened = cache
         .fetch(&key("m"), 0, 7, &[tp(1, 0), tp(1, 1)], &[], false)
-        .unwrap();
+        .expect("accepted");
     assert_eq!(opened.partitions, vec![tp(1, 0), tp(1, 1)]);
     assert!(!opened.closed);
     let next = cache
         .fetch(&key("m"), 1, 7, &[tp(2, 0)], &[tp(1, 0)], true)
-        .unwrap();
+        .expect("accepted");
     assert_eq!(next.partitions, vec![tp(1, 1), tp(2, 0)]);
     // The same epoch again is stale.
     assert_eq!(
@@ -67,14 +67,14 @@ fn final_epoch_closes_and_may_not_add() {
     let mut cache = ShareSessionCache::new(10);
     cache
         .fetch(&key("m"), 0, 1, &[tp(1, 0)], &[], false)
-        .unwrap();
+        .expect("accepted");
     assert!(matches!(
         cache.fetch(&key("m"), FINAL_EPOCH, 1, &[tp(1, 1)], &[], false),
         Err(ShareSessionError::InvalidRequest(_))
     ));
     let closed = cache
         .fetch(&key("m"), FINAL_EPOCH, 1, &[], &[], true)
-        .unwrap();
+        .expect("accepted");
     assert!(closed.closed);
     assert_eq!(closed.partitions, vec![tp(1, 0)]);
     assert!(cache.is_empty());
@@ -85,7 +85,7 @@ fn limit_counts_new_sessions_only() {
     let mut cache = ShareSessionCache::new(1);
     cache
         .fetch(&key("a"), 0, 1, &[tp(1, 0)], &[], false)
-        .unwrap();
+        .expect("accepted");
     assert_eq!(
         cache.fetch(&key("b"), 0, 2, &[tp(1, 0)], &[], false),
         Err(ShareSessionError::LimitReached(1))
@@ -93,7 +93,7 @@ fn limit_counts_new_sessions_only() {
     // Replacing one's own session is not a new one.
     cache
         .fetch(&key("a"), 0, 1, &[tp(1, 1)], &[], false)
-        .unwrap();
+        .expect("accepted");
     assert_eq!(cache.len(), 1);
 }
 
@@ -102,14 +102,16 @@ fn acknowledge_advances_epoch_and_final_closes() {
     let mut cache = ShareSessionCache::new(10);
     cache
         .fetch(&key("m"), 0, 1, &[tp(1, 0)], &[], false)
-        .unwrap();
+        .expect("accepted");
     assert!(matches!(
         cache.acknowledge(&key("m"), 0),
         Err(ShareSessionError::InvalidRequest(_))
     ));
-    assert!(!cache.acknowledge(&key("m"), 1).unwrap().closed);
-    cache.fetch(&key("m"), 2, 1, &[], &[], false).unwrap();
-    let closed = cache.acknowledge(&key("m"), FINAL_EPOCH).unwrap();
+    assert!(!cache.acknowledge(&key("m"), 1).expect("accepted").closed);
+    cache
+        .fetch(&key("m"), 2, 1, &[], &[], false)
+        .expect("accepted");
+    let closed = cache.acknowledge(&key("m"), FINAL_EPOCH).expect("accepted");
     assert!(closed.closed);
     assert!(cache.is_empty());
 }
@@ -119,10 +121,10 @@ fn connection_close_removes_its_sessions_only() {
     let mut cache = ShareSessionCache::new(10);
     cache
         .fetch(&key("a"), 0, 1, &[tp(1, 0)], &[], false)
-        .unwrap();
+        .expect("accepted");
     cache
         .fetch(&key("b"), 0, 2, &[tp(1, 1)], &[], false)
-        .unwrap();
+        .expect("accepted");
     let closed = cache.connection_closed(1);
     assert_eq!(closed, vec![(key("a"), vec![tp(1, 0)])]);
     assert_eq!(cache.len(), 1);

@@ -170,12 +170,10 @@ impl Member {
                             first_offset: first,
                             last_offset: last,
                             acknowledge_types: vec![kind],
-                            ..Default::default()
                         })
                         .collect(),
                     ..Default::default()
                 }],
-                ..Default::default()
             }],
             ..Default::default()
         };
@@ -227,12 +225,9 @@ impl Member {
                             first_offset: first,
                             last_offset: last,
                             acknowledge_types: vec![kind],
-                            ..Default::default()
                         })
                         .collect(),
-                    ..Default::default()
                 }],
-                ..Default::default()
             }],
             ..Default::default()
         };

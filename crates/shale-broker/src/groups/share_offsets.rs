@@ -163,11 +163,9 @@ pub async fn describe_share_group_offsets(
                                 lag: o.lag,
                                 error_code,
                                 error_message,
-                                ..Default::default()
                             }
                         })
                         .collect(),
-                    ..Default::default()
                 });
         }
         groups.push(answer);

@@ -57,6 +57,7 @@ fn ctx(key: ApiKey, version: i16, principal: &str) -> RequestContext {
         peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
         listener_name: Arc::from("PLAINTEXT"),
         principal: Arc::from(principal),
+        connection_id: 0,
     }
 }
 

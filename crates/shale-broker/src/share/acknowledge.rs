@@ -147,9 +147,7 @@ pub async fn share_acknowledge(
                 current_leader: wire_response::LeaderIdAndEpoch {
                     leader_id,
                     leader_epoch,
-                    ..Default::default()
                 },
-                ..Default::default()
             });
     }
     Response::Newer(NewerResponse::ShareAcknowledge(
@@ -163,7 +161,6 @@ pub async fn share_acknowledge(
                     |(topic_id, partitions)| wire_response::ShareAcknowledgeTopicResponse {
                         topic_id,
                         partitions,
-                        ..Default::default()
                     },
                 )
                 .collect(),
@@ -175,7 +172,6 @@ pub async fn share_acknowledge(
                     host: StrBytes::from_string(host),
                     port,
                     rack: rack.map(StrBytes::from_string),
-                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()

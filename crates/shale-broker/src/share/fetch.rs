@@ -159,7 +159,6 @@ fn to_wire(output: ShareFetchOutput) -> wire_response::ShareFetchResponse {
                 current_leader: wire_response::LeaderIdAndEpoch {
                     leader_id,
                     leader_epoch,
-                    ..Default::default()
                 },
                 records: answer.records.unwrap_or_default(),
                 acquired_records: answer
@@ -170,11 +169,9 @@ fn to_wire(output: ShareFetchOutput) -> wire_response::ShareFetchResponse {
                             first_offset,
                             last_offset,
                             delivery_count,
-                            ..Default::default()
                         }
                     })
                     .collect(),
-                ..Default::default()
             });
     }
     wire_response::ShareFetchResponse {
@@ -187,7 +184,6 @@ fn to_wire(output: ShareFetchOutput) -> wire_response::ShareFetchResponse {
                 |(topic_id, partitions)| wire_response::ShareFetchableTopicResponse {
                     topic_id,
                     partitions,
-                    ..Default::default()
                 },
             )
             .collect(),
@@ -199,7 +195,6 @@ fn to_wire(output: ShareFetchOutput) -> wire_response::ShareFetchResponse {
                 host: StrBytes::from_string(host),
                 port,
                 rack: rack.map(StrBytes::from_string),
-                ..Default::default()
             })
             .collect(),
         ..Default::default()

@@ -213,14 +213,10 @@ fn remote_request(
                                     last_offset: b.last_offset,
                                     delivery_state: b.delivery_state.id(),
                                     delivery_count: b.delivery_count,
-                                    ..Default::default()
                                 })
                                 .collect(),
-                            ..Default::default()
                         }],
-                        ..Default::default()
                     }],
-                    ..Default::default()
                 },
             )),
         ),
@@ -269,11 +265,8 @@ fn remote_request(
                         partitions: vec![summary_request::PartitionData {
                             partition: key.partition,
                             leader_epoch: -1,
-                            ..Default::default()
                         }],
-                        ..Default::default()
                     }],
-                    ..Default::default()
                 },
             )),
         ),

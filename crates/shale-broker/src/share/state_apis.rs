@@ -205,20 +205,15 @@ pub async fn write(
                 partition: p.partition,
                 error_code,
                 error_message,
-                ..Default::default()
             });
         }
         results.push(write_response::WriteStateResult {
             topic_id: topic.topic_id,
             partitions,
-            ..Default::default()
         });
     }
     Response::Newer(NewerResponse::WriteShareGroupState(
-        write_response::WriteShareGroupStateResponse {
-            results,
-            ..Default::default()
-        },
+        write_response::WriteShareGroupStateResponse { results },
     ))
 }
 
@@ -287,7 +282,6 @@ pub async fn read_summary(
                 leader_epoch: -1,
                 start_offset: -1,
                 delivery_complete_count: -1,
-                ..Default::default()
             };
             if let Ok(StateReply::Summary(summary)) = result {
                 answer.state_epoch = summary.state_epoch;
@@ -300,13 +294,9 @@ pub async fn read_summary(
         results.push(summary_response::ReadStateSummaryResult {
             topic_id: topic.topic_id,
             partitions,
-            ..Default::default()
         });
     }
     Response::Newer(NewerResponse::ReadShareGroupStateSummary(
-        summary_response::ReadShareGroupStateSummaryResponse {
-            results,
-            ..Default::default()
-        },
+        summary_response::ReadShareGroupStateSummaryResponse { results },
     ))
 }
