@@ -204,8 +204,7 @@ def settled(c, group, key, until):
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 # Keys Kafka 4.4 stores for a group and Shale refuses, with a value Kafka accepts.
 UNSERVED = [
-    ("share.auto.offset.reset", "earliest"),
-    ("share.session.timeout.ms", "45000"),
+    ("share.assignment.interval.ms", "1000"),
     ("consumer.assignment.interval.ms", "1000"),
     ("consumer.assignor.offload.enable", "false"),
     ("streams.num.standby.replicas", "0"),
@@ -290,9 +289,18 @@ def observe_cli(bootstrap):
     return seen
 
 
+# The group configs Shale serves, in the order its refusals list them.
+SERVED = [
+    "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+    "share.session.timeout.ms", "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
+    "share.delivery.count.limit", "share.partition.max.record.locks", "share.auto.offset.reset",
+    "share.isolation.level", "share.renew.acknowledge.enable",
+]
+
+
 def shale_refusal(key):
-    return (40, f"Shale does not serve the group config {key}; only consumer.session.timeout.ms "
-                f"and consumer.heartbeat.interval.ms can be set on a group")
+    return (40, f"Shale does not serve the group config {key}; only {', '.join(SERVED)} "
+                f"can be set on a group")
 
 
 # Where Shale answers differently on purpose: {check: {broker: expected}}.

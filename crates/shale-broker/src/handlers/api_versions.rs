@@ -33,10 +33,10 @@ fn valid_software_field(s: &str) -> bool {
 const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 const TRANSACTION_VERSION_MAX: i16 = 2;
 
-/// KIP-932's feature: level 1 enables share groups. Kafka 4.4 finalises 2 (KIP-1222's RENEW
-/// acknowledgements, ShareFetch and ShareAcknowledge v2), which Shale does not serve yet.
+/// KIP-932's feature: level 1 enables share groups, level 2 (Kafka 4.4's default) adds
+/// KIP-1222's RENEW acknowledgements of ShareFetch and ShareAcknowledge v2.
 const SHARE_VERSION_FEATURE: &str = "share.version";
-const SHARE_VERSION_MAX: i16 = 1;
+const SHARE_VERSION_MAX: i16 = 2;
 
 /// A feature this broker supports: its range, and the level finalised unless the metadata
 /// image holds another (Kafka 4.x formats a new cluster at the latest production levels).
