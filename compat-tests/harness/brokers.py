@@ -134,6 +134,8 @@ class Broker:
         self.port = None
         self.workdir = Path(tempfile.mkdtemp(prefix=f"compat-{self.name}-"))
         self.version = "unknown"
+        # What _spawn last ran (command, ready line, timeout, environment), for restart().
+        self._launch = None
 
     @property
     def bootstrap(self) -> str:
@@ -221,7 +223,7 @@ class Broker:
         """Stop the broker (SIGTERM and its controlled shutdown, or SIGKILL with `kill`) and start
         it again with the same command line, data and ports, so clients keep their bootstrap
         address. Answers once it printed its ready line again and its port accepts."""
-        if getattr(self, "_launch", None) is None:
+        if self._launch is None:
             raise BrokerError(f"{self.name} was never started")
         self._end_process(signal.SIGKILL if kill else signal.SIGTERM, grace_s=10 if kill else 60)
         with open(self.log_path, "ab") as log_file:

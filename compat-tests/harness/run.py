@@ -127,9 +127,10 @@ ONLY_CLIENTS = {
               "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
        for name in SCENARIO_GROUPS["cg848"] if name != "cg848_tools"},
     "share_tools": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
-    **{name: (["java"],
-              "share groups (KIP-932) are checked with the Java KafkaShareConsumer; librdkafka 2.16 (confluent-kafka, "
-              "kcat), kafka-python, aiokafka, franz-go and kafkajs have no share consumer")
+    **{name: (["java", "confluent-kafka"],
+              "share groups (KIP-932) are checked with the Java KafkaShareConsumer and confluent-kafka's ShareConsumer "
+              "(librdkafka 2.16); kcat's librdkafka 2.0.2, kafka-python, aiokafka, franz-go and kafkajs have no share "
+              "consumer")
        for name in SCENARIO_GROUPS["share"] if name != "share_tools"},
 }
 

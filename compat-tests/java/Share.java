@@ -451,12 +451,15 @@ public class Share {
 
     /** Asks the harness to restart the broker (run.py's COMPAT_BROKER_CONTROL protocol) and
      *  waits until it is back. */
+    static int restarts = 0;
+
     static void restartBroker(String how) throws Exception {
         String dir = System.getenv("COMPAT_BROKER_CONTROL");
         if (dir == null || dir.isEmpty())
             throw new Compat.NotApplicable("the broker is not the harness's own (--bootstrap): it cannot be restarted");
-        Path request = Path.of(dir, "restart-1.request"), done = Path.of(dir, "restart-1.done");
-        Path tmp = Path.of(dir, "restart-1.request.tmp");
+        String name = "restart-" + (++restarts);
+        Path request = Path.of(dir, name + ".request"), done = Path.of(dir, name + ".done");
+        Path tmp = Path.of(dir, name + ".request.tmp");
         Files.writeString(tmp, how + "\n");
         Files.move(tmp, request, StandardCopyOption.ATOMIC_MOVE);
         long started = System.nanoTime();
@@ -473,7 +476,8 @@ public class Share {
 
     /** 20 records: 0..9 accepted, 10..14 released, 15..19 left acquired; the broker restarts
      *  (SIGTERM): a new consumer gets 10..14 with delivery count 2 and 15..19 with count 1, never
-     *  0..9, then only the records produced after. */
+     *  0..9. Then 22..31: 22..26 accepted, 27..31 left acquired, and the broker is killed
+     *  (SIGKILL) and started again: a new consumer gets exactly 27..31, with count 1. */
     static void restart() throws Exception {
         if (System.getenv("COMPAT_BROKER_CONTROL") == null)
             throw new Compat.NotApplicable("the broker is not the harness's own (--bootstrap): it cannot be restarted");
@@ -532,6 +536,43 @@ public class Share {
                 }
                 commit(b, "b accepts 20, 21");
                 checkEq(shown(fresh), List.of("20:1", "21:1"), "the records produced after the restart");
+            }
+            waitOffsets(admin, "20/0", "20 and 21 accepted");
+            produce(t, 22, 10);
+            var c = consumer(Compat.prefix + "-c", explicit());
+            try {
+                c.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> rs = new ArrayList<>();
+                while (rs.size() < 10) rs.addAll(pollSome(c, 30, "22..31"));
+                checkEq(shown(rs), List.of("22:1", "23:1", "24:1", "25:1", "26:1", "27:1", "28:1", "29:1", "30:1", "31:1"),
+                        "22..31 before the kill");
+                for (var r : rs) if (r.offset() < 27) c.acknowledge(r, AcknowledgeType.ACCEPT);
+                commit(c, "accept 22..26");
+                waitOffsets(admin, "22/5", "22..26 accepted");
+                restartBroker("kill");
+            } finally {
+                c.close(Duration.ofSeconds(10));
+            }
+        }
+        try (Admin admin = Compat.admin()) {
+            Compat.waitUntil(() -> Compat.hasLeaders(admin, t, 1), 60, "the topic's leader after the kill");
+            try (var d = consumer(Compat.prefix + "-d", explicit())) {
+                d.subscribe(List.of(t));
+                List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                long lastAt = System.nanoTime();
+                while (System.nanoTime() < deadline
+                        && (all.size() < 5 || System.nanoTime() - lastAt < TimeUnit.MILLISECONDS.toNanos(QUIET_MS))) {
+                    var rs = poll(d, 200);
+                    if (rs.isEmpty()) continue;
+                    lastAt = System.nanoTime();
+                    all.addAll(rs);
+                    ackAll(d, rs, AcknowledgeType.ACCEPT);
+                    commit(d, "d accepts");
+                }
+                System.out.println("after the kill: " + shown(all));
+                checkEq(shown(all), List.of("27:1", "28:1", "29:1", "30:1", "31:1"), "deliveries after the kill");
+                waitOffsets(admin, "27/0", "everything accepted after the kill");
             }
         }
     }

@@ -18,6 +18,7 @@ from common import (ABOVE_BROKER_MAX_BYTES, BELOW_BROKER_MAX_BYTES, BROKER_MAX_M
                     librdkafka_security, normalise_error_text, report_auth_failure)
 
 from cg848_confluent import Scenarios as Cg848Scenarios
+from share_confluent import Scenarios as ShareScenarios
 
 TIMEOUT_S = 30
 
@@ -621,6 +622,7 @@ SCENARIOS = {
     "record_errors": scenario_record_errors,
     "recompression": scenario_recompression,
     **Cg848Scenarios(admin, consumer, producer, create_topic).table(),
+    **ShareScenarios(admin, producer, create_topic, conn).table(),
 }
 
 if __name__ == "__main__":
