@@ -24,6 +24,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public class Share {
     // The broker settings the harness gives both brokers (harness/brokers.py COMMON_PROPERTIES).
     static final int DELIVERY_COUNT_LIMIT = 3;
+    static final int SESSION_TIMEOUT_MS = 8000;
+    static final int HEARTBEAT_INTERVAL_MS = 500;
     // The group's share.record.lock.duration.ms where a scenario waits for a lock to run out
     // (the broker allows down to group.share.min.record.lock.duration.ms=1000).
     static final int SHORT_LOCK_MS = 3000;
@@ -342,6 +344,7 @@ public class Share {
             Compat.waitUntil(() -> childLines.stream().anyMatch(l -> l.startsWith("ACQUIRED")), 60, "the child acquires records");
             checkEq(childLines.stream().filter(l -> l.startsWith("ACQUIRED")).findFirst().orElse(""),
                     "ACQUIRED [10:1, 11:1, 12:1, 13:1, 14:1, 15:1, 16:1, 17:1, 18:1, 19:1]", "the child's records");
+            checkEq(memberClients(describe(admin)), List.of(Compat.prefix + "-child"), "members before the kill");
         } finally {
             child.destroyForcibly();  // SIGKILL: no acknowledgement, no leave
             child.waitFor(10, TimeUnit.SECONDS);
@@ -366,7 +369,32 @@ public class Share {
             ackAll(c, got, AcknowledgeType.ACCEPT);
             commit(c, "c accepts");
             waitOffsets(admin, "10/0", "c accepted 10..19");
+            // The group forgets the killed member only when its session times out.
+            check(memberClients(describe(admin)).contains(Compat.prefix + "-child"),
+                    "the killed member is still described " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt)
+                            + " ms after the kill");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            List<String> members = List.of();
+            while (System.nanoTime() < deadline) {
+                checkEq(shown(poll(c, 200)), List.of(), "c's deliveries once all are accepted");
+                members = memberClients(describe(admin));
+                if (!members.contains(Compat.prefix + "-child")) break;
+            }
+            long goneMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            System.out.println("the killed member left the description " + goneMs + " ms after the kill");
+            checkEq(members, List.of(Compat.prefix + "-c"), "members once the killed one's session expired");
+            // Its session runs from its last heartbeat, at most one interval before the kill.
+            check(goneMs >= SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS - 500,
+                    "the killed member left " + goneMs + " ms after the kill, before its session timed out");
         }
+    }
+
+    /** The client ids of the described members, sorted. */
+    static List<String> memberClients(ShareGroupDescription d) {
+        List<String> out = new ArrayList<>();
+        for (var m : d.members()) out.add(m.clientId());
+        Collections.sort(out);
+        return out;
     }
 
     /** The killed holder of share_lock_expiry: acquires records, prints them and stops polling. */
