@@ -71,6 +71,7 @@ SCENARIOS = [
     ("share_delivery_limit", "KIP-932: a record released up to group.share.delivery.count.limit times is archived"),
     ("share_restart", "KIP-932: the broker restarts; acknowledged records never come back, the others do"),
     ("share_renew", "KIP-1222: RENEW extends a record's acquisition lock past its duration"),
+    ("share_assignment", "KIP-932: members join and leave one at a time; epochs and the partitions' spread over members"),
     ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]

@@ -657,6 +657,93 @@ public class Share {
         }
     }
 
+    /** Members join one at a time (a..e) on 4 partitions, then leave one at a time: after each
+     *  step the description settles (Stable, every member at the group epoch, the target
+     *  assignment epoch with it) with the epochs Kafka 4.4 gives (3 after the first join: the
+     *  bump for the member, another once its share-partitions are initialized; then one per
+     *  join or leave), every partition assigned, and, with no more members than partitions,
+     *  each partition to one member and the counts within one of each other; with more members
+     *  than partitions every member has one. Which member gets which partition is the simple
+     *  assignor's choice and is not checked. */
+    static void assignment() throws Exception {
+        final int partitions = 4;
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, partitions, null);
+            groupConfigs(admin, Map.of());
+            List<KafkaShareConsumer<byte[], byte[]>> members = new ArrayList<>();
+            List<String> names = new ArrayList<>();
+            List<Integer> epochs = new ArrayList<>();
+            try {
+                for (String name : List.of("a", "b", "c", "d", "e")) {
+                    var c = consumer(Compat.prefix + "-" + name, Map.of());
+                    c.subscribe(List.of(t));
+                    members.add(c);
+                    names.add(Compat.prefix + "-" + name);
+                    epochs.add(settled(admin, members, names, partitions, "after " + name + " joined"));
+                }
+                while (members.size() > 1) {
+                    members.remove(0).close(Duration.ofSeconds(20));
+                    String gone = names.remove(0).substring(Compat.prefix.length() + 1);
+                    epochs.add(settled(admin, members, names, partitions, "after " + gone + " left"));
+                }
+            } finally {
+                for (var c : members) c.close(Duration.ofSeconds(20));
+            }
+            checkEq(epochs, List.of(3, 4, 5, 6, 7, 8, 9, 10, 11), "group epochs after each join and leave");
+        }
+    }
+
+    /** Polls the members until the description settles as assignment() says; its group epoch. */
+    static int settled(Admin admin, List<KafkaShareConsumer<byte[], byte[]>> members, List<String> names,
+                       int partitions, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        ShareGroupDescription d = null;
+        String why = "not described";
+        while (System.nanoTime() < deadline) {
+            for (var c : members) check(poll(c, 100).isEmpty(), "a record on an empty topic");
+            d = describeIfAny(admin);
+            why = d == null ? "no group" : unsettled(d, names, partitions);
+            if (why == null) {
+                System.out.println(what + ": epoch " + d.groupEpoch() + ", " + assignments(d));
+                return d.groupEpoch();
+            }
+        }
+        throw new AssertionError(what + ": the description did not settle (" + why + "): " + d);
+    }
+
+    /** Why `d` is not settled, or null when it is. */
+    static String unsettled(ShareGroupDescription d, List<String> names, int partitions) {
+        if (d.groupState() != GroupState.STABLE) return "state " + d.groupState();
+        if (!memberClients(d).equals(names.stream().sorted().toList())) return "members " + memberClients(d);
+        if (d.targetAssignmentEpoch() != d.groupEpoch()) return "target assignment epoch " + d.targetAssignmentEpoch();
+        Map<Integer, Integer> owners = new TreeMap<>();
+        List<Integer> sizes = new ArrayList<>();
+        for (var m : d.members()) {
+            if (m.memberEpoch() != d.groupEpoch()) return m.clientId() + " at epoch " + m.memberEpoch();
+            sizes.add(m.assignment().topicPartitions().size());
+            for (var tp : m.assignment().topicPartitions()) owners.merge(tp.partition(), 1, Integer::sum);
+        }
+        if (owners.size() != partitions) return "partitions assigned " + owners.keySet();
+        if (names.size() <= partitions) {
+            if (owners.values().stream().anyMatch(n -> n != 1)) return "a partition with several members " + owners;
+            if (Collections.max(sizes) - Collections.min(sizes) > 1) return "unbalanced " + sizes;
+        } else if (Collections.min(sizes) < 1) {
+            return "a member without partitions " + sizes;
+        }
+        return null;
+    }
+
+    static String assignments(ShareGroupDescription d) {
+        Map<String, Set<Integer>> out = new TreeMap<>();
+        for (var m : d.members()) {
+            Set<Integer> ps = new TreeSet<>();
+            for (var tp : m.assignment().topicPartitions()) ps.add(tp.partition());
+            out.put(m.clientId().substring(Compat.prefix.length() + 1), ps);
+        }
+        return out.toString();
+    }
+
     static boolean run(String scenario) throws Exception {
         switch (scenario) {
             case "share_three_consumers": threeConsumers(); return true;
@@ -666,6 +753,7 @@ public class Share {
             case "share_delivery_limit": deliveryLimit(); return true;
             case "share_restart": restart(); return true;
             case "share_renew": renew(); return true;
+            case "share_assignment": assignment(); return true;
             default: return false;
         }
     }
