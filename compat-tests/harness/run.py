@@ -72,6 +72,7 @@ SCENARIOS = [
     ("share_restart", "KIP-932: the broker restarts; acknowledged records never come back, the others do"),
     ("share_renew", "KIP-1222: RENEW extends a record's acquisition lock past its duration"),
     ("share_assignment", "KIP-932: members join and leave one at a time; epochs and the partitions' spread over members"),
+    ("share_group_configs", "KIP-932: a group's share.* configs described with their broker synonyms, Kafka's refusals"),
     ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
@@ -133,6 +134,9 @@ ONLY_CLIENTS = {
               "(librdkafka 2.16); kcat's librdkafka 2.0.2, kafka-python, aiokafka, franz-go and kafkajs have no share "
               "consumer")
        for name in SCENARIO_GROUPS["share"] if name != "share_tools"},
+    "share_assignment": (["java"], "the assignments are read with the Java AdminClient's DescribeShareGroups (confluent-kafka "
+                                   "2.16 has none)"),
+    "share_group_configs": (["java"], "a group's share configs are checked with the Java AdminClient"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

@@ -744,6 +744,102 @@ public class Share {
         return out.toString();
     }
 
+    // share_group_configs: the share keys DescribeConfigs lists for a GROUP resource, with the
+    // harness's broker settings (brokers.py), as "value source [synonym=value/source, ...]".
+    static final Map<String, String> SHARE_GROUP_CONFIG_DEFAULTS = Map.of(
+            "share.auto.offset.reset", "latest DEFAULT_CONFIG [share.auto.offset.reset=latest/DEFAULT_CONFIG]",
+            "share.renew.acknowledge.enable", "true DEFAULT_CONFIG [share.renew.acknowledge.enable=true/DEFAULT_CONFIG]",
+            "share.session.timeout.ms", "8000 STATIC_BROKER_CONFIG [group.share.session.timeout.ms=8000/STATIC_BROKER_CONFIG, "
+                    + "group.share.session.timeout.ms=45000/DEFAULT_CONFIG]",
+            "share.heartbeat.interval.ms", "500 STATIC_BROKER_CONFIG [group.share.heartbeat.interval.ms=500/STATIC_BROKER_CONFIG, "
+                    + "group.share.heartbeat.interval.ms=5000/DEFAULT_CONFIG]",
+            "share.delivery.count.limit", "3 STATIC_BROKER_CONFIG [group.share.delivery.count.limit=3/STATIC_BROKER_CONFIG, "
+                    + "group.share.delivery.count.limit=5/DEFAULT_CONFIG]",
+            "share.record.lock.duration.ms", "30000 DEFAULT_CONFIG [group.share.record.lock.duration.ms=30000/DEFAULT_CONFIG]",
+            "share.assignment.interval.ms", "1000 DEFAULT_CONFIG [group.share.assignment.interval.ms=1000/DEFAULT_CONFIG]",
+            "share.isolation.level", "read_uncommitted DEFAULT_CONFIG [share.isolation.level=read_uncommitted/DEFAULT_CONFIG]",
+            "share.partition.max.record.locks", "2000 DEFAULT_CONFIG [group.share.partition.max.record.locks=2000/DEFAULT_CONFIG]");
+
+    // Each refused SET, one at a time: key, value, Kafka 4.4's message (InvalidConfigurationException,
+    // INVALID_CONFIG). The bounds are the broker's group.share.min/max.* keys.
+    static final String[][] SHARE_GROUP_CONFIG_REFUSALS = {
+        {"share.record.lock.duration.ms", "500", "Invalid value 500 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
+        {"share.record.lock.duration.ms", "70000", "share.record.lock.duration.ms must be in the range 1000 to 60000 inclusive."},
+        {"share.record.lock.duration.ms", "abc", "Invalid value abc for configuration share.record.lock.duration.ms: Not a number of type INT"},
+        {"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
+        {"share.delivery.count.limit", "11", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+        {"share.auto.offset.reset", "bogus", "Invalid value bogus for configuration share.auto.offset.reset: Invalid value `bogus` for "
+                + "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
+        {"share.auto.offset.reset", "by_duration:-PT1H", "Invalid value by_duration:-PT1H for configuration share.auto.offset.reset: Invalid value "
+                + "`by_duration:-PT1H` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+                + "'by_duration:<PnDTnHnMn.nS>'."},
+        {"share.isolation.level", "bogus", "Invalid value bogus for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted"},
+        {"share.session.timeout.ms", "500", "share.session.timeout.ms must be in the range 1000 to 60000 inclusive."},
+        {"share.heartbeat.interval.ms", "100", "share.heartbeat.interval.ms must be in the range 500 to 15000 inclusive."},
+        {"share.heartbeat.interval.ms", "9000", "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"},
+        {"share.partition.max.record.locks", "50", "Invalid value 50 for configuration share.partition.max.record.locks: Value must be at least 100"},
+        {"share.partition.max.record.locks", "5000", "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+        {"share.renew.acknowledge.enable", "maybe", "Invalid value maybe for configuration share.renew.acknowledge.enable: Expected value to be either true or false"},
+    };
+
+    static Map<String, String> describedShareConfigs(Admin admin, ConfigResource r) throws Exception {
+        Config c = admin.describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true))
+                .all().get(30, TimeUnit.SECONDS).get(r);
+        Map<String, String> out = new TreeMap<>();
+        for (var e : c.entries()) {
+            if (!e.name().startsWith("share.")) continue;
+            List<String> syn = new ArrayList<>();
+            for (var x : e.synonyms()) syn.add(x.name() + "=" + x.value() + "/" + x.source());
+            out.put(e.name(), e.value() + " " + e.source() + " " + syn);
+            check(!e.isReadOnly(), e.name() + " is read-only");
+        }
+        return out;
+    }
+
+    static void alterGroup(Admin admin, ConfigResource r, AlterConfigOp.OpType op, String key, String value) throws Exception {
+        admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(new ConfigEntry(key, value), op))))
+                .all().get(30, TimeUnit.SECONDS);
+    }
+
+    /** A GROUP resource's share keys: described with their broker synonyms (no group needed),
+     *  Kafka's refusals of values out of the broker's bounds or malformed, accepted values
+     *  described as DYNAMIC_GROUP_CONFIG, and a DELETE back to the broker's value. */
+    static void groupConfigsScenario() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group());
+            checkEq(describedShareConfigs(admin, r), new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS), "share keys of a group without configs");
+            List<String> wrong = new ArrayList<>();
+            for (String[] refusal : SHARE_GROUP_CONFIG_REFUSALS) {
+                try {
+                    alterGroup(admin, r, AlterConfigOp.OpType.SET, refusal[0], refusal[1]);
+                    wrong.add(refusal[0] + "=" + refusal[1] + " accepted");
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Throwable cause = e.getCause();
+                    if (!(cause instanceof org.apache.kafka.common.errors.InvalidConfigurationException) || !refusal[2].equals(cause.getMessage()))
+                        wrong.add(refusal[0] + "=" + refusal[1] + ": expected InvalidConfigurationException \"" + refusal[2] + "\", got " + cause);
+                }
+            }
+            checkEq(wrong, List.of(), "refused share group configs");
+            checkEq(describedShareConfigs(admin, r), new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS), "share keys after only refusals");
+            String[][] accepted = {{"share.delivery.count.limit", "4"}, {"share.auto.offset.reset", "by_duration:PT1H"},
+                                   {"share.isolation.level", "read_committed"}, {"share.session.timeout.ms", "9000"}};
+            for (String[] kv : accepted) alterGroup(admin, r, AlterConfigOp.OpType.SET, kv[0], kv[1]);
+            Map<String, String> expected = new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS);
+            expected.put("share.delivery.count.limit", "4 DYNAMIC_GROUP_CONFIG [share.delivery.count.limit=4/DYNAMIC_GROUP_CONFIG, "
+                    + "group.share.delivery.count.limit=3/STATIC_BROKER_CONFIG, group.share.delivery.count.limit=5/DEFAULT_CONFIG]");
+            expected.put("share.auto.offset.reset", "by_duration:PT1H DYNAMIC_GROUP_CONFIG [share.auto.offset.reset=by_duration:PT1H/"
+                    + "DYNAMIC_GROUP_CONFIG, share.auto.offset.reset=latest/DEFAULT_CONFIG]");
+            expected.put("share.isolation.level", "read_committed DYNAMIC_GROUP_CONFIG [share.isolation.level=read_committed/"
+                    + "DYNAMIC_GROUP_CONFIG, share.isolation.level=read_uncommitted/DEFAULT_CONFIG]");
+            expected.put("share.session.timeout.ms", "9000 DYNAMIC_GROUP_CONFIG [share.session.timeout.ms=9000/DYNAMIC_GROUP_CONFIG, "
+                    + "group.share.session.timeout.ms=8000/STATIC_BROKER_CONFIG, group.share.session.timeout.ms=45000/DEFAULT_CONFIG]");
+            checkEq(describedShareConfigs(admin, r), expected, "share keys once set");
+            alterGroup(admin, r, AlterConfigOp.OpType.DELETE, "share.delivery.count.limit", null);
+            expected.put("share.delivery.count.limit", SHARE_GROUP_CONFIG_DEFAULTS.get("share.delivery.count.limit"));
+            checkEq(describedShareConfigs(admin, r), expected, "share keys once share.delivery.count.limit is deleted");
+        }
+    }
+
     static boolean run(String scenario) throws Exception {
         switch (scenario) {
             case "share_three_consumers": threeConsumers(); return true;
@@ -754,6 +850,7 @@ public class Share {
             case "share_restart": restart(); return true;
             case "share_renew": renew(); return true;
             case "share_assignment": assignment(); return true;
+            case "share_group_configs": groupConfigsScenario(); return true;
             default: return false;
         }
     }
