@@ -73,6 +73,7 @@ SCENARIOS = [
     ("share_renew", "KIP-1222: RENEW extends a record's acquisition lock past its duration"),
     ("share_assignment", "KIP-932: members join and leave one at a time; epochs and the partitions' spread over members"),
     ("share_group_configs", "KIP-932: a group's share.* configs described with their broker synonyms, Kafka's refusals"),
+    ("share_group_types", "KIP-932: share and consumer groups of one id refuse each other's members and admin calls"),
     ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
@@ -137,6 +138,7 @@ ONLY_CLIENTS = {
     "share_assignment": (["java"], "the assignments are read with the Java AdminClient's DescribeShareGroups (confluent-kafka "
                                    "2.16 has none)"),
     "share_group_configs": (["java"], "a group's share configs are checked with the Java AdminClient"),
+    "share_group_types": (["java"], "the refusals are checked with the Java share consumer, consumers and AdminClient"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

@@ -840,6 +840,89 @@ public class Share {
         }
     }
 
+    /** The failure of `r` as "ExceptionClass: message" (the cause of an ExecutionException). */
+    static String failure(Compat.ThrowingRunnable r) {
+        try {
+            r.run();
+            return "no error";
+        } catch (Throwable t) {
+            Throwable cause = t instanceof java.util.concurrent.ExecutionException && t.getCause() != null ? t.getCause() : t;
+            return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
+    }
+
+    /** Polls until the consumer throws (answered as failure() does) or 15 s pass. */
+    static String pollFailure(Compat.ThrowingRunnable poll) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        String seen = "no error";
+        while (System.nanoTime() < deadline && seen.equals("no error")) seen = failure(poll);
+        return seen;
+    }
+
+    /** A share group and consumer groups of the same id: each kind of member, and the admin
+     *  calls of the other kind, are refused with Kafka 4.4's errors; ListGroups names the share
+     *  group's type and protocol; DeleteShareGroups (DeleteGroups) deletes a consumer group too. */
+    static void groupTypes() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic(), classicGroup = Compat.group("classic"), shareGroup = group();
+            Compat.createTopic(admin, t, 1, null);
+            produce(t, 0, 3);
+            try (var c = Compat.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, classicGroup))) {
+                c.subscribe(List.of(t));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                int n = 0;
+                while (n < 3 && System.nanoTime() < deadline) n += c.poll(Duration.ofMillis(200)).count();
+                checkEq(n, 3, "records of the classic group");
+                c.commitSync();
+            }
+            Map<String, Object> onClassic = Map.of(ConsumerConfig.GROUP_ID_CONFIG, classicGroup);
+            try (var s = consumer(Compat.prefix + "-s", onClassic)) {
+                s.subscribe(List.of(t));
+                checkEq(pollFailure(() -> s.poll(Duration.ofMillis(200))),
+                        "GroupIdNotFoundException: Group " + classicGroup + " is not a share group.", "a share consumer in a classic group");
+            }
+            checkEq(failure(() -> admin.describeShareGroups(List.of(classicGroup)).all().get(30, TimeUnit.SECONDS)),
+                    "GroupIdNotFoundException: Group " + classicGroup + " is not a share group.", "DescribeShareGroups of a classic group");
+
+            try (var s = consumer(Compat.prefix + "-s", Map.of())) {
+                s.subscribe(List.of(t));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (describeIfAny(admin) == null || describe(admin).groupState() != GroupState.STABLE) {
+                    check(System.nanoTime() < deadline, "the share group becomes Stable");
+                    s.poll(Duration.ofMillis(200));
+                }
+                Map<String, Object> classic = Map.of(ConsumerConfig.GROUP_ID_CONFIG, shareGroup, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+                try (var c = Compat.consumer(classic)) {
+                    c.subscribe(List.of(t));
+                    checkEq(pollFailure(() -> c.poll(Duration.ofMillis(200))), "InconsistentGroupProtocolException: The group member's "
+                            + "supported protocols are incompatible with those of existing members or first group member tried to join with "
+                            + "empty protocol type or empty protocol list.", "a classic consumer in a share group");
+                }
+                Map<String, Object> modern = Map.of(ConsumerConfig.GROUP_ID_CONFIG, shareGroup, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                try (var c = Compat.consumer(modern)) {
+                    c.subscribe(List.of(t));
+                    checkEq(pollFailure(() -> c.poll(Duration.ofMillis(200))),
+                            "GroupIdNotFoundException: Group " + shareGroup + " is not a consumer group.", "a consumer-protocol consumer in a share group");
+                }
+                checkEq(failure(() -> admin.describeConsumerGroups(List.of(shareGroup)).all().get(30, TimeUnit.SECONDS)),
+                        "GroupIdNotFoundException: Group " + shareGroup + " is not a consumer group.", "DescribeConsumerGroups of a share group");
+                List<String> listed = new ArrayList<>();
+                for (var g : admin.listGroups().all().get(30, TimeUnit.SECONDS))
+                    if (g.groupId().startsWith(Compat.prefix))
+                        listed.add(g.groupId().substring(Compat.prefix.length() + 1) + " " + g.type().map(Object::toString).orElse("-")
+                                + " " + g.protocol() + " " + g.groupState().map(Object::toString).orElse("-"));
+                Collections.sort(listed);
+                checkEq(listed, List.of("classic-group Classic consumer Empty", "share-group Share share Stable"), "ListGroups");
+            }
+            checkEq(failure(() -> admin.deleteShareGroups(List.of(classicGroup)).all().get(30, TimeUnit.SECONDS)), "no error",
+                    "DeleteShareGroups of a classic group");
+            List<String> left = new ArrayList<>();
+            for (var g : admin.listGroups().all().get(30, TimeUnit.SECONDS))
+                if (g.groupId().startsWith(Compat.prefix)) left.add(g.groupId().substring(Compat.prefix.length() + 1));
+            checkEq(left, List.of("share-group"), "groups once DeleteShareGroups deleted the classic one");
+        }
+    }
+
     static boolean run(String scenario) throws Exception {
         switch (scenario) {
             case "share_three_consumers": threeConsumers(); return true;
@@ -851,6 +934,7 @@ public class Share {
             case "share_renew": renew(); return true;
             case "share_assignment": assignment(); return true;
             case "share_group_configs": groupConfigsScenario(); return true;
+            case "share_group_types": groupTypes(); return true;
             default: return false;
         }
     }
