@@ -75,6 +75,7 @@ SCENARIOS = [
     ("share_group_configs", "KIP-932: a group's share.* configs described with their broker synonyms, Kafka's refusals"),
     ("share_group_types", "KIP-932: share and consumer groups of one id refuse each other's members and admin calls"),
     ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
+    ("share_offsets", "ShareGroupCommand's --reset-offsets (--to-offset, --to-latest) and --delete-offsets"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 # Named groups of scenarios for --scenarios (a group name expands to its members).
@@ -130,11 +131,12 @@ ONLY_CLIENTS = {
               "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
        for name in SCENARIO_GROUPS["cg848"] if name != "cg848_tools"},
     "share_tools": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
+    "share_offsets": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
     **{name: (["java", "confluent-kafka"],
               "share groups (KIP-932) are checked with the Java KafkaShareConsumer and confluent-kafka's ShareConsumer "
               "(librdkafka 2.16); kcat's librdkafka 2.0.2, kafka-python, aiokafka, franz-go and kafkajs have no share "
               "consumer")
-       for name in SCENARIO_GROUPS["share"] if name != "share_tools"},
+       for name in SCENARIO_GROUPS["share"] if name not in ("share_tools", "share_offsets")},
     "share_assignment": (["java"], "the assignments are read with the Java AdminClient's DescribeShareGroups (confluent-kafka "
                                    "2.16 has none)"),
     "share_group_configs": (["java"], "a group's share configs are checked with the Java AdminClient"),
