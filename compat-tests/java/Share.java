@@ -32,6 +32,8 @@ public class Share {
     // The lock of the records a killed consumer holds in share_lock_expiry: long enough to tell
     // their release on the closed connection from their lock running out.
     static final int KILLED_HOLDER_LOCK_MS = 15000;
+    // The lock of share_delivery_limit's record that is never acknowledged.
+    static final int EXPIRING_LOCK_MS = 2000;
     // How long a consumer polls to show that nothing more comes.
     static final int QUIET_MS = 3000;
 
@@ -474,6 +476,39 @@ public class Share {
                 commit(c, "accept 2");
                 waitOffsets(admin, "2/0", "2 accepted");
             }
+            expiredToTheLimit(admin, t);
+        }
+    }
+
+    /** Record 3 is never acknowledged: each of three consumers gets it once its previous lock
+     *  (the group's, 2 s) ran out, with counts 1, 2, 3, and keeps it; once the third lock runs out
+     *  it is archived: a fourth consumer gets only record 4, produced afterwards. */
+    static void expiredToTheLimit(Admin admin, String t) throws Exception {
+        groupConfigs(admin, Map.of("share.record.lock.duration.ms", String.valueOf(EXPIRING_LOCK_MS)));
+        produce(t, 3, 1);
+        List<KafkaShareConsumer<byte[], byte[]>> holders = new ArrayList<>();
+        try {
+            List<String> deliveries = new ArrayList<>();
+            for (int i = 0; i < DELIVERY_COUNT_LIMIT; i++) {
+                var h = consumer(Compat.prefix + "-holder" + i, explicit());
+                holders.add(h);
+                h.subscribe(List.of(t));
+                deliveries.addAll(shown(pollSome(h, 30, "record 3 for holder " + i)));
+            }
+            checkEq(deliveries, List.of("3:1", "3:2", "3:3"), "record 3's deliveries, never acknowledged");
+            try (var last = consumer(Compat.prefix + "-last", explicit())) {
+                last.subscribe(List.of(t));
+                var nothing = pollFor(last, EXPIRING_LOCK_MS + QUIET_MS, x -> ackAll(last, x, AcknowledgeType.ACCEPT));
+                checkEq(shown(nothing), List.of(), "deliveries once record 3's third lock ran out");
+                produce(t, 4, 1);
+                var fresh = pollSome(last, 20, "record 4");
+                checkEq(shown(fresh), List.of("4:1"), "the next delivery");
+                ackAll(last, fresh, AcknowledgeType.ACCEPT);
+                commit(last, "accept 4");
+                waitOffsets(admin, "*/0", "3 archived, 4 accepted");
+            }
+        } finally {
+            for (var h : holders) h.close(Duration.ofSeconds(10));
         }
     }
 
