@@ -11,7 +11,6 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
@@ -108,9 +107,8 @@ public class Share {
         throw new AssertionError("timed out after " + seconds + "s waiting for " + what);
     }
 
-    /** Polls for `ms` and answers every record delivered meanwhile (acknowledging none: in
-     *  explicit mode each poll must follow the acknowledgement of the previous poll's records,
-     *  so the caller's `ack` runs after each non-empty poll). */
+    /** Polls for `ms` and answers every record delivered meanwhile; each non-empty poll's
+     *  records go to `ack` before the next poll, as explicit mode wants them acknowledged first. */
     static List<ConsumerRecord<byte[], byte[]>> pollFor(KafkaShareConsumer<byte[], byte[]> c, int ms,
                                                        java.util.function.Consumer<List<ConsumerRecord<byte[], byte[]>>> ack) {
         List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
@@ -125,7 +123,7 @@ public class Share {
         return out;
     }
 
-    /** Acknowledges with `type` and commits: every partition's outcome must be a success. */
+    /** commitSync: every partition's outcome must be a success. */
     static void commit(KafkaShareConsumer<byte[], byte[]> c, String what) {
         var result = c.commitSync(Duration.ofSeconds(30));
         for (var e : result.entrySet())
