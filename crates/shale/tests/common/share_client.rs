@@ -20,7 +20,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use shale_protocol::newer::{
-    share_acknowledge_request as ack_wire, share_fetch_request as fetch_wire,
+    describe_share_group_offsets_request as offsets_wire, share_acknowledge_request as ack_wire,
+    share_fetch_request as fetch_wire,
 };
 use shale_protocol::{NewerRequest, NewerResponse, RequestHeader, Response};
 use uuid::Uuid;
@@ -158,6 +159,34 @@ pub fn partition_leader(nodes: &Nodes, topic: &str) -> Option<(i32, Uuid)> {
             let p = t.partitions.iter().find(|p| p.partition_index == 0)?;
             (t.error_code == 0 && p.error_code == 0 && p.leader_id.0 >= 0)
                 .then_some((p.leader_id.0, t.topic_id))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Partition 0's start offset in the share group's persisted state, as the group
+/// coordinator describes it (DescribeShareGroupOffsets).
+pub fn share_start_offset(nodes: &Nodes, group: &str, topic: &str) -> Option<i64> {
+    let coordinator = find_coordinator(nodes, KEY_TYPE_GROUP, group)?;
+    let addr = &nodes.iter().find(|(n, _)| *n == coordinator)?.1;
+    let request = offsets_wire::DescribeShareGroupOffsetsRequest {
+        groups: vec![offsets_wire::DescribeShareGroupOffsetsRequestGroup {
+            group_id: s(group),
+            topics: Some(vec![offsets_wire::DescribeShareGroupOffsetsRequestTopic {
+                topic_name: s(topic),
+                partitions: vec![0],
+            }]),
+        }],
+    };
+    match Link::open(addr)?.newer(
+        ApiKey::DescribeShareGroupOffsets,
+        1,
+        NewerRequest::DescribeShareGroupOffsets(request),
+    )? {
+        NewerResponse::DescribeShareGroupOffsets(r) => {
+            let g = r.groups.first()?;
+            let p = g.topics.first()?.partitions.first()?;
+            (g.error_code == 0 && p.error_code == 0).then_some(p.start_offset)
         }
         other => panic!("{other:?}"),
     }
