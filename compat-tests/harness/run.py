@@ -140,7 +140,9 @@ FAST_SCENARIOS = ["metadata", "topics", "codecs", "large", "idempotent", "group"
                   "transactions", "exactly_once", "wire44",
                   # KIP-848 with the Java client (the fast slice's one consumer-protocol client), migration included.
                   "cg848_join_consume", "cg848_second_member", "cg848_static_restart", "cg848_regex",
-                  "cg848_commit_resume", "cg848_mixed_migration"]
+                  "cg848_commit_resume", "cg848_mixed_migration",
+                  # KIP-932 with the Java KafkaShareConsumer (kcat and kafka-python have none).
+                  "share_three_consumers", "share_explicit_ack", "share_restart"]
 
 SCENARIO_TIMEOUT_S = 150
 STATUS_LABEL = {"pass": "pass", "fail": "FAIL", "n/a": "n/a", None: "-"}

@@ -115,6 +115,13 @@ impl Member {
                 ResponseKind::ShareGroupHeartbeat(r) => r,
                 other => panic!("{other:?}"),
             };
+            // The group coordinator may still be loading after a restart: ask again, as a
+            // client does (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+            // NOT_COORDINATOR).
+            if [14, 15, 16].contains(&answer.error_code) {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
             assert_eq!(answer.error_code, 0, "{answer:?}");
             member.member_epoch = answer.member_epoch;
             if let Some(assignment) = answer.assignment {

@@ -331,6 +331,7 @@ fn api_versions_finalizes_transaction_version_2() {
         panic!("not an ApiVersions response")
     };
     assert!(v3.supported_features.is_empty());
-    // Finalised: transaction.version and KIP-966's eligible.leader.replicas.version.
-    assert_eq!(v3.finalized_features.len(), 2);
+    // Finalised: transaction.version, KIP-966's eligible.leader.replicas.version and KIP-932's
+    // share.version.
+    assert_eq!(v3.finalized_features.len(), 3);
 }

@@ -473,7 +473,8 @@ pub(crate) fn validate_value(
 }
 
 /// `group.coordinator.rebalance.protocols` may name only what this broker serves: the classic
-/// and the consumer (KIP-848) protocols; `streams` and `share` groups are not served yet.
+/// and the consumer (KIP-848) protocols, and `share`, which Kafka 4.4 accepts and ignores (the
+/// `share.version` feature turns share groups on); `streams` groups are not served.
 fn check_group_protocols(protocols: &[String]) -> Result<(), ConfigError> {
     let key = "group.coordinator.rebalance.protocols";
     let value = protocols.join(",");
@@ -482,12 +483,12 @@ fn check_group_protocols(protocols: &[String]) -> Result<(), ConfigError> {
     }
     if let Some(other) = protocols
         .iter()
-        .find(|p| p.as_str() != "classic" && p.as_str() != "consumer")
+        .find(|p| !matches!(p.as_str(), "classic" | "consumer" | "share"))
     {
         return Err(invalid(
             key,
             &value,
-            &format!("Shale serves the classic and consumer group protocols, not {other}"),
+            &format!("Shale serves the classic, consumer and share group protocols, not {other}"),
         ));
     }
     Ok(())
@@ -785,7 +786,12 @@ mod tests {
             "classic,consumer",
         )]))
         .unwrap();
-        for value in ["consumer", "classic,streams", "classic,consumer,share"] {
+        BrokerConfig::from_properties(props(&[(
+            "group.coordinator.rebalance.protocols",
+            "classic,consumer,share",
+        )]))
+        .unwrap();
+        for value in ["consumer", "classic,streams", "classic,consumer,streams"] {
             let err = BrokerConfig::from_properties(props(&[(
                 "group.coordinator.rebalance.protocols",
                 value,

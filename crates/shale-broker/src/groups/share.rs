@@ -278,30 +278,45 @@ pub async fn delete_share_state(
         .coordinator
         .prepare_share_groups_deletion(group_ids.to_vec())
         .await;
-    let share = &broker.share;
     let mut failed = Vec::new();
     for (group_id, topics) in prepared {
-        let mut error = None;
+        let mut deleted = true;
         for (topic_id, partitions) in topics {
-            for partition in partitions {
-                let key = SharePartitionKey {
-                    group_id: group_id.clone(),
-                    topic_id,
-                    partition,
-                };
-                if let Err(e) = share
-                    .persister
-                    .call(&broker.core, &share.coordinator, &key, StateCall::Delete)
-                    .await
-                {
-                    warn!(group = %group_id, %topic_id, partition, "share state not deleted: {e}");
-                    error = Some(GroupError::CoordinatorNotAvailable);
-                }
-            }
+            deleted &= delete_topic_state(broker, &group_id, topic_id, &partitions)
+                .await
+                .is_none();
         }
-        if let Some(error) = error {
-            failed.push((group_id, error));
+        if !deleted {
+            failed.push((group_id, GroupError::CoordinatorNotAvailable));
         }
     }
     failed
+}
+
+/// DeleteShareGroupState for `partitions` of one topic of `group_id`, each on its share
+/// coordinator; the last failure's error code and message, if any failed.
+pub(crate) async fn delete_topic_state(
+    broker: &Arc<Broker>,
+    group_id: &str,
+    topic_id: Uuid,
+    partitions: &BTreeSet<i32>,
+) -> Option<(i16, String)> {
+    let share = &broker.share;
+    let mut failure = None;
+    for &partition in partitions {
+        let key = SharePartitionKey {
+            group_id: group_id.to_string(),
+            topic_id,
+            partition,
+        };
+        if let Err(e) = share
+            .persister
+            .call(&broker.core, &share.coordinator, &key, StateCall::Delete)
+            .await
+        {
+            warn!(group = %group_id, %topic_id, partition, "share state not deleted: {e}");
+            failure = Some(crate::errors::persister_error_code(&e));
+        }
+    }
+    failure
 }

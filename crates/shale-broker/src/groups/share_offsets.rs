@@ -382,25 +382,10 @@ pub async fn delete_share_group_offsets(
             ),
         );
     }
-    let share = &broker.share;
     let mut deleted = BTreeSet::new();
     for (topic_id, partitions) in &prepared.to_delete {
-        let mut failure = None;
-        for &partition in partitions {
-            let key = SharePartitionKey {
-                group_id: group_id.clone(),
-                topic_id: *topic_id,
-                partition,
-            };
-            if let Err(e) = share
-                .persister
-                .call(&broker.core, &share.coordinator, &key, StateCall::Delete)
-                .await
-            {
-                warn!(group = %group_id, %topic_id, partition, "share state not deleted: {e}");
-                failure = Some(persister_error_code(&e));
-            }
-        }
+        let failure =
+            super::share::delete_topic_state(broker, &group_id, *topic_id, partitions).await;
         let name = prepared
             .topic_names
             .get(topic_id)

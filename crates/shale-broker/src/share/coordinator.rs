@@ -120,11 +120,20 @@ impl ShareCoordinatorService {
                 num_partitions,
                 "share.coordinator.state.topic.replication.factor",
                 settings.state_topic_replication_factor,
-                |_| {
+                |replication_factor| {
+                    // On fewer brokers than the configured factor the minimum ISR follows it
+                    // down, as for the other internal topics.
+                    let min_isr = settings.state_topic_min_isr.min(replication_factor);
                     settings
                         .state_topic_configs()
                         .into_iter()
-                        .map(|(k, v)| (k, Some(v)))
+                        .map(|(k, v)| {
+                            if k == "min.insync.replicas" {
+                                (k, Some(min_isr.to_string()))
+                            } else {
+                                (k, Some(v))
+                            }
+                        })
                         .collect()
                 },
             )
@@ -291,7 +300,10 @@ impl ShareCoordinatorService {
                 (key.to_vec(), value.map(|v| v.to_vec()))
             })
             .collect();
-        let min_insync = i32::from(self.settings.state_topic_min_isr);
+        let min_insync = broker
+            .topic_config_value(&broker.image(), SHARE_STATE_TOPIC, "min.insync.replicas")
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .unwrap_or(i32::from(self.settings.state_topic_min_isr));
         let appended =
             append_records(&broker.replicas, &tp, &encoded, min_insync).map_err(|e| match e {
                 crate::coordinator_host::CoordinatorAppendError::NotLeader(_) => {
@@ -307,20 +319,23 @@ impl ShareCoordinatorService {
         Ok(appended)
     }
 
-    /// Kafka's periodic jobs on every served shard: snapshot share-partitions whose state has
-    /// only updates since long ago (cold partitions), and delete the records every state has
-    /// moved past.
-    pub async fn snapshot_and_prune(&self, broker: &BrokerCore) {
-        let served: Vec<(i32, Arc<tokio::sync::Mutex<ShareCoordinatorShard>>)> = self
-            .shards
+    /// The shards loaded and serving, by partition.
+    fn active_shards(&self) -> Vec<(i32, Arc<tokio::sync::Mutex<ShareCoordinatorShard>>)> {
+        self.shards
             .lock()
             .iter()
             .filter_map(|(p, slot)| match slot {
                 ShardSlot::Active(shard) => Some((*p, shard.clone())),
                 ShardSlot::Loading => None,
             })
-            .collect();
-        for (partition, shard) in served {
+            .collect()
+    }
+
+    /// Kafka's periodic jobs on every served shard: snapshot share-partitions whose state has
+    /// only updates since long ago (cold partitions), and delete the records every state has
+    /// moved past.
+    pub async fn snapshot_and_prune(&self, broker: &BrokerCore) {
+        for (partition, shard) in self.active_shards() {
             let mut shard = shard.lock().await;
             let records = shard.snapshot_cold_partitions(shale_log::now_ms());
             if !records.is_empty() {
@@ -348,16 +363,7 @@ impl ShareCoordinatorService {
 
     /// Tombstones the state of share-partitions of deleted topics, on every served shard.
     pub async fn clean_up_deleted_topics(&self, broker: &BrokerCore, deleted: &[Uuid]) {
-        let served: Vec<(i32, Arc<tokio::sync::Mutex<ShareCoordinatorShard>>)> = self
-            .shards
-            .lock()
-            .iter()
-            .filter_map(|(p, slot)| match slot {
-                ShardSlot::Active(shard) => Some((*p, shard.clone())),
-                ShardSlot::Loading => None,
-            })
-            .collect();
-        for (partition, shard) in served {
+        for (partition, shard) in self.active_shards() {
             let mut shard = shard.lock().await;
             let records = shard.cleanup_deleted_topics(deleted);
             if !records.is_empty() {

@@ -296,14 +296,16 @@ fn remote_reply(node_id: i32, response: Response) -> Result<StateReply, Persiste
         code: ResponseError::UnknownServerError.code(),
         message: "the answer holds no result for the share-partition".into(),
     };
+    // The one share-partition the request named.
+    fn first_of<T>(
+        mut partitions: impl Iterator<Item = T>,
+        missing: impl Fn() -> PersisterError,
+    ) -> Result<T, PersisterError> {
+        partitions.next().ok_or_else(missing)
+    }
     match response {
         Response::Kafka(ResponseKind::ReadShareGroupState(r)) => {
-            let p = r
-                .results
-                .into_iter()
-                .flat_map(|t| t.partitions)
-                .next()
-                .ok_or_else(missing)?;
+            let p = first_of(r.results.into_iter().flat_map(|t| t.partitions), missing)?;
             if p.error_code != 0 {
                 return Err(refused(p.error_code, p.error_message.as_ref()));
             }
@@ -332,12 +334,7 @@ fn remote_reply(node_id: i32, response: Response) -> Result<StateReply, Persiste
             }))
         }
         Response::Newer(NewerResponse::ReadShareGroupStateSummary(r)) => {
-            let p = r
-                .results
-                .into_iter()
-                .flat_map(|t| t.partitions)
-                .next()
-                .ok_or_else(missing)?;
+            let p = first_of(r.results.into_iter().flat_map(|t| t.partitions), missing)?;
             if p.error_code != 0 {
                 return Err(refused(p.error_code, p.error_message.as_ref()));
             }
@@ -349,30 +346,15 @@ fn remote_reply(node_id: i32, response: Response) -> Result<StateReply, Persiste
             }))
         }
         Response::Newer(NewerResponse::WriteShareGroupState(r)) => {
-            let p = r
-                .results
-                .into_iter()
-                .flat_map(|t| t.partitions)
-                .next()
-                .ok_or_else(missing)?;
+            let p = first_of(r.results.into_iter().flat_map(|t| t.partitions), missing)?;
             done_or(p.error_code, p.error_message.as_ref(), refused)
         }
         Response::Kafka(ResponseKind::InitializeShareGroupState(r)) => {
-            let p = r
-                .results
-                .into_iter()
-                .flat_map(|t| t.partitions)
-                .next()
-                .ok_or_else(missing)?;
+            let p = first_of(r.results.into_iter().flat_map(|t| t.partitions), missing)?;
             done_or(p.error_code, p.error_message.as_ref(), refused)
         }
         Response::Kafka(ResponseKind::DeleteShareGroupState(r)) => {
-            let p = r
-                .results
-                .into_iter()
-                .flat_map(|t| t.partitions)
-                .next()
-                .ok_or_else(missing)?;
+            let p = first_of(r.results.into_iter().flat_map(|t| t.partitions), missing)?;
             done_or(p.error_code, p.error_message.as_ref(), refused)
         }
         _ => Err(missing()),
