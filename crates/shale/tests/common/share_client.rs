@@ -535,7 +535,7 @@ impl ShareMember {
         }
         self.session_epoch += 1;
         let mut acquired = Vec::new();
-        let mut ack_code = 0;
+        let mut ack_code = None;
         let mut partition_error = 0;
         for p in answer
             .responses
@@ -544,7 +544,7 @@ impl ShareMember {
             .flat_map(|t| &t.partitions)
             .filter(|p| p.partition_index == 0)
         {
-            ack_code = p.acknowledge_error_code;
+            ack_code = Some(p.acknowledge_error_code);
             partition_error = p.error_code;
             for range in &p.acquired_records {
                 for offset in range.first_offset..=range.last_offset {
@@ -552,15 +552,18 @@ impl ShareMember {
                 }
             }
         }
+        // Kafka answers for every partition whose acknowledgements the request carried, even
+        // in an incremental answer with nothing else to say about it.
+        assert!(
+            acks.is_empty() || ack_code.is_some(),
+            "a ShareFetch with acknowledgements answered without their partition: {answer:?}"
+        );
         self.ledger.update(|ledger| {
-            // An incremental answer leaves out a partition with nothing to report: its
-            // acknowledgements succeeded.
-            if !acks.is_empty() {
-                if ack_code == 0 {
-                    ledger.acknowledged(acks);
-                } else {
-                    ledger.failed(ack_code);
-                }
+            match ack_code {
+                _ if acks.is_empty() => {}
+                Some(0) => ledger.acknowledged(acks),
+                Some(code) => ledger.failed(code),
+                None => {}
             }
             ledger.delivered(self.name, &acquired);
         });
