@@ -365,14 +365,29 @@ pub async fn handle(
             break;
         }
     }
-    // An incremental fetch answers only partitions with something to say.
     if input.share_session_epoch != 0 {
-        output.partitions.retain(|_, a| {
-            a.error_code != 0 || a.acknowledge_error_code != 0 || !a.acquired.is_empty()
-        });
+        let acknowledged: BTreeSet<TopicIdPartition> = input
+            .partitions
+            .iter()
+            .filter(|(_, _, acks)| !acks.is_empty())
+            .map(|(tp, _, _)| *tp)
+            .collect();
+        keep_partitions_with_news(&mut output.partitions, &acknowledged);
     }
     output.node_endpoints = endpoints(hints);
     output
+}
+
+/// An incremental fetch answers only partitions with something to say: an error, acquired
+/// records, or the outcome of acknowledgements the request carried, success included (Kafka
+/// adds those to the answer; the Java client completes piggybacked acknowledgements only for
+/// partitions in it).
+pub(crate) fn keep_partitions_with_news(
+    partitions: &mut BTreeMap<TopicIdPartition, SharePartitionAnswer>,
+    acknowledged: &BTreeSet<TopicIdPartition>,
+) {
+    partitions
+        .retain(|tp, a| a.error_code != 0 || !a.acquired.is_empty() || acknowledged.contains(tp));
 }
 
 fn endpoints(hints: LeaderHints<'_>) -> Vec<(i32, String, i32, Option<String>)> {
@@ -502,3 +517,7 @@ async fn acquire_all(
         share.schedule_expiry(&broker.core, &key, &handle, &mut slot);
     }
 }
+
+#[cfg(test)]
+#[path = "fetch_tests.rs"]
+mod tests;
