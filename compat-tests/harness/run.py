@@ -71,7 +71,11 @@ SCENARIOS = [
     ("share_delivery_limit", "KIP-932: a record released up to group.share.delivery.count.limit times is archived"),
     ("share_restart", "KIP-932: the broker restarts; acknowledged records never come back, the others do"),
     ("share_renew", "KIP-1222: RENEW extends a record's acquisition lock past its duration"),
+    ("share_assignment", "KIP-932: members join and leave one at a time; epochs and the partitions' spread over members"),
+    ("share_group_configs", "KIP-932: a group's share.* configs described with their broker synonyms, Kafka's refusals"),
+    ("share_group_types", "KIP-932: share and consumer groups of one id refuse each other's members and admin calls"),
     ("share_tools", "ShareGroupCommand (list, describe members/offsets/state, reset, delete) and ConsoleShareConsumer"),
+    ("share_offsets", "ShareGroupCommand's --reset-offsets (--to-offset, --to-latest) and --delete-offsets"),
 ]
 SCENARIO_NAMES = [name for name, _ in SCENARIOS]
 # Named groups of scenarios for --scenarios (a group name expands to its members).
@@ -127,11 +131,16 @@ ONLY_CLIENTS = {
               "librdkafka 2.0.2, kafka-python, aiokafka and kafkajs have only the classic protocol")
        for name in SCENARIO_GROUPS["cg848"] if name != "cg848_tools"},
     "share_tools": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
+    "share_offsets": (["cli"], "ShareGroupCommand and ConsoleShareConsumer are the cli client's"),
     **{name: (["java", "confluent-kafka"],
               "share groups (KIP-932) are checked with the Java KafkaShareConsumer and confluent-kafka's ShareConsumer "
               "(librdkafka 2.16); kcat's librdkafka 2.0.2, kafka-python, aiokafka, franz-go and kafkajs have no share "
               "consumer")
-       for name in SCENARIO_GROUPS["share"] if name != "share_tools"},
+       for name in SCENARIO_GROUPS["share"] if name not in ("share_tools", "share_offsets")},
+    "share_assignment": (["java"], "the assignments are read with the Java AdminClient's DescribeShareGroups (confluent-kafka "
+                                   "2.16 has none)"),
+    "share_group_configs": (["java"], "a group's share configs are checked with the Java AdminClient"),
+    "share_group_types": (["java"], "the refusals are checked with the Java share consumer, consumers and AdminClient"),
 }
 
 FAST_CLIENTS = ["kcat", "kafka-python", "java"]

@@ -11,7 +11,6 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
@@ -24,12 +23,16 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public class Share {
     // The broker settings the harness gives both brokers (harness/brokers.py COMMON_PROPERTIES).
     static final int DELIVERY_COUNT_LIMIT = 3;
+    static final int SESSION_TIMEOUT_MS = 8000;
+    static final int HEARTBEAT_INTERVAL_MS = 500;
     // The group's share.record.lock.duration.ms where a scenario waits for a lock to run out
     // (the broker allows down to group.share.min.record.lock.duration.ms=1000).
     static final int SHORT_LOCK_MS = 3000;
     // The lock of the records a killed consumer holds in share_lock_expiry: long enough to tell
     // their release on the closed connection from their lock running out.
     static final int KILLED_HOLDER_LOCK_MS = 15000;
+    // The lock of share_delivery_limit's record that is never acknowledged.
+    static final int EXPIRING_LOCK_MS = 2000;
     // How long a consumer polls to show that nothing more comes.
     static final int QUIET_MS = 3000;
 
@@ -104,9 +107,8 @@ public class Share {
         throw new AssertionError("timed out after " + seconds + "s waiting for " + what);
     }
 
-    /** Polls for `ms` and answers every record delivered meanwhile (acknowledging none: in
-     *  explicit mode each poll must follow the acknowledgement of the previous poll's records,
-     *  so the caller's `ack` runs after each non-empty poll). */
+    /** Polls for `ms` and answers every record delivered meanwhile; each non-empty poll's
+     *  records go to `ack` before the next poll, as explicit mode wants them acknowledged first. */
     static List<ConsumerRecord<byte[], byte[]>> pollFor(KafkaShareConsumer<byte[], byte[]> c, int ms,
                                                        java.util.function.Consumer<List<ConsumerRecord<byte[], byte[]>>> ack) {
         List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
@@ -121,7 +123,7 @@ public class Share {
         return out;
     }
 
-    /** Acknowledges with `type` and commits: every partition's outcome must be a success. */
+    /** commitSync: every partition's outcome must be a success. */
     static void commit(KafkaShareConsumer<byte[], byte[]> c, String what) {
         var result = c.commitSync(Duration.ofSeconds(30));
         for (var e : result.entrySet())
@@ -342,6 +344,7 @@ public class Share {
             Compat.waitUntil(() -> childLines.stream().anyMatch(l -> l.startsWith("ACQUIRED")), 60, "the child acquires records");
             checkEq(childLines.stream().filter(l -> l.startsWith("ACQUIRED")).findFirst().orElse(""),
                     "ACQUIRED [10:1, 11:1, 12:1, 13:1, 14:1, 15:1, 16:1, 17:1, 18:1, 19:1]", "the child's records");
+            checkEq(memberClients(describe(admin)), List.of(Compat.prefix + "-child"), "members before the kill");
         } finally {
             child.destroyForcibly();  // SIGKILL: no acknowledgement, no leave
             child.waitFor(10, TimeUnit.SECONDS);
@@ -366,7 +369,32 @@ public class Share {
             ackAll(c, got, AcknowledgeType.ACCEPT);
             commit(c, "c accepts");
             waitOffsets(admin, "10/0", "c accepted 10..19");
+            // The group forgets the killed member only when its session times out.
+            check(memberClients(describe(admin)).contains(Compat.prefix + "-child"),
+                    "the killed member is still described " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt)
+                            + " ms after the kill");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            List<String> members = List.of();
+            while (System.nanoTime() < deadline) {
+                checkEq(shown(poll(c, 200)), List.of(), "c's deliveries once all are accepted");
+                members = memberClients(describe(admin));
+                if (!members.contains(Compat.prefix + "-child")) break;
+            }
+            long goneMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+            System.out.println("the killed member left the description " + goneMs + " ms after the kill");
+            checkEq(members, List.of(Compat.prefix + "-c"), "members once the killed one's session expired");
+            // Its session runs from its last heartbeat, at most one interval before the kill.
+            check(goneMs >= SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS - 500,
+                    "the killed member left " + goneMs + " ms after the kill, before its session timed out");
         }
+    }
+
+    /** The client ids of the described members, sorted. */
+    static List<String> memberClients(ShareGroupDescription d) {
+        List<String> out = new ArrayList<>();
+        for (var m : d.members()) out.add(m.clientId());
+        Collections.sort(out);
+        return out;
     }
 
     /** The killed holder of share_lock_expiry: acquires records, prints them and stops polling. */
@@ -446,6 +474,39 @@ public class Share {
                 commit(c, "accept 2");
                 waitOffsets(admin, "2/0", "2 accepted");
             }
+            expiredToTheLimit(admin, t);
+        }
+    }
+
+    /** Record 3 is never acknowledged: each of three consumers gets it once its previous lock
+     *  (the group's, 2 s) ran out, with counts 1, 2, 3, and keeps it; once the third lock runs out
+     *  it is archived: a fourth consumer gets only record 4, produced afterwards. */
+    static void expiredToTheLimit(Admin admin, String t) throws Exception {
+        groupConfigs(admin, Map.of("share.record.lock.duration.ms", String.valueOf(EXPIRING_LOCK_MS)));
+        produce(t, 3, 1);
+        List<KafkaShareConsumer<byte[], byte[]>> holders = new ArrayList<>();
+        try {
+            List<String> deliveries = new ArrayList<>();
+            for (int i = 0; i < DELIVERY_COUNT_LIMIT; i++) {
+                var h = consumer(Compat.prefix + "-holder" + i, explicit());
+                holders.add(h);
+                h.subscribe(List.of(t));
+                deliveries.addAll(shown(pollSome(h, 30, "record 3 for holder " + i)));
+            }
+            checkEq(deliveries, List.of("3:1", "3:2", "3:3"), "record 3's deliveries, never acknowledged");
+            try (var last = consumer(Compat.prefix + "-last", explicit())) {
+                last.subscribe(List.of(t));
+                var nothing = pollFor(last, EXPIRING_LOCK_MS + QUIET_MS, x -> ackAll(last, x, AcknowledgeType.ACCEPT));
+                checkEq(shown(nothing), List.of(), "deliveries once record 3's third lock ran out");
+                produce(t, 4, 1);
+                var fresh = pollSome(last, 20, "record 4");
+                checkEq(shown(fresh), List.of("4:1"), "the next delivery");
+                ackAll(last, fresh, AcknowledgeType.ACCEPT);
+                commit(last, "accept 4");
+                waitOffsets(admin, "*/0", "3 archived, 4 accepted");
+            }
+        } finally {
+            for (var h : holders) h.close(Duration.ofSeconds(10));
         }
     }
 
@@ -629,6 +690,272 @@ public class Share {
         }
     }
 
+    /** Members join one at a time (a..e) on 4 partitions, then leave one at a time: after each
+     *  step the description settles (Stable, every member at the group epoch, the target
+     *  assignment epoch with it) with the epochs Kafka 4.4 gives (3 after the first join: the
+     *  bump for the member, another once its share-partitions are initialized; then one per
+     *  join or leave), every partition assigned, and, with no more members than partitions,
+     *  each partition to one member and the counts within one of each other; with more members
+     *  than partitions every member has one. Which member gets which partition is the simple
+     *  assignor's choice and is not checked. */
+    static void assignment() throws Exception {
+        final int partitions = 4;
+        try (Admin admin = Compat.admin()) {
+            String t = topic();
+            Compat.createTopic(admin, t, partitions, null);
+            groupConfigs(admin, Map.of());
+            List<KafkaShareConsumer<byte[], byte[]>> members = new ArrayList<>();
+            List<String> names = new ArrayList<>();
+            List<Integer> epochs = new ArrayList<>();
+            try {
+                for (String name : List.of("a", "b", "c", "d", "e")) {
+                    var c = consumer(Compat.prefix + "-" + name, Map.of());
+                    c.subscribe(List.of(t));
+                    members.add(c);
+                    names.add(Compat.prefix + "-" + name);
+                    epochs.add(settled(admin, members, names, partitions, "after " + name + " joined"));
+                }
+                while (members.size() > 1) {
+                    members.remove(0).close(Duration.ofSeconds(20));
+                    String gone = names.remove(0).substring(Compat.prefix.length() + 1);
+                    epochs.add(settled(admin, members, names, partitions, "after " + gone + " left"));
+                }
+            } finally {
+                for (var c : members) c.close(Duration.ofSeconds(20));
+            }
+            checkEq(epochs, List.of(3, 4, 5, 6, 7, 8, 9, 10, 11), "group epochs after each join and leave");
+        }
+    }
+
+    /** Polls the members until the description settles as assignment() says; its group epoch. */
+    static int settled(Admin admin, List<KafkaShareConsumer<byte[], byte[]>> members, List<String> names,
+                       int partitions, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        ShareGroupDescription d = null;
+        String why = "not described";
+        while (System.nanoTime() < deadline) {
+            for (var c : members) check(poll(c, 100).isEmpty(), "a record on an empty topic");
+            d = describeIfAny(admin);
+            why = d == null ? "no group" : unsettled(d, names, partitions);
+            if (why == null) {
+                System.out.println(what + ": epoch " + d.groupEpoch() + ", " + assignments(d));
+                return d.groupEpoch();
+            }
+        }
+        throw new AssertionError(what + ": the description did not settle (" + why + "): " + d);
+    }
+
+    /** Why `d` is not settled, or null when it is. */
+    static String unsettled(ShareGroupDescription d, List<String> names, int partitions) {
+        if (d.groupState() != GroupState.STABLE) return "state " + d.groupState();
+        if (!memberClients(d).equals(names.stream().sorted().toList())) return "members " + memberClients(d);
+        if (d.targetAssignmentEpoch() != d.groupEpoch()) return "target assignment epoch " + d.targetAssignmentEpoch();
+        Map<Integer, Integer> owners = new TreeMap<>();
+        List<Integer> sizes = new ArrayList<>();
+        for (var m : d.members()) {
+            if (m.memberEpoch() != d.groupEpoch()) return m.clientId() + " at epoch " + m.memberEpoch();
+            sizes.add(m.assignment().topicPartitions().size());
+            for (var tp : m.assignment().topicPartitions()) owners.merge(tp.partition(), 1, Integer::sum);
+        }
+        if (owners.size() != partitions) return "partitions assigned " + owners.keySet();
+        if (names.size() <= partitions) {
+            if (owners.values().stream().anyMatch(n -> n != 1)) return "a partition with several members " + owners;
+            if (Collections.max(sizes) - Collections.min(sizes) > 1) return "unbalanced " + sizes;
+        } else if (Collections.min(sizes) < 1) {
+            return "a member without partitions " + sizes;
+        }
+        return null;
+    }
+
+    static String assignments(ShareGroupDescription d) {
+        Map<String, Set<Integer>> out = new TreeMap<>();
+        for (var m : d.members()) {
+            Set<Integer> ps = new TreeSet<>();
+            for (var tp : m.assignment().topicPartitions()) ps.add(tp.partition());
+            out.put(m.clientId().substring(Compat.prefix.length() + 1), ps);
+        }
+        return out.toString();
+    }
+
+    // share_group_configs: the share keys DescribeConfigs lists for a GROUP resource, with the
+    // harness's broker settings (brokers.py), as "value source [synonym=value/source, ...]".
+    static final Map<String, String> SHARE_GROUP_CONFIG_DEFAULTS = Map.of(
+            "share.auto.offset.reset", "latest DEFAULT_CONFIG [share.auto.offset.reset=latest/DEFAULT_CONFIG]",
+            "share.renew.acknowledge.enable", "true DEFAULT_CONFIG [share.renew.acknowledge.enable=true/DEFAULT_CONFIG]",
+            "share.session.timeout.ms", "8000 STATIC_BROKER_CONFIG [group.share.session.timeout.ms=8000/STATIC_BROKER_CONFIG, "
+                    + "group.share.session.timeout.ms=45000/DEFAULT_CONFIG]",
+            "share.heartbeat.interval.ms", "500 STATIC_BROKER_CONFIG [group.share.heartbeat.interval.ms=500/STATIC_BROKER_CONFIG, "
+                    + "group.share.heartbeat.interval.ms=5000/DEFAULT_CONFIG]",
+            "share.delivery.count.limit", "3 STATIC_BROKER_CONFIG [group.share.delivery.count.limit=3/STATIC_BROKER_CONFIG, "
+                    + "group.share.delivery.count.limit=5/DEFAULT_CONFIG]",
+            "share.record.lock.duration.ms", "30000 DEFAULT_CONFIG [group.share.record.lock.duration.ms=30000/DEFAULT_CONFIG]",
+            "share.assignment.interval.ms", "1000 DEFAULT_CONFIG [group.share.assignment.interval.ms=1000/DEFAULT_CONFIG]",
+            "share.isolation.level", "read_uncommitted DEFAULT_CONFIG [share.isolation.level=read_uncommitted/DEFAULT_CONFIG]",
+            "share.partition.max.record.locks", "2000 DEFAULT_CONFIG [group.share.partition.max.record.locks=2000/DEFAULT_CONFIG]");
+
+    // Each refused SET, one at a time: key, value, Kafka 4.4's message (InvalidConfigurationException,
+    // INVALID_CONFIG). The bounds are the broker's group.share.min/max.* keys.
+    static final String[][] SHARE_GROUP_CONFIG_REFUSALS = {
+        {"share.record.lock.duration.ms", "500", "Invalid value 500 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
+        {"share.record.lock.duration.ms", "70000", "share.record.lock.duration.ms must be in the range 1000 to 60000 inclusive."},
+        {"share.record.lock.duration.ms", "abc", "Invalid value abc for configuration share.record.lock.duration.ms: Not a number of type INT"},
+        {"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
+        {"share.delivery.count.limit", "11", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+        {"share.auto.offset.reset", "bogus", "Invalid value bogus for configuration share.auto.offset.reset: Invalid value `bogus` for "
+                + "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
+        {"share.auto.offset.reset", "by_duration:-PT1H", "Invalid value by_duration:-PT1H for configuration share.auto.offset.reset: Invalid value "
+                + "`by_duration:-PT1H` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+                + "'by_duration:<PnDTnHnMn.nS>'."},
+        {"share.isolation.level", "bogus", "Invalid value bogus for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted"},
+        {"share.session.timeout.ms", "500", "share.session.timeout.ms must be in the range 1000 to 60000 inclusive."},
+        {"share.heartbeat.interval.ms", "100", "share.heartbeat.interval.ms must be in the range 500 to 15000 inclusive."},
+        {"share.heartbeat.interval.ms", "9000", "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"},
+        {"share.partition.max.record.locks", "50", "Invalid value 50 for configuration share.partition.max.record.locks: Value must be at least 100"},
+        {"share.partition.max.record.locks", "5000", "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+        {"share.renew.acknowledge.enable", "maybe", "Invalid value maybe for configuration share.renew.acknowledge.enable: Expected value to be either true or false"},
+    };
+
+    static Map<String, String> describedShareConfigs(Admin admin, ConfigResource r) throws Exception {
+        Config c = admin.describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true))
+                .all().get(30, TimeUnit.SECONDS).get(r);
+        Map<String, String> out = new TreeMap<>();
+        for (var e : c.entries()) {
+            if (!e.name().startsWith("share.")) continue;
+            List<String> syn = new ArrayList<>();
+            for (var x : e.synonyms()) syn.add(x.name() + "=" + x.value() + "/" + x.source());
+            out.put(e.name(), e.value() + " " + e.source() + " " + syn);
+            check(!e.isReadOnly(), e.name() + " is read-only");
+        }
+        return out;
+    }
+
+    static void alterGroup(Admin admin, ConfigResource r, AlterConfigOp.OpType op, String key, String value) throws Exception {
+        admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(new ConfigEntry(key, value), op))))
+                .all().get(30, TimeUnit.SECONDS);
+    }
+
+    /** A GROUP resource's share keys: described with their broker synonyms (no group needed),
+     *  Kafka's refusals of values out of the broker's bounds or malformed, accepted values
+     *  described as DYNAMIC_GROUP_CONFIG, and a DELETE back to the broker's value. */
+    static void groupConfigsScenario() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group());
+            checkEq(describedShareConfigs(admin, r), new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS), "share keys of a group without configs");
+            List<String> wrong = new ArrayList<>();
+            for (String[] refusal : SHARE_GROUP_CONFIG_REFUSALS) {
+                try {
+                    alterGroup(admin, r, AlterConfigOp.OpType.SET, refusal[0], refusal[1]);
+                    wrong.add(refusal[0] + "=" + refusal[1] + " accepted");
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Throwable cause = e.getCause();
+                    if (!(cause instanceof org.apache.kafka.common.errors.InvalidConfigurationException) || !refusal[2].equals(cause.getMessage()))
+                        wrong.add(refusal[0] + "=" + refusal[1] + ": expected InvalidConfigurationException \"" + refusal[2] + "\", got " + cause);
+                }
+            }
+            checkEq(wrong, List.of(), "refused share group configs");
+            checkEq(describedShareConfigs(admin, r), new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS), "share keys after only refusals");
+            String[][] accepted = {{"share.delivery.count.limit", "4"}, {"share.auto.offset.reset", "by_duration:PT1H"},
+                                   {"share.isolation.level", "read_committed"}, {"share.session.timeout.ms", "9000"}};
+            for (String[] kv : accepted) alterGroup(admin, r, AlterConfigOp.OpType.SET, kv[0], kv[1]);
+            Map<String, String> expected = new TreeMap<>(SHARE_GROUP_CONFIG_DEFAULTS);
+            expected.put("share.delivery.count.limit", "4 DYNAMIC_GROUP_CONFIG [share.delivery.count.limit=4/DYNAMIC_GROUP_CONFIG, "
+                    + "group.share.delivery.count.limit=3/STATIC_BROKER_CONFIG, group.share.delivery.count.limit=5/DEFAULT_CONFIG]");
+            expected.put("share.auto.offset.reset", "by_duration:PT1H DYNAMIC_GROUP_CONFIG [share.auto.offset.reset=by_duration:PT1H/"
+                    + "DYNAMIC_GROUP_CONFIG, share.auto.offset.reset=latest/DEFAULT_CONFIG]");
+            expected.put("share.isolation.level", "read_committed DYNAMIC_GROUP_CONFIG [share.isolation.level=read_committed/"
+                    + "DYNAMIC_GROUP_CONFIG, share.isolation.level=read_uncommitted/DEFAULT_CONFIG]");
+            expected.put("share.session.timeout.ms", "9000 DYNAMIC_GROUP_CONFIG [share.session.timeout.ms=9000/DYNAMIC_GROUP_CONFIG, "
+                    + "group.share.session.timeout.ms=8000/STATIC_BROKER_CONFIG, group.share.session.timeout.ms=45000/DEFAULT_CONFIG]");
+            checkEq(describedShareConfigs(admin, r), expected, "share keys once set");
+            alterGroup(admin, r, AlterConfigOp.OpType.DELETE, "share.delivery.count.limit", null);
+            expected.put("share.delivery.count.limit", SHARE_GROUP_CONFIG_DEFAULTS.get("share.delivery.count.limit"));
+            checkEq(describedShareConfigs(admin, r), expected, "share keys once share.delivery.count.limit is deleted");
+        }
+    }
+
+    /** The failure of `r` as "ExceptionClass: message" (the cause of an ExecutionException). */
+    static String failure(Compat.ThrowingRunnable r) {
+        try {
+            r.run();
+            return "no error";
+        } catch (Throwable t) {
+            Throwable cause = t instanceof java.util.concurrent.ExecutionException && t.getCause() != null ? t.getCause() : t;
+            return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
+    }
+
+    /** Polls until the consumer throws (answered as failure() does) or 15 s pass. */
+    static String pollFailure(Compat.ThrowingRunnable poll) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        String seen = "no error";
+        while (System.nanoTime() < deadline && seen.equals("no error")) seen = failure(poll);
+        return seen;
+    }
+
+    /** A share group and consumer groups of the same id: each kind of member, and the admin
+     *  calls of the other kind, are refused with Kafka 4.4's errors; ListGroups names the share
+     *  group's type and protocol; DeleteShareGroups (DeleteGroups) deletes a consumer group too. */
+    static void groupTypes() throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String t = topic(), classicGroup = Compat.group("classic"), shareGroup = group();
+            Compat.createTopic(admin, t, 1, null);
+            produce(t, 0, 3);
+            try (var c = Compat.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, classicGroup))) {
+                c.subscribe(List.of(t));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                int n = 0;
+                while (n < 3 && System.nanoTime() < deadline) n += c.poll(Duration.ofMillis(200)).count();
+                checkEq(n, 3, "records of the classic group");
+                c.commitSync();
+            }
+            Map<String, Object> onClassic = Map.of(ConsumerConfig.GROUP_ID_CONFIG, classicGroup);
+            try (var s = consumer(Compat.prefix + "-s", onClassic)) {
+                s.subscribe(List.of(t));
+                checkEq(pollFailure(() -> s.poll(Duration.ofMillis(200))),
+                        "GroupIdNotFoundException: Group " + classicGroup + " is not a share group.", "a share consumer in a classic group");
+            }
+            checkEq(failure(() -> admin.describeShareGroups(List.of(classicGroup)).all().get(30, TimeUnit.SECONDS)),
+                    "GroupIdNotFoundException: Group " + classicGroup + " is not a share group.", "DescribeShareGroups of a classic group");
+
+            try (var s = consumer(Compat.prefix + "-s", Map.of())) {
+                s.subscribe(List.of(t));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (describeIfAny(admin) == null || describe(admin).groupState() != GroupState.STABLE) {
+                    check(System.nanoTime() < deadline, "the share group becomes Stable");
+                    s.poll(Duration.ofMillis(200));
+                }
+                Map<String, Object> classic = Map.of(ConsumerConfig.GROUP_ID_CONFIG, shareGroup, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+                try (var c = Compat.consumer(classic)) {
+                    c.subscribe(List.of(t));
+                    checkEq(pollFailure(() -> c.poll(Duration.ofMillis(200))), "InconsistentGroupProtocolException: The group member's "
+                            + "supported protocols are incompatible with those of existing members or first group member tried to join with "
+                            + "empty protocol type or empty protocol list.", "a classic consumer in a share group");
+                }
+                Map<String, Object> modern = Map.of(ConsumerConfig.GROUP_ID_CONFIG, shareGroup, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                try (var c = Compat.consumer(modern)) {
+                    c.subscribe(List.of(t));
+                    checkEq(pollFailure(() -> c.poll(Duration.ofMillis(200))),
+                            "GroupIdNotFoundException: Group " + shareGroup + " is not a consumer group.", "a consumer-protocol consumer in a share group");
+                }
+                checkEq(failure(() -> admin.describeConsumerGroups(List.of(shareGroup)).all().get(30, TimeUnit.SECONDS)),
+                        "GroupIdNotFoundException: Group " + shareGroup + " is not a consumer group.", "DescribeConsumerGroups of a share group");
+                List<String> listed = new ArrayList<>();
+                for (var g : admin.listGroups().all().get(30, TimeUnit.SECONDS))
+                    if (g.groupId().startsWith(Compat.prefix))
+                        listed.add(g.groupId().substring(Compat.prefix.length() + 1) + " " + g.type().map(Object::toString).orElse("-")
+                                + " " + g.protocol() + " " + g.groupState().map(Object::toString).orElse("-"));
+                Collections.sort(listed);
+                checkEq(listed, List.of("classic-group Classic consumer Empty", "share-group Share share Stable"), "ListGroups");
+            }
+            checkEq(failure(() -> admin.deleteShareGroups(List.of(classicGroup)).all().get(30, TimeUnit.SECONDS)), "no error",
+                    "DeleteShareGroups of a classic group");
+            List<String> left = new ArrayList<>();
+            for (var g : admin.listGroups().all().get(30, TimeUnit.SECONDS))
+                if (g.groupId().startsWith(Compat.prefix)) left.add(g.groupId().substring(Compat.prefix.length() + 1));
+            checkEq(left, List.of("share-group"), "groups once DeleteShareGroups deleted the classic one");
+        }
+    }
+
     static boolean run(String scenario) throws Exception {
         switch (scenario) {
             case "share_three_consumers": threeConsumers(); return true;
@@ -638,6 +965,9 @@ public class Share {
             case "share_delivery_limit": deliveryLimit(); return true;
             case "share_restart": restart(); return true;
             case "share_renew": renew(); return true;
+            case "share_assignment": assignment(); return true;
+            case "share_group_configs": groupConfigsScenario(); return true;
+            case "share_group_types": groupTypes(); return true;
             default: return false;
         }
     }

@@ -704,6 +704,7 @@ SCENARIOS = {
     "transactions": scenario_transactions_cli,
     "cg848_tools": scenario_cg848_tools,
     "share_tools": lambda ctx: share_cli.scenario_share_tools(ctx, sys.modules[__name__]),
+    "share_offsets": lambda ctx: share_cli.scenario_share_offsets(ctx, sys.modules[__name__]),
 }
 
 

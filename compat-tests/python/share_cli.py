@@ -204,3 +204,53 @@ def scenario_share_tools(ctx, cli):
     _, out, _ = cli.tool(*sg, "--delete", "--group", group)
     check(f"* Group '{group}' could not be deleted due to: org.apache.kafka.common.errors.GroupIdNotFoundException: "
           f"Group '{group}' is not a share group." in out, f"deleting it again: {out!r}")
+
+
+def scenario_share_offsets(ctx, cli):
+    """ShareGroupCommand's offset commands (AlterShareGroupOffsets, DeleteShareGroupOffsets):
+    --reset-offsets --to-offset on a group that does not exist yet makes it, --to-latest,
+    --delete-offsets (the group then starts again by its share.auto.offset.reset) and its
+    answer for a topic that does not exist."""
+    topic, group = ctx.topic(), ctx.group()
+    sg = (SHARE_GROUP_COMMAND, "--bootstrap-server", ctx.bootstrap)
+    cli.create_topic(ctx, topic, 1)
+    cli.verifiable_produce(ctx, topic, 10, "")
+    cli.configs_cmd(ctx, "--entity-type", "groups", "--entity-name", group, "--alter",
+                    "--add-config", "share.auto.offset.reset=earliest")
+
+    def offsets():
+        _, out, _ = cli.tool(*sg, "--describe", "--group", group, "--offsets")
+        header, rows = table(out, group)
+        check_eq(header, ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], "--offsets columns")
+        return [(r[header.index("START-OFFSET")], r[header.index("LAG")]) for r in rows]
+
+    def reset(*spec):
+        _, out, _ = cli.tool(*sg, "--group", group, "--reset-offsets", *spec, "--topic", topic, "--execute")
+        header, rows = table(out, group)
+        check_eq(header, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], "--reset-offsets columns")
+        return rows
+
+    def consume(count):
+        _, out, _ = cli.tool(CONSOLE_SHARE_CONSUMER, "--bootstrap-server", ctx.bootstrap, "--topic", topic, "--group",
+                             group, "--max-messages", str(count), "--timeout-ms", "30000", *FORMAT, timeout=90)
+        return records(out)
+
+    check_eq(reset("--to-offset", "4"), [[group, topic, "0", "4"]], "--to-offset 4 on a group that does not exist yet")
+    check_eq(offsets(), [("4", "6")], "START-OFFSET and LAG after --to-offset 4")
+    check_eq(consume(6), [(i, 1, str(i)) for i in range(4, 10)], "records from offset 4")
+    check_eq([lag for _, lag in offsets()], ["0"], "LAG once 4..9 are accepted")
+    check_eq(reset("--to-latest"), [[group, topic, "0", "10"]], "--to-latest")
+    check_eq(offsets(), [("10", "0")], "START-OFFSET and LAG after --to-latest")
+
+    _, out, _ = cli.tool(*sg, "--group", group, "--delete-offsets", "--topic", topic)
+    check(re.search(r"^TOPIC\s+STATUS\s*$", out, re.M) and re.search(rf"^{re.escape(topic)}\s+Successful\s*$", out, re.M),
+          f"--delete-offsets: {out!r}")
+    _, out, err = cli.tool(*sg, "--describe", "--group", group, "--offsets")
+    check(f"Share group '{group}' has no offset information." in out + err, f"--offsets once deleted: {out + err!r}")
+    missing = ctx.topic("missing")
+    _, out, _ = cli.tool(*sg, "--group", group, "--delete-offsets", "--topic", missing)
+    check(re.search(rf"^{re.escape(missing)}\s+Error: This server does not host this topic-partition\.\s*$", out, re.M),
+          f"--delete-offsets of a topic that does not exist: {out!r}")
+    check_eq(consume(10), [(i, 1, str(i)) for i in range(10)], "every record again: the group starts at the earliest once more")
+    _, out, _ = cli.tool(*sg, "--delete", "--group", group)
+    check(f"Deletion of requested share groups ('{group}') was successful." in out, f"group deleted: {out!r}")

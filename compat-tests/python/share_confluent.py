@@ -409,6 +409,10 @@ class Scenarios:
     def renew(_ctx):
         raise NotApplicable("librdkafka 2.16's AcknowledgeType has no RENEW (KIP-1222): ACCEPT, RELEASE and REJECT only")
 
+    @staticmethod
+    def assignment(_ctx):
+        raise NotApplicable("confluent-kafka 2.16's admin client has no DescribeShareGroups to show the assignments")
+
     def table(self):
         return {
             "share_three_consumers": self.three_consumers,
@@ -418,4 +422,5 @@ class Scenarios:
             "share_delivery_limit": self.delivery_limit,
             "share_restart": self.restart,
             "share_renew": self.renew,
+            "share_assignment": self.assignment,
         }
