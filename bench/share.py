@@ -12,6 +12,8 @@ with a group of its own (share.auto.offset.reset=earliest), the consumers as thr
         [--records 100000] [--record-bytes 1024] [--commits 1000]
     python3 bench/share.py --start kafka|shale [--shale-bin PATH]   # a broker started here,
         with compat-tests' settings (harness/brokers.py), stopped at the end
+    python3 bench/share.py --compare [--rounds 3] [--shale-bin PATH]   # both brokers started
+        here with the same settings, measured in alternating rounds; the medians side by side
     python3 bench/share.py --render RESULTS.json
 
 Prints a table and the JSON of the run (also written under bench/results/).
@@ -19,6 +21,8 @@ Prints a table and the JSON of the run (also written under bench/results/).
 import argparse
 import json
 import math
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -146,35 +150,214 @@ class Perf:
         return parse_result(proc.stdout)
 
 
-def measure(perf, args, run_id):
-    results = {"throughput": [], "errors": []}
+def proc_cpu_seconds(pid):
+    """User plus system CPU seconds of process `pid` (all its threads); None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # utime and stime are the 14th and 15th fields of stat(5); the split starts at the 3rd.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average():
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+class BrokerCpu:
+    """The broker's CPU seconds over one load run; None when no broker process is known."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.before = proc_cpu_seconds(pid) if pid else None
+
+    def seconds(self):
+        after = proc_cpu_seconds(self.pid) if self.pid else None
+        return None if after is None or self.before is None else round(after - self.before, 2)
+
+
+def measure(perf, args, run_id, broker_pid=None, skip=frozenset()):
+    """Every configuration of `args` once against `perf`'s broker. A configuration in `skip`
+    ("p1-c16", "ack") is not run; one that fails is named in `failed`."""
+    results = {"throughput": [], "errors": [], "failed": [], "loadavg_1m_before": load_average()}
     for partitions in args.partitions:
         topic = f"share-bench-{run_id}-p{partitions}"
-        produced = perf.run(f"produce-p{partitions}", "produce", topic, partitions, args.records, args.record_bytes,
-                            timeout_s=args.timeout_s)
+        wanted = [c for c in args.consumers if f"p{partitions}-c{c}" not in skip]
+        if not wanted:
+            continue
+        try:
+            produced = perf.run(f"produce-p{partitions}", "produce", topic, partitions, args.records,
+                                args.record_bytes, timeout_s=args.timeout_s)
+        except BenchError as exc:
+            results["errors"].append(str(exc))
+            results["failed"] += [f"p{partitions}-c{c}" for c in wanted]
+            print(f"[share] {exc}", flush=True)
+            continue
         print(f"[share] {topic}: {args.records} records written in {produced['seconds']:.1f} s", flush=True)
-        for consumers in args.consumers:
+        for consumers in wanted:
             group = f"{topic}-c{consumers}"
+            cpu = BrokerCpu(broker_pid)
             try:
                 result = perf.run(f"consume-p{partitions}-c{consumers}", "consume", topic, group, consumers,
                                   args.records, args.timeout_s, timeout_s=args.timeout_s + 60)
             except BenchError as exc:
                 results["errors"].append(str(exc))
+                results["failed"].append(f"p{partitions}-c{consumers}")
                 print(f"[share] {exc}", flush=True)
                 continue
             row = throughput_row(partitions, result, args.record_bytes)
+            row["broker_cpu_s"] = cpu.seconds()
             results["throughput"].append(row)
+            if not row["complete"]:
+                results["failed"].append(f"p{partitions}-c{consumers}")
+                results["errors"].append(f"p{partitions}-c{consumers}: {row['records']} of {args.records} "
+                                         f"records delivered within {args.timeout_s} s")
             print(f"[share] {partitions} partition(s), {consumers} consumer(s): {row['records_per_s']} records/s, "
-                  f"{row['redeliveries']} redeliveries", flush=True)
+                  f"{row['redeliveries']} redeliveries, broker CPU {row['broker_cpu_s']} s", flush=True)
+    if "ack" in skip:
+        return results
     topic = f"share-bench-{run_id}-ack"
-    perf.run("produce-ack", "produce", topic, 1, args.commits + ACK_WARMUP_COMMITS + 10, 100, timeout_s=args.timeout_s)
     try:
+        perf.run("produce-ack", "produce", topic, 1, args.commits + ACK_WARMUP_COMMITS + 10, 100,
+                 timeout_s=args.timeout_s)
+        cpu = BrokerCpu(broker_pid)
         result = perf.run("acklatency", "acklatency", topic, f"{topic}-g", args.commits + ACK_WARMUP_COMMITS,
                           args.timeout_s, timeout_s=args.timeout_s + 60)
         results["ack_latency"] = latency_summary(result["latencies_us"])
+        results["ack_latency"]["broker_cpu_s"] = cpu.seconds()
+        if results["ack_latency"]["commits"] < args.commits:
+            results["failed"].append("ack")
+            results["errors"].append(f"ack: {results['ack_latency']['commits']} of {args.commits} commits "
+                                     f"within {args.timeout_s} s")
     except BenchError as exc:
         results["errors"].append(str(exc))
+        results["failed"].append("ack")
         print(f"[share] {exc}", flush=True)
+    return results
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def summarize(rounds):
+    """The medians of one broker's rounds (results of `measure`): per (partitions, consumers) the
+    records/s and broker CPU seconds of the complete runs, with every round's rate; the ack
+    latency's p50 and p99. A configuration that failed in any round is marked failed."""
+    failed = {name for r in rounds for name in r.get("failed", [])}
+    rows = {}
+    for r in rounds:
+        for row in r.get("throughput", []):
+            entry = rows.setdefault((row["partitions"], row["consumers"]), {"rates": [], "cpu": []})
+            if row["complete"] and row["records_per_s"] is not None:
+                entry["rates"].append(row["records_per_s"])
+                if row.get("broker_cpu_s") is not None:
+                    entry["cpu"].append(row["broker_cpu_s"])
+    throughput = {}
+    for (partitions, consumers), entry in rows.items():
+        throughput[f"p{partitions}-c{consumers}"] = {
+            "partitions": partitions, "consumers": consumers, "rounds": entry["rates"],
+            "records_per_s": median_or_none(entry["rates"]), "broker_cpu_s": median_or_none(entry["cpu"]),
+            "failed": f"p{partitions}-c{consumers}" in failed}
+    for name in failed - set(throughput) - {"ack"}:
+        partitions, consumers = (int(x[1:]) for x in name.split("-"))
+        throughput[name] = {"partitions": partitions, "consumers": consumers, "rounds": [],
+                            "records_per_s": None, "broker_cpu_s": None, "failed": True}
+    acks = [r["ack_latency"] for r in rounds if r.get("ack_latency", {}).get("commits")]
+    ack = {"rounds_p50_ms": [a["p50_ms"] for a in acks], "rounds_p99_ms": [a["p99_ms"] for a in acks],
+           "p50_ms": median_or_none([a["p50_ms"] for a in acks]),
+           "p99_ms": median_or_none([a["p99_ms"] for a in acks]), "failed": "ack" in failed}
+    return {"throughput": throughput, "ack_latency": ack, "rounds": len(rounds)}
+
+
+def ratio(shale, kafka):
+    return None if not shale or not kafka else round(shale / kafka, 2)
+
+
+def compare_table(summaries, record_bytes):
+    """The Markdown table of Shale's and Kafka's medians (`summarize`) and Shale / Kafka."""
+    shale, kafka = summaries["shale"], summaries["kafka"]
+
+    def rate(entry):
+        if entry is None:
+            return "-"
+        if entry["failed"]:
+            return "failed" if entry["records_per_s"] is None else f"{entry['records_per_s']:,.0f} (failed once)"
+        return "-" if entry["records_per_s"] is None else f"{entry['records_per_s']:,.0f}"
+
+    def rounds(entry):
+        return "-" if not entry or not entry["rounds"] else ", ".join(f"{v:,}" for v in entry["rounds"])
+
+    def cpu(entry):
+        return "-" if not entry or entry["broker_cpu_s"] is None else f"{entry['broker_cpu_s']:.2f}"
+
+    out = ["| partitions | consumers | Shale records/s | Kafka records/s | Shale / Kafka | Shale MB/s | Kafka MB/s "
+           "| Shale rounds | Kafka rounds | broker CPU s, Shale / Kafka |",
+           "|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    keys = sorted(set(shale["throughput"]) | set(kafka["throughput"]),
+                  key=lambda k: tuple(int(x[1:]) for x in k.split("-")))
+    for key in keys:
+        s, k = shale["throughput"].get(key), kafka["throughput"].get(key)
+        any_entry = s or k
+        s_rate = s["records_per_s"] if s and not s["failed"] else None
+        k_rate = k["records_per_s"] if k and not k["failed"] else None
+        mb = [("-" if r is None else f"{r * record_bytes / 1e6:.1f}") for r in (s_rate, k_rate)]
+        shown_ratio = ratio(s_rate, k_rate)
+        out.append(f"| {any_entry['partitions']} | {any_entry['consumers']} | {rate(s)} | {rate(k)} | "
+                   f"{'-' if shown_ratio is None else shown_ratio} | {mb[0]} | {mb[1]} | {rounds(s)} | {rounds(k)} | "
+                   f"{cpu(s)} / {cpu(k)} |")
+    out += ["", "| acknowledgement (commitSync of one record) | Shale | Kafka | Shale / Kafka | Shale rounds "
+                "| Kafka rounds |", "|---|---:|---:|---:|---|---|"]
+    for label, field in (("p50 (ms)", "p50_ms"), ("p99 (ms)", "p99_ms")):
+        s, k = shale["ack_latency"], kafka["ack_latency"]
+        values = []
+        for a in (s, k):
+            shown = "-" if a[field] is None else f"{a[field]:.2f}"
+            values.append(f"{shown} (failed)" if a["failed"] else shown)
+        s_ok = None if s["failed"] else s[field]
+        k_ok = None if k["failed"] else k[field]
+        shown_ratio = ratio(s_ok, k_ok)
+        out.append(f"| {label} | {values[0]} | {values[1]} | {'-' if shown_ratio is None else shown_ratio} | "
+                   f"{', '.join(str(v) for v in s['rounds_' + field]) or '-'} | "
+                   f"{', '.join(str(v) for v in k['rounds_' + field]) or '-'} |")
+    return "\n".join(out)
+
+
+def compare(args, logs, run_id):
+    """Shale and Kafka started side by side with the same settings; `args.rounds` rounds of every
+    configuration on each, the first broker alternating, each round on topics and groups of its
+    own. A configuration that failed on a broker is not run on it again."""
+    results = {"rounds": {"shale": [], "kafka": []}, "errors": [], "brokers": {}}
+    brokers = {}
+    try:
+        for kind in ("shale", "kafka"):
+            brokers[kind] = start_broker(kind, args.shale_bin, args.kafka_lib, logs)
+            results["brokers"][kind] = {"version": brokers[kind].version, "workdir": str(brokers[kind].workdir)}
+        order = ["shale", "kafka"]
+        for number in range(1, args.rounds + 1):
+            for kind in (order if number % 2 else order[::-1]):
+                broker = brokers[kind]
+                if not broker.alive():
+                    results["errors"].append(f"{kind} round {number}: the broker is not running")
+                    continue
+                skip = frozenset(name for r in results["rounds"][kind] for name in r["failed"])
+                round_logs = logs / f"{kind}-r{number}"
+                round_logs.mkdir()
+                print(f"[share] round {number}: {kind} ({broker.bootstrap})", flush=True)
+                result = measure(Perf(broker.bootstrap, args.kafka_lib, round_logs), args,
+                                 f"{run_id}-{kind}-r{number}", broker.proc.pid, skip)
+                result["skipped"] = sorted(skip)
+                result["loadavg_1m_after"] = load_average()
+                result["broker_alive_after"] = broker.alive()
+                results["errors"] += [f"{kind} round {number}: {e}" for e in result["errors"]]
+                if not broker.alive():
+                    results["errors"].append(f"{kind} round {number}: the broker exited; last log lines:\n"
+                                             + broker.tail())
+                results["rounds"][kind].append(result)
+    finally:
+        for broker in brokers.values():
+            broker.stop()
+    results["summary"] = {kind: summarize(rounds) for kind, rounds in results["rounds"].items()}
     return results
 
 
@@ -194,6 +377,8 @@ def main():
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--bootstrap", help="HOST:PORT of the broker to measure")
     where.add_argument("--start", choices=["kafka", "shale"], help="start this broker here (compat-tests' harness)")
+    where.add_argument("--compare", action="store_true",
+                       help="start Shale and Kafka here and measure both in alternating rounds")
     where.add_argument("--render", nargs="+", metavar="JSON", help="print the table of earlier runs")
     ap.add_argument("--shale-bin", default=str(ROOT / "target" / "release" / "shale"))
     ap.add_argument("--kafka-lib", default=str(KAFKA_LIB))
@@ -202,37 +387,57 @@ def main():
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--record-bytes", type=int, default=1024)
     ap.add_argument("--commits", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds per broker with --compare (the median is shown)")
     ap.add_argument("--timeout-s", type=int, default=300, help="limit of each SharePerf run")
     args = ap.parse_args()
     if args.render:
         for path in args.render:
-            print(table(json.loads(Path(path).read_text())))
+            results = json.loads(Path(path).read_text())
+            if "summary" in results:
+                print(compare_table(results["summary"], results["settings"]["record_bytes"]))
+            else:
+                print(table(results))
         return
-    if not args.bootstrap and not args.start:
-        ap.error("--bootstrap HOST:PORT or --start kafka|shale")
+    if not args.bootstrap and not args.start and not args.compare:
+        ap.error("--bootstrap HOST:PORT, --start kafka|shale or --compare")
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     if not (Path(args.kafka_lib) / "kafka-clients-4.4.0.jar").exists():
         sys.exit(f"kafka-clients 4.4.0 not in {args.kafka_lib}: run compat-tests/harness/deps.sh kafka")
     logs = Path(tempfile.mkdtemp(prefix="bench-share-"))
     broker = None
     settings = {k: v for k, v in vars(args).items() if k != "render"}
-    results = {"settings": settings, "logs": str(logs)}
+    results = {"settings": settings, "logs": str(logs), "loadavg_1m_at_start": load_average(),
+               "cpus": os.cpu_count()}
+    run_id = time.strftime("%H%M%S")
     try:
-        if args.start:
+        if args.compare:
+            results.update(compare(args, logs, run_id))
+        elif args.start:
             broker = start_broker(args.start, args.shale_bin, args.kafka_lib, logs)
             bootstrap, results["broker"] = broker.bootstrap, broker.version
+            results.update(measure(Perf(bootstrap, args.kafka_lib, logs), args, run_id, broker.proc.pid))
         else:
             bootstrap, results["broker"] = args.bootstrap, f"broker at {args.bootstrap}"
-        results.update(measure(Perf(bootstrap, args.kafka_lib, logs), args, time.strftime("%H%M%S")))
+            results.update(measure(Perf(bootstrap, args.kafka_lib, logs), args, run_id))
     finally:
         if broker is not None:
             broker.stop()
+    results["loadavg_1m_at_end"] = load_average()
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     out_path = out_dir / f"share-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out_path.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     print(f"\nresults: {out_path}\n")
-    print(table(results))
+    if args.compare:
+        print(compare_table(results["summary"], args.record_bytes))
+        print(f"\nLoad average (1 min) at start / end: {results['loadavg_1m_at_start']} / "
+              f"{results['loadavg_1m_at_end']}")
+        if results["errors"]:
+            print("\nErrors:\n" + "\n".join(results["errors"]))
+    else:
+        print(table(results))
     sys.exit(1 if results["errors"] else 0)
 
 

@@ -1,10 +1,12 @@
 """Unit tests of bench/share.py's pure parts: argument lists, SharePerf's RESULT line, the
-percentiles, the figures of a consume run and the table.
+percentiles, the figures of a consume run, the table, and the medians and side-by-side table of
+--compare.
 
 Run with `python3 -m unittest discover -s bench/tests`: no network, no broker, no JVM.
 """
 
 import argparse
+import os
 import sys
 import unittest
 from pathlib import Path
@@ -106,6 +108,62 @@ class Table(unittest.TestCase):
         results = self.results()
         del results["ack_latency"]
         self.assertNotIn("Acknowledgement", share.table(results))
+
+
+def measured(rates, ack_p50=1.0, ack_p99=5.0, failed=()):
+    """A result of share.measure: one complete row per ((partitions, consumers), records/s)."""
+    rows = []
+    for (partitions, consumers), rate in rates.items():
+        row = share.throughput_row(partitions, consume_result(consumers=consumers, distinct=1000,
+                                                             seconds_first_to_last=1000 / rate), 1024)
+        row["broker_cpu_s"] = 2.0
+        rows.append(row)
+    return {"throughput": rows, "failed": list(failed),
+            "ack_latency": {"commits": 1000, "p50_ms": ack_p50, "p99_ms": ack_p99}}
+
+
+class Summarize(unittest.TestCase):
+    def test_medians_of_the_rounds(self):
+        summary = share.summarize([measured({(1, 4): 1000}, ack_p50=1.0), measured({(1, 4): 3000}, ack_p50=3.0),
+                                   measured({(1, 4): 2000}, ack_p50=2.0)])
+        entry = summary["throughput"]["p1-c4"]
+        self.assertEqual((entry["records_per_s"], entry["rounds"], entry["failed"]), (2000, [1000, 3000, 2000], False))
+        self.assertEqual(summary["ack_latency"]["p50_ms"], 2.0)
+        self.assertEqual(summary["rounds"], 3)
+
+    def test_a_failed_configuration_is_marked_and_its_incomplete_run_left_out(self):
+        first = measured({(8, 16): 1000})
+        first["throughput"][0]["complete"] = False
+        first["failed"] = ["p8-c16", "p1-c1", "ack"]
+        summary = share.summarize([first, measured({})])
+        self.assertEqual(summary["throughput"]["p8-c16"]["rounds"], [])
+        self.assertTrue(summary["throughput"]["p8-c16"]["failed"])
+        self.assertIsNone(summary["throughput"]["p1-c1"]["records_per_s"])
+        self.assertTrue(summary["ack_latency"]["failed"])
+
+
+class CompareTable(unittest.TestCase):
+    def test_ratio_and_failures(self):
+        shale = share.summarize([measured({(1, 1): 3000, (8, 16): 500}, ack_p50=1.0), measured({(1, 1): 3000})])
+        shale["throughput"]["p8-c16"]["failed"] = True
+        kafka = share.summarize([measured({(1, 1): 1000, (8, 16): 400}, ack_p50=4.0)])
+        text = share.compare_table({"shale": shale, "kafka": kafka}, 1000)
+        self.assertIn("| 1 | 1 | 3,000 | 1,000 | 3.0 | 3.0 | 1.0 | 3,000, 3,000 | 1,000 | 2.00 / 2.00 |", text)
+        self.assertIn("| 8 | 16 | 500 (failed once) | 400 | - |", text)
+        self.assertIn("| p50 (ms) | 1.00 | 4.00 | 0.25 |", text)
+
+    def test_rows_come_in_partition_then_consumer_order(self):
+        summary = share.summarize([measured({(8, 1): 10, (1, 16): 10, (1, 4): 10})])
+        lines = [line for line in share.compare_table({"shale": summary, "kafka": summary}, 1).splitlines()
+                 if line.startswith("| 1 ") or line.startswith("| 8 ")]
+        self.assertEqual([line.split("|")[1:3] for line in lines],
+                         [[" 1 ", " 4 "], [" 1 ", " 16 "], [" 8 ", " 1 "]])
+
+
+class ProcCpuSeconds(unittest.TestCase):
+    def test_this_process_and_a_missing_one(self):
+        self.assertGreaterEqual(share.proc_cpu_seconds(os.getpid()), 0)
+        self.assertIsNone(share.proc_cpu_seconds(2 ** 31 - 1))
 
 
 if __name__ == "__main__":
