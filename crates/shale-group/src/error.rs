@@ -24,6 +24,10 @@ pub enum GroupError {
     InvalidSessionTimeout,
     #[error("the group does not exist")]
     GroupIdNotFound,
+    /// GROUP_ID_NOT_FOUND for an id another type of group holds (Kafka's "Group G is not a
+    /// consumer group.").
+    #[error("the group is not a consumer group")]
+    NotConsumerGroup,
     #[error("the group is not empty")]
     NonEmptyGroup,
     #[error("the coordinator is loading the group's partition")]

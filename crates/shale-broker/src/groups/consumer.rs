@@ -65,6 +65,7 @@ pub async fn consumer_group_heartbeat(
         }
     }
     broker.groups.ensure_offsets_topic(broker).await;
+    let requested_group_id = group_id.clone();
     let domain_request = domain::ConsumerGroupHeartbeatRequest {
         api_version: ctx.version(),
         group_id,
@@ -113,13 +114,17 @@ pub async fn consumer_group_heartbeat(
                         .collect(),
                 )
             })),
-        Err(error) => failed_heartbeat(code(&error), Some(heartbeat_error_message(broker, &error))),
+        Err(error) => failed_heartbeat(
+            code(&error),
+            Some(heartbeat_error_message(broker, &requested_group_id, &error)),
+        ),
     }
 }
 
 /// Kafka's message where it says more than the error's own text.
-fn heartbeat_error_message(broker: &Broker, error: &GroupError) -> String {
+fn heartbeat_error_message(broker: &Broker, group_id: &str, error: &GroupError) -> String {
     match error {
+        GroupError::NotConsumerGroup => format!("Group {group_id} is not a consumer group."),
         GroupError::UnsupportedAssignor(name) => format!(
             "ServerAssignor {name} is not supported. Supported assignors: {}.",
             broker.core.config.consumer_groups.assignors.join(", ")
@@ -132,6 +137,7 @@ fn heartbeat_error_message(broker: &Broker, error: &GroupError) -> String {
 fn describe_error_message(group_id: &str, error: &GroupError) -> String {
     match error {
         GroupError::GroupIdNotFound => format!("Group {group_id} not found."),
+        GroupError::NotConsumerGroup => format!("Group {group_id} is not a consumer group."),
         other => other.to_string(),
     }
 }

@@ -23,6 +23,8 @@ impl CoordinatorShard {
         let Some(group) = self.consumer_groups.get(group_id) else {
             let error = if group_id.is_empty() {
                 GroupError::InvalidGroupId
+            } else if self.groups.contains_key(group_id) || self.is_share_group(group_id) {
+                GroupError::NotConsumerGroup
             } else {
                 GroupError::GroupIdNotFound
             };

@@ -27,9 +27,8 @@ impl CoordinatorShard {
         if let Some(group) = self.consumer_groups.get(&request.group_id) {
             return Ok((Draft::new(group.clone()), false));
         }
-        // "Group G is not a consumer group."
         if self.is_share_group(&request.group_id) {
-            return Err(GroupError::GroupIdNotFound);
+            return Err(GroupError::NotConsumerGroup);
         }
         let joining = request.member_epoch == 0;
         let mut draft = Draft::new(ConsumerGroup::new(&request.group_id));

@@ -233,14 +233,19 @@ fn other_protocols_refuse_a_share_groups_id_and_it_refuses_theirs() {
         .shard
         .consumer_group_heartbeat(RequestToken(9), consumer, h.now_ms);
     match &h.apply(effects)[..] {
+        // GROUP_ID_NOT_FOUND, "Group G is not a consumer group." as Kafka 4.4 answers.
         [(_, Response::ConsumerHeartbeat(result))] => {
-            assert_eq!(result, &Err(GroupError::GroupIdNotFound))
+            assert_eq!(result, &Err(GroupError::NotConsumerGroup))
         }
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(
         h.shard.describe_group(GROUP).error,
         Some(GroupError::GroupIdNotFound)
+    );
+    assert_eq!(
+        h.shard.describe_consumer_group(GROUP).error,
+        Some(GroupError::NotConsumerGroup)
     );
     assert_eq!(
         h.shard.share_group_state(GROUP),
