@@ -80,6 +80,62 @@ pub async fn acknowledge_partition(
     outcome
 }
 
+/// Who acknowledges, for [`acknowledge_named`].
+pub struct Acknowledger<'a> {
+    pub group_id: &'a str,
+    pub member_id: &'a str,
+    pub renew_supported: bool,
+}
+
+/// One partition of a request, named by topic id: the topic must exist and the client may
+/// READ it, then its acknowledgements are applied. A refusal carries the current leader when
+/// its code sends the client elsewhere.
+pub async fn acknowledge_named(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    hints: &mut LeaderHints<'_>,
+    who: &Acknowledger<'_>,
+    (topic_id, partition): (Uuid, i32),
+    acks: &[AckBatch],
+) -> AckAnswer {
+    let image = broker.image();
+    let Some(topic) = image.topic_by_id(topic_id) else {
+        return (ResponseError::UnknownTopicId.code(), None, None);
+    };
+    if !broker
+        .authz(ctx)
+        .allows(AclOperation::Read, ResourceType::Topic, &topic.name)
+    {
+        return (authorization_failed_code(ResourceType::Topic), None, None);
+    }
+    let key = SharePartitionKey {
+        group_id: who.group_id.to_string(),
+        topic_id,
+        partition,
+    };
+    let tp = TopicPartition {
+        topic: topic.name.clone(),
+        partition,
+    };
+    match acknowledge_partition(
+        &broker.share,
+        &broker.core,
+        &key,
+        &tp,
+        who.member_id,
+        acks,
+        who.renew_supported,
+    )
+    .await
+    {
+        AckOutcome::Done => (0, None, None),
+        AckOutcome::Failed(code, message) => {
+            let leader = hints.current_leader(&tp.topic, partition, code);
+            (code, Some(message), leader)
+        }
+    }
+}
+
 /// What a ShareAcknowledge asks, whatever its version.
 #[derive(Debug, Clone)]
 pub struct ShareAcknowledgeInput {
@@ -219,41 +275,14 @@ pub async fn handle(
     let image = broker.image();
     let mut hints = LeaderHints::new(&image, &ctx.listener_name);
     let mut output = ShareAcknowledgeOutput::default();
+    let who = Acknowledger {
+        group_id: &input.group_id,
+        member_id: &input.member_id,
+        renew_supported: input.renew_supported,
+    };
     for ((topic_id, partition), acks) in &input.partitions {
-        let answer = match image.topic_by_id(*topic_id) {
-            None => (ResponseError::UnknownTopicId.code(), None, None),
-            Some(topic) if !authz.allows(AclOperation::Read, ResourceType::Topic, &topic.name) => {
-                (authorization_failed_code(ResourceType::Topic), None, None)
-            }
-            Some(topic) => {
-                let key = SharePartitionKey {
-                    group_id: input.group_id.clone(),
-                    topic_id: *topic_id,
-                    partition: *partition,
-                };
-                let tp = TopicPartition {
-                    topic: topic.name.clone(),
-                    partition: *partition,
-                };
-                match acknowledge_partition(
-                    share,
-                    &broker.core,
-                    &key,
-                    &tp,
-                    &input.member_id,
-                    acks,
-                    input.renew_supported,
-                )
-                .await
-                {
-                    AckOutcome::Done => (0, None, None),
-                    AckOutcome::Failed(code, message) => {
-                        let leader = hints.current_leader(&tp.topic, *partition, code);
-                        (code, Some(message), leader)
-                    }
-                }
-            }
-        };
+        let answer =
+            acknowledge_named(broker, ctx, &mut hints, &who, (*topic_id, *partition), acks).await;
         output.partitions.insert((*topic_id, *partition), answer);
     }
     if session.closed {

@@ -17,7 +17,7 @@ use shale_share::session::{ShareSessionKey, TopicIdPartition};
 use shale_share::state::SharePartitionKey;
 use uuid::Uuid;
 
-use super::acknowledge::{acknowledge_partition, AckOutcome};
+use super::acknowledge::{acknowledge_named, Acknowledger};
 use super::leader::now_ms_u64;
 use super::log_read::read_partition;
 use super::ShareService;
@@ -259,6 +259,11 @@ pub async fn handle(
     };
     let mut hints = LeaderHints::new(&image, &ctx.listener_name);
     // Acknowledgements first: they may free records this fetch then acquires.
+    let who = Acknowledger {
+        group_id: &input.group_id,
+        member_id: &input.member_id,
+        renew_supported: input.renew_supported,
+    };
     for ((topic_id, partition), _, acks) in &input.partitions {
         if acks.is_empty() {
             continue;
@@ -267,41 +272,11 @@ pub async fn handle(
             .partitions
             .entry((*topic_id, *partition))
             .or_default();
-        let Some(topic) = image.topic_by_id(*topic_id) else {
-            answer.acknowledge_error_code = ResponseError::UnknownTopicId.code();
-            continue;
-        };
-        if !authz.allows(AclOperation::Read, ResourceType::Topic, &topic.name) {
-            answer.acknowledge_error_code = authorization_failed_code(ResourceType::Topic);
-            continue;
-        }
-        let key = SharePartitionKey {
-            group_id: input.group_id.clone(),
-            topic_id: *topic_id,
-            partition: *partition,
-        };
-        let tp = TopicPartition {
-            topic: topic.name.clone(),
-            partition: *partition,
-        };
-        match acknowledge_partition(
-            share,
-            &broker.core,
-            &key,
-            &tp,
-            &input.member_id,
-            acks,
-            input.renew_supported,
-        )
-        .await
-        {
-            AckOutcome::Done => {}
-            AckOutcome::Failed(code, message) => {
-                answer.acknowledge_error_code = code;
-                answer.acknowledge_error_message = Some(message);
-                answer.current_leader = hints.current_leader(&tp.topic, *partition, code);
-            }
-        }
+        let (code, message, leader) =
+            acknowledge_named(broker, ctx, &mut hints, &who, (*topic_id, *partition), acks).await;
+        answer.acknowledge_error_code = code;
+        answer.acknowledge_error_message = message;
+        answer.current_leader = leader;
     }
     if session.closed {
         share
