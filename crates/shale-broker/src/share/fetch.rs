@@ -443,6 +443,7 @@ async fn acquire_all(
             state.next_fetch_offset(),
             partition_max_bytes.min(bytes_left),
             configs.read_committed,
+            records_left,
         );
         let read = match read {
             Ok(read) => read,
@@ -480,7 +481,16 @@ async fn acquire_all(
         if acquired.acquired.is_empty() {
             continue;
         }
-        let records = read.batches_for(&acquired.acquired);
+        let records = match read.batches_for(&acquired.acquired) {
+            Ok(records) => records,
+            Err(e) => {
+                // The records stay acquired and come back when their locks expire.
+                let (code, message) = log_error_code(&e);
+                answer.error_code = code;
+                answer.error_message = Some(message);
+                continue;
+            }
+        };
         bytes_left = bytes_left.saturating_sub(records.len());
         records_left = records_left.saturating_sub(acquired.count);
         answer.acquired = acquired

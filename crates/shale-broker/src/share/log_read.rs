@@ -4,8 +4,12 @@
 //! that hold the acquired records, which is what a ShareFetch answer carries (the client keeps
 //! only the acquired offsets of them).
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
-use shale_log::batch::{parse_batches, BatchHeader};
+use shale_log::batch::{BatchHeader, HEADER_LEN};
 use shale_log::LogError;
 use shale_metadata::MetadataImage;
 use shale_replica::{ReadRequest, ReplicaError, ReplicaManager};
@@ -20,15 +24,27 @@ pub enum ShareReadError {
     Log(#[from] LogError),
 }
 
-/// What one read found: the bytes of whole batches and the view the share-partition takes.
+/// One batch found by a read: where its bytes are, and its header.
+#[derive(Debug)]
+struct FoundBatch {
+    file: Arc<File>,
+    position: u64,
+    header: BatchHeader,
+}
+
+/// What one read found: where the batches are and the view the share-partition takes. Only
+/// headers are read here; the bytes of the batches that end up acquired are read once, by
+/// [`ShareLogRead::batches_for`].
 #[derive(Debug)]
 pub struct ShareLogRead {
-    bytes: Bytes,
-    headers: Vec<BatchHeader>,
+    batches: Vec<FoundBatch>,
     pub read: LogRead,
 }
 
-/// Reads `topic`-`partition` from `fetch_offset`, at most `max_bytes` (one batch at least).
+/// Reads `topic`-`partition` from `fetch_offset`, at most `max_bytes` (one batch at least),
+/// walking batch headers until they hold `records_wanted` records: a share fetch acquires at
+/// most that many, so reading further would only be thrown away.
+#[allow(clippy::too_many_arguments)]
 pub fn read_partition(
     replicas: &ReplicaManager,
     image: &MetadataImage,
@@ -37,6 +53,7 @@ pub fn read_partition(
     fetch_offset: i64,
     max_bytes: usize,
     read_committed: bool,
+    records_wanted: usize,
 ) -> Result<ShareLogRead, ShareReadError> {
     let found = replicas.read(
         image,
@@ -50,45 +67,63 @@ pub fn read_partition(
             min_one: true,
         },
     )?;
-    let mut buffer = BytesMut::new();
-    for slice in found.records? {
-        buffer.extend_from_slice(&slice.read_to_bytes().map_err(LogError::Storage)?);
-    }
-    let bytes = buffer.freeze();
-    // Nothing to read at this offset yet is an empty read, not a malformed one.
-    let headers = if bytes.is_empty() {
-        Vec::new()
-    } else {
-        parse_batches(&bytes)?
-    };
     let upper = if read_committed {
         found.last_stable_offset
     } else {
         found.high_watermark
     };
-    let batches = headers
-        .iter()
-        .filter(|h| h.base_offset < upper)
-        .map(|h| LogBatch {
-            base_offset: h.base_offset,
-            last_offset: h.last_offset(),
-            producer_id: h.producer_id,
-            is_transactional: h.is_transactional(),
-            is_control: h.is_control(),
-        })
-        .collect();
+    let mut batches = Vec::new();
+    let mut records = 0usize;
+    let mut header_bytes = [0u8; HEADER_LEN];
+    'slices: for slice in found.records? {
+        let mut offset_in_slice = 0u64;
+        while offset_in_slice + HEADER_LEN as u64 <= u64::from(slice.len) {
+            let position = slice.position + offset_in_slice;
+            slice
+                .file
+                .read_exact_at(&mut header_bytes, position)
+                .map_err(LogError::Storage)?;
+            let header = BatchHeader::decode(&header_bytes)?;
+            let total = header.total_len() as u64;
+            if total < HEADER_LEN as u64 || offset_in_slice + total > u64::from(slice.len) {
+                break;
+            }
+            if header.base_offset >= upper {
+                break 'slices;
+            }
+            records += usize::try_from(header.last_offset() - header.base_offset + 1).unwrap_or(0);
+            batches.push(FoundBatch {
+                file: slice.file.clone(),
+                position,
+                header,
+            });
+            offset_in_slice += total;
+            if records >= records_wanted.max(1) {
+                break 'slices;
+            }
+        }
+    }
     let aborted = found
         .aborted
         .unwrap_or_default()
         .into_iter()
         .map(|a| (a.producer_id, a.first_offset))
         .collect();
+    let log_batches = batches
+        .iter()
+        .map(|b| LogBatch {
+            base_offset: b.header.base_offset,
+            last_offset: b.header.last_offset(),
+            producer_id: b.header.producer_id,
+            is_transactional: b.header.is_transactional(),
+            is_control: b.header.is_control(),
+        })
+        .collect();
     Ok(ShareLogRead {
-        bytes,
-        headers,
+        batches,
         read: LogRead {
             fetch_offset,
-            batches,
+            batches: log_batches,
             log_start_offset: found.log_start_offset,
             high_watermark: upper,
             aborted,
@@ -99,22 +134,24 @@ pub fn read_partition(
 
 impl ShareLogRead {
     /// The whole batches that hold any of `acquired`, in log order, as one record set.
-    pub fn batches_for(&self, acquired: &[AcquiredRecords]) -> Bytes {
+    pub fn batches_for(&self, acquired: &[AcquiredRecords]) -> Result<Bytes, LogError> {
         let mut out = BytesMut::new();
-        let mut position = 0usize;
-        for header in &self.headers {
-            let len = header.total_len();
+        for batch in &self.batches {
+            let header = &batch.header;
             let holds_acquired = acquired.iter().any(|range| {
                 range.first_offset <= header.last_offset()
                     && range.last_offset >= header.base_offset
             });
-            if holds_acquired {
-                if let Some(batch) = self.bytes.get(position..position + len) {
-                    out.extend_from_slice(batch);
-                }
+            if !holds_acquired {
+                continue;
             }
-            position += len;
+            let start = out.len();
+            out.resize(start + header.total_len(), 0);
+            batch
+                .file
+                .read_exact_at(&mut out[start..], batch.position)
+                .map_err(LogError::Storage)?;
         }
-        out.freeze()
+        Ok(out.freeze())
     }
 }
