@@ -12,8 +12,9 @@ with a group of its own (share.auto.offset.reset=earliest), the consumers as thr
         [--records 100000] [--record-bytes 1024] [--commits 1000]
     python3 bench/share.py --start kafka|shale [--shale-bin PATH]   # a broker started here,
         with compat-tests' settings (harness/brokers.py), stopped at the end
-    python3 bench/share.py --compare [--rounds 3] [--shale-bin PATH]   # both brokers started
-        here with the same settings, measured in alternating rounds; the medians side by side
+    python3 bench/share.py --compare [--rounds 3] [--warmup-rounds 1] [--shale-bin PATH]   # both
+        brokers started here with the same settings, measured in alternating rounds after
+        unreported warm-up rounds; the medians side by side
     python3 bench/share.py --render RESULTS.json
 
 Prints a table and the JSON of the run (also written under bench/results/).
@@ -324,36 +325,43 @@ def compare_table(summaries, record_bytes):
 
 
 def compare(args, logs, run_id):
-    """Shale and Kafka started side by side with the same settings; `args.rounds` rounds of every
-    configuration on each, the first broker alternating, each round on topics and groups of its
-    own. A configuration that failed on a broker is not run on it again."""
-    results = {"rounds": {"shale": [], "kafka": []}, "errors": [], "brokers": {}}
+    """Shale and Kafka started side by side with the same settings; `args.warmup_rounds` unreported
+    rounds, then `args.rounds` rounds of every configuration on each, the first broker
+    alternating, each round on topics and groups of its own. A configuration that failed on a
+    broker is not run on it again."""
+    results = {"warmup": {"shale": [], "kafka": []}, "rounds": {"shale": [], "kafka": []}, "errors": [],
+               "brokers": {}}
     brokers = {}
     try:
         for kind in ("shale", "kafka"):
             brokers[kind] = start_broker(kind, args.shale_bin, args.kafka_lib, logs)
             results["brokers"][kind] = {"version": brokers[kind].version, "workdir": str(brokers[kind].workdir)}
         order = ["shale", "kafka"]
-        for number in range(1, args.rounds + 1):
+        # Warm-up rounds first (not in the medians): Kafka's JIT made its first round up to
+        # twice as slow as its third.
+        plan = [(f"w{n}", n, "warmup") for n in range(1, args.warmup_rounds + 1)]
+        plan += [(f"r{n}", n, "rounds") for n in range(1, args.rounds + 1)]
+        for label, number, kept in plan:
             for kind in (order if number % 2 else order[::-1]):
                 broker = brokers[kind]
                 if not broker.alive():
-                    results["errors"].append(f"{kind} round {number}: the broker is not running")
+                    results["errors"].append(f"{kind} round {label}: the broker is not running")
                     continue
-                skip = frozenset(name for r in results["rounds"][kind] for name in r["failed"])
-                round_logs = logs / f"{kind}-r{number}"
+                skip = frozenset(name for stage in ("warmup", "rounds") for r in results[stage][kind]
+                                 for name in r["failed"])
+                round_logs = logs / f"{kind}-{label}"
                 round_logs.mkdir()
-                print(f"[share] round {number}: {kind} ({broker.bootstrap})", flush=True)
+                print(f"[share] round {label}: {kind} ({broker.bootstrap})", flush=True)
                 result = measure(Perf(broker.bootstrap, args.kafka_lib, round_logs), args,
-                                 f"{run_id}-{kind}-r{number}", broker.proc.pid, skip)
+                                 f"{run_id}-{kind}-{label}", broker.proc.pid, skip)
                 result["skipped"] = sorted(skip)
                 result["loadavg_1m_after"] = load_average()
                 result["broker_alive_after"] = broker.alive()
-                results["errors"] += [f"{kind} round {number}: {e}" for e in result["errors"]]
+                results["errors"] += [f"{kind} round {label}: {e}" for e in result["errors"]]
                 if not broker.alive():
-                    results["errors"].append(f"{kind} round {number}: the broker exited; last log lines:\n"
+                    results["errors"].append(f"{kind} round {label}: the broker exited; last log lines:\n"
                                              + broker.tail())
-                results["rounds"][kind].append(result)
+                results[kept][kind].append(result)
     finally:
         for broker in brokers.values():
             broker.stop()
@@ -388,6 +396,7 @@ def main():
     ap.add_argument("--record-bytes", type=int, default=1024)
     ap.add_argument("--commits", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="rounds per broker with --compare (the median is shown)")
+    ap.add_argument("--warmup-rounds", type=int, default=1, help="unreported rounds per broker before them")
     ap.add_argument("--timeout-s", type=int, default=300, help="limit of each SharePerf run")
     args = ap.parse_args()
     if args.render:
@@ -400,8 +409,8 @@ def main():
         return
     if not args.bootstrap and not args.start and not args.compare:
         ap.error("--bootstrap HOST:PORT, --start kafka|shale or --compare")
-    if args.rounds < 1:
-        ap.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.warmup_rounds < 0:
+        ap.error("--rounds must be at least 1, --warmup-rounds at least 0")
     if not (Path(args.kafka_lib) / "kafka-clients-4.4.0.jar").exists():
         sys.exit(f"kafka-clients 4.4.0 not in {args.kafka_lib}: run compat-tests/harness/deps.sh kafka")
     logs = Path(tempfile.mkdtemp(prefix="bench-share-"))
