@@ -3,7 +3,8 @@
 //! end) and no record whose acknowledgement succeeded is delivered again; records delivered
 //! but not acknowledged before the kill may come back. Once with the partition leader also
 //! leading the share state partition (both move at the kill), once with the state on another
-//! node (only the partition moves; its new leader reads the state remotely).
+//! node (only the partition moves; its new leader reads the state remotely) and, when the group
+//! coordinator is a third node, the partition on the group coordinator (it moves too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/cluster.rs"]
@@ -179,20 +180,27 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let state_leader = wait_for("a share coordinator", WAIT_MAX, || {
         find_coordinator(&nodes, KEY_TYPE_SHARE, PROBE_KEY)
     });
-    let others: Vec<i32> = nodes
-        .iter()
-        .map(|(id, _)| *id)
-        .filter(|id| *id != state_leader)
-        .collect();
-    let replicas = match placement {
-        StatePlacement::OnThePartitionLeader => vec![state_leader, others[0], others[1]],
-        StatePlacement::OnAnotherNode => vec![others[0], state_leader, others[1]],
+    let group_coordinator = wait_for("a group coordinator", WAIT_MAX, || {
+        find_coordinator(&nodes, KEY_TYPE_GROUP, GROUP)
+    });
+    // Beside the state, the partition goes to the group coordinator when that is another
+    // node: between the two placements, one kill always moves the group coordinator too.
+    let leader = match placement {
+        StatePlacement::OnThePartitionLeader => state_leader,
+        StatePlacement::OnAnotherNode if group_coordinator != state_leader => group_coordinator,
+        StatePlacement::OnAnotherNode => nodes
+            .iter()
+            .map(|(id, _)| *id)
+            .find(|id| *id != state_leader)
+            .expect("three nodes"),
     };
+    let mut replicas = vec![leader];
+    replicas.extend(nodes.iter().map(|(id, _)| *id).filter(|id| *id != leader));
     create_topic(&nodes[0].1, &replicas);
-    let (leader, _) = wait_for("a leader for the topic", WAIT_MAX, || {
+    let (first_leader, _) = wait_for("a leader for the topic", WAIT_MAX, || {
         partition_leader(&nodes, TOPIC)
     });
-    assert_eq!(leader, replicas[0], "the preferred replica leads");
+    assert_eq!(first_leader, leader, "the preferred replica leads");
     set_group_config(&nodes[0].1, "share.auto.offset.reset", "earliest");
     produce(addr_of(&nodes, leader), 0, RECORDS);
 
@@ -207,7 +215,6 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
         spawn_member(member, ledger.clone(), stop.clone())
     });
 
-    let group_coordinator = find_coordinator(&nodes, KEY_TYPE_GROUP, GROUP);
     // Killed the moment half the records are acknowledged, with the members' requests in
     // flight (they wait for the ledger meanwhile, and go on as soon as the node is gone).
     let (killed_at, acked_before_kill) = {
@@ -280,7 +287,7 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let ledger = ledger.lock();
     let summary = format!(
         "placement {placement:?}: killed node {leader} (state leader {state_leader}, group \
-         coordinator {group_coordinator:?}) after {} acknowledgements; {} deliveries, {} \
+         coordinator {group_coordinator}) after {} acknowledgements; {} deliveries, {} \
          acknowledged, {} unanswered, failed acknowledgements by code {:?}, {failover:?} to \
          settle",
         acked_before_kill.len(),
