@@ -13,6 +13,7 @@ mod common;
 #[path = "common/share_client.rs"]
 mod share_client;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -133,29 +134,51 @@ fn set_group_config(addr: &str, name: &str, value: &str) {
     }
 }
 
-/// Records `from..to` in batches of `RECORDS_PER_BATCH`, each acknowledged by the in-sync
-/// replicas (acks=all) before the next goes.
-fn produce(leader_addr: &str, from: i64, to: i64) {
-    let mut link = Link::open(leader_addr).expect("the leader");
+/// Records `from..to` in batches of `RECORDS_PER_BATCH` to the partition's leader, each
+/// acknowledged by the in-sync replicas (acks=all) before the next goes. A batch refused before
+/// it was appended (a leader not yet serving, or gone) goes again to the leader of the moment;
+/// nothing else is retried, so that no record is written twice.
+fn produce(nodes: &Nodes, from: i64, to: i64) {
     let values: Vec<String> = (from..to).map(|i| format!("job-{i}")).collect();
     for chunk in values.chunks(RECORDS_PER_BATCH) {
         let records: Vec<_> = chunk.iter().map(|v| (None, Some(v.as_bytes()))).collect();
-        let batch = shale_testkit::record_batch(&records, 1_700_000_000_000);
-        let request = ProduceRequest::default()
-            .with_acks(-1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(TopicName(s(TOPIC)))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(Bytes::from(batch)))])]);
-        match link.kafka(ApiKey::Produce, 9, RequestKind::Produce(request)) {
-            Some(ResponseKind::Produce(r)) => {
-                let p = &r.responses[0].partition_responses[0];
-                assert_eq!(p.error_code, 0, "{p:?}");
+        let batch = Bytes::from(shale_testkit::record_batch(&records, 1_700_000_000_000));
+        wait_for("a batch written", WAIT_MAX, || {
+            produce_once(nodes, batch.clone())
+        });
+    }
+}
+
+fn produce_once(nodes: &Nodes, batch: Bytes) -> Option<()> {
+    const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    const LEADER_NOT_AVAILABLE: i16 = 5;
+    const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    let (leader, _) = partition_leader(nodes, TOPIC)?;
+    let mut link = Link::open(addr_of(nodes, leader))?;
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s(TOPIC)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch))])]);
+    match link.kafka(ApiKey::Produce, 9, RequestKind::Produce(request)) {
+        Some(ResponseKind::Produce(r)) => {
+            let p = &r.responses[0].partition_responses[0];
+            match p.error_code {
+                0 => Some(()),
+                UNKNOWN_TOPIC_OR_PARTITION
+                | LEADER_NOT_AVAILABLE
+                | NOT_LEADER_OR_FOLLOWER
+                | NOT_ENOUGH_REPLICAS => None,
+                _ => panic!("produce to node {leader}: {p:?}"),
             }
-            other => panic!("{other:?}"),
         }
+        Some(other) => panic!("{other:?}"),
+        // The leader died with the batch: it may be written, so it is not sent again.
+        None => panic!("node {leader} did not answer a produce"),
     }
 }
 
@@ -202,7 +225,7 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     });
     assert_eq!(first_leader, leader, "the preferred replica leads");
     set_group_config(&nodes[0].1, "share.auto.offset.reset", "earliest");
-    produce(addr_of(&nodes, leader), 0, RECORDS);
+    produce(&nodes, 0, RECORDS);
 
     let ledger = Arc::new(Shared::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -258,12 +281,16 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     drain.max_records = 500;
     let mut empty_answers = 0;
     let drained_by = Instant::now() + WAIT_MAX;
+    let mut outcomes: BTreeMap<Option<usize>, usize> = BTreeMap::new();
     while empty_answers < 5 {
         assert!(
             Instant::now() < drained_by,
-            "the drain never got an empty answer"
+            "the drain never got an empty answer: {outcomes:?}, {:?}",
+            drain.describe()
         );
-        match drain.round() {
+        let outcome = drain.round();
+        *outcomes.entry(outcome).or_default() += 1;
+        match outcome {
             Some(0) => empty_answers += 1,
             Some(_) => empty_answers = 0,
             None => {}
@@ -271,10 +298,7 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     }
     // One more record, acknowledged: the start offset that write carries is past every
     // record before it only if none of them is still to be delivered.
-    let (new_leader, _) = wait_for("the partition's new leader", WAIT_MAX, || {
-        partition_leader(&survivors, TOPIC).filter(|(id, _)| *id != leader)
-    });
-    produce(addr_of(&survivors, new_leader), RECORDS, RECORDS + 1);
+    produce(&survivors, RECORDS, RECORDS + 1);
     while !ledger.lock().acknowledged.contains_key(&RECORDS) {
         assert!(
             Instant::now() < drained_by,
