@@ -283,11 +283,29 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let drained_by = Instant::now() + WAIT_MAX;
     let mut outcomes: BTreeMap<Option<usize>, usize> = BTreeMap::new();
     while empty_answers < 5 {
-        assert!(
-            Instant::now() < drained_by,
-            "the drain never got an empty answer: {outcomes:?}, {:?}",
-            drain.describe()
-        );
+        if Instant::now() >= drained_by {
+            let ledger = ledger.lock();
+            let last: Vec<_> = ledger.deliveries.iter().rev().take(12).collect();
+            let warnings: Vec<String> = survivors
+                .iter()
+                .flat_map(|(id, _)| {
+                    cluster
+                        .node(*id)
+                        .log_text()
+                        .lines()
+                        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                        .map(|l| format!("node {id}: {l}"))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            panic!(
+                "the drain never got an empty answer: {outcomes:?}, {}; failed acknowledgements \
+                 {:?}; last deliveries {last:?}\n{}",
+                drain.describe(),
+                ledger.ack_errors,
+                warnings.join("\n")
+            );
+        }
         let outcome = drain.round();
         *outcomes.entry(outcome).or_default() += 1;
         match outcome {
