@@ -28,8 +28,8 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, IncrementalAlterConfigsRequest, ProduceRequest,
-    RequestKind, ResponseKind, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind, TopicName,
 };
 use shale_testkit::wait_for;
 use share_client::{
@@ -182,6 +182,34 @@ fn produce_once(nodes: &Nodes, batch: Bytes) -> Option<()> {
     }
 }
 
+/// A partition as Metadata describes it: topic, partition, leader, leader epoch, ISR.
+type PartitionState = (String, i32, i32, i32, Vec<i32>);
+
+/// Each topic's partitions as the node at `addr` sees them, for a failure's message.
+fn isr_view(addr: &str) -> Option<Vec<PartitionState>> {
+    let request = MetadataRequest::default().with_topics(None);
+    match Link::open(addr)?.kafka(ApiKey::Metadata, 12, RequestKind::Metadata(request))? {
+        ResponseKind::Metadata(r) => Some(
+            r.topics
+                .iter()
+                .flat_map(|t| {
+                    let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+                    t.partitions.iter().map(move |p| {
+                        (
+                            name.clone(),
+                            p.partition_index,
+                            p.leader_id.0,
+                            p.leader_epoch,
+                            p.isr_nodes.iter().map(|n| n.0).collect(),
+                        )
+                    })
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// Runs `member` in its own thread until every record is settled or `stop` is set.
 fn spawn_member(
     mut member: ShareMember,
@@ -298,9 +326,13 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
                         .collect::<Vec<_>>()
                 })
                 .collect();
+            let isr: Vec<String> = survivors
+                .iter()
+                .map(|(id, addr)| format!("node {id}: {:?}", isr_view(addr)))
+                .collect();
             panic!(
                 "the drain never got an empty answer: {outcomes:?}, {}; failed acknowledgements \
-                 {:?}; last deliveries {last:?}\n{}",
+                 {:?}; last deliveries {last:?}\nleaders and ISRs {isr:?}\n{}",
                 drain.describe(),
                 ledger.ack_errors,
                 warnings.join("\n")
