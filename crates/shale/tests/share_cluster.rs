@@ -3,7 +3,8 @@
 //! end) and no record whose acknowledgement succeeded is delivered again; records delivered
 //! but not acknowledged before the kill may come back. Once with the partition leader also
 //! leading the share state partition (both move at the kill), once with the state on another
-//! node (only the partition moves; its new leader reads the state remotely).
+//! node (only the partition moves; its new leader reads the state remotely) and, when the group
+//! coordinator is a third node, the partition on the group coordinator (it moves too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/cluster.rs"]
@@ -12,6 +13,7 @@ mod common;
 #[path = "common/share_client.rs"]
 mod share_client;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,8 +28,8 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, IncrementalAlterConfigsRequest, ProduceRequest,
-    RequestKind, ResponseKind, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+    ProduceRequest, RequestKind, ResponseKind, TopicName,
 };
 use shale_testkit::wait_for;
 use share_client::{
@@ -132,29 +134,79 @@ fn set_group_config(addr: &str, name: &str, value: &str) {
     }
 }
 
-/// Records `from..to` in batches of `RECORDS_PER_BATCH`, each acknowledged by the in-sync
-/// replicas (acks=all) before the next goes.
-fn produce(leader_addr: &str, from: i64, to: i64) {
-    let mut link = Link::open(leader_addr).expect("the leader");
+/// Records `from..to` in batches of `RECORDS_PER_BATCH` to the partition's leader, each
+/// acknowledged by the in-sync replicas (acks=all) before the next goes. A batch refused before
+/// it was appended (a leader not yet serving, or gone) goes again to the leader of the moment;
+/// nothing else is retried, so that no record is written twice.
+fn produce(nodes: &Nodes, from: i64, to: i64) {
     let values: Vec<String> = (from..to).map(|i| format!("job-{i}")).collect();
     for chunk in values.chunks(RECORDS_PER_BATCH) {
         let records: Vec<_> = chunk.iter().map(|v| (None, Some(v.as_bytes()))).collect();
-        let batch = shale_testkit::record_batch(&records, 1_700_000_000_000);
-        let request = ProduceRequest::default()
-            .with_acks(-1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(TopicName(s(TOPIC)))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(Bytes::from(batch)))])]);
-        match link.kafka(ApiKey::Produce, 9, RequestKind::Produce(request)) {
-            Some(ResponseKind::Produce(r)) => {
-                let p = &r.responses[0].partition_responses[0];
-                assert_eq!(p.error_code, 0, "{p:?}");
+        let batch = Bytes::from(shale_testkit::record_batch(&records, 1_700_000_000_000));
+        wait_for("a batch written", WAIT_MAX, || {
+            produce_once(nodes, batch.clone())
+        });
+    }
+}
+
+fn produce_once(nodes: &Nodes, batch: Bytes) -> Option<()> {
+    const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    const LEADER_NOT_AVAILABLE: i16 = 5;
+    const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    let (leader, _) = partition_leader(nodes, TOPIC)?;
+    let mut link = Link::open(addr_of(nodes, leader))?;
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s(TOPIC)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch))])]);
+    match link.kafka(ApiKey::Produce, 9, RequestKind::Produce(request)) {
+        Some(ResponseKind::Produce(r)) => {
+            let p = &r.responses[0].partition_responses[0];
+            match p.error_code {
+                0 => Some(()),
+                UNKNOWN_TOPIC_OR_PARTITION
+                | LEADER_NOT_AVAILABLE
+                | NOT_LEADER_OR_FOLLOWER
+                | NOT_ENOUGH_REPLICAS => None,
+                _ => panic!("produce to node {leader}: {p:?}"),
             }
-            other => panic!("{other:?}"),
         }
+        Some(other) => panic!("{other:?}"),
+        // The leader died with the batch: it may be written, so it is not sent again.
+        None => panic!("node {leader} did not answer a produce"),
+    }
+}
+
+/// A partition as Metadata describes it: topic, partition, leader, leader epoch, ISR.
+type PartitionState = (String, i32, i32, i32, Vec<i32>);
+
+/// Each topic's partitions as the node at `addr` sees them, for a failure's message.
+fn isr_view(addr: &str) -> Option<Vec<PartitionState>> {
+    let request = MetadataRequest::default().with_topics(None);
+    match Link::open(addr)?.kafka(ApiKey::Metadata, 12, RequestKind::Metadata(request))? {
+        ResponseKind::Metadata(r) => Some(
+            r.topics
+                .iter()
+                .flat_map(|t| {
+                    let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+                    t.partitions.iter().map(move |p| {
+                        (
+                            name.clone(),
+                            p.partition_index,
+                            p.leader_id.0,
+                            p.leader_epoch,
+                            p.isr_nodes.iter().map(|n| n.0).collect(),
+                        )
+                    })
+                })
+                .collect(),
+        ),
+        _ => None,
     }
 }
 
@@ -179,22 +231,29 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let state_leader = wait_for("a share coordinator", WAIT_MAX, || {
         find_coordinator(&nodes, KEY_TYPE_SHARE, PROBE_KEY)
     });
-    let others: Vec<i32> = nodes
-        .iter()
-        .map(|(id, _)| *id)
-        .filter(|id| *id != state_leader)
-        .collect();
-    let replicas = match placement {
-        StatePlacement::OnThePartitionLeader => vec![state_leader, others[0], others[1]],
-        StatePlacement::OnAnotherNode => vec![others[0], state_leader, others[1]],
+    let group_coordinator = wait_for("a group coordinator", WAIT_MAX, || {
+        find_coordinator(&nodes, KEY_TYPE_GROUP, GROUP)
+    });
+    // Beside the state, the partition goes to the group coordinator when that is another
+    // node: between the two placements, one kill always moves the group coordinator too.
+    let leader = match placement {
+        StatePlacement::OnThePartitionLeader => state_leader,
+        StatePlacement::OnAnotherNode if group_coordinator != state_leader => group_coordinator,
+        StatePlacement::OnAnotherNode => nodes
+            .iter()
+            .map(|(id, _)| *id)
+            .find(|id| *id != state_leader)
+            .expect("three nodes"),
     };
+    let mut replicas = vec![leader];
+    replicas.extend(nodes.iter().map(|(id, _)| *id).filter(|id| *id != leader));
     create_topic(&nodes[0].1, &replicas);
-    let (leader, _) = wait_for("a leader for the topic", WAIT_MAX, || {
+    let (first_leader, _) = wait_for("a leader for the topic", WAIT_MAX, || {
         partition_leader(&nodes, TOPIC)
     });
-    assert_eq!(leader, replicas[0], "the preferred replica leads");
+    assert_eq!(first_leader, leader, "the preferred replica leads");
     set_group_config(&nodes[0].1, "share.auto.offset.reset", "earliest");
-    produce(addr_of(&nodes, leader), 0, RECORDS);
+    produce(&nodes, 0, RECORDS);
 
     let ledger = Arc::new(Shared::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -207,7 +266,6 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
         spawn_member(member, ledger.clone(), stop.clone())
     });
 
-    let group_coordinator = find_coordinator(&nodes, KEY_TYPE_GROUP, GROUP);
     // Killed the moment half the records are acknowledged, with the members' requests in
     // flight (they wait for the ledger meanwhile, and go on as soon as the node is gone).
     let (killed_at, acked_before_kill) = {
@@ -251,12 +309,38 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     drain.max_records = 500;
     let mut empty_answers = 0;
     let drained_by = Instant::now() + WAIT_MAX;
+    let mut outcomes: BTreeMap<Option<usize>, usize> = BTreeMap::new();
     while empty_answers < 5 {
-        assert!(
-            Instant::now() < drained_by,
-            "the drain never got an empty answer"
-        );
-        match drain.round() {
+        if Instant::now() >= drained_by {
+            let ledger = ledger.lock();
+            let last: Vec<_> = ledger.deliveries.iter().rev().take(12).collect();
+            let warnings: Vec<String> = survivors
+                .iter()
+                .flat_map(|(id, _)| {
+                    cluster
+                        .node(*id)
+                        .log_text()
+                        .lines()
+                        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                        .map(|l| format!("node {id}: {l}"))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let isr: Vec<String> = survivors
+                .iter()
+                .map(|(id, addr)| format!("node {id}: {:?}", isr_view(addr)))
+                .collect();
+            panic!(
+                "the drain never got an empty answer: {outcomes:?}, {}; failed acknowledgements \
+                 {:?}; last deliveries {last:?}\nleaders and ISRs {isr:?}\n{}",
+                drain.describe(),
+                ledger.ack_errors,
+                warnings.join("\n")
+            );
+        }
+        let outcome = drain.round();
+        *outcomes.entry(outcome).or_default() += 1;
+        match outcome {
             Some(0) => empty_answers += 1,
             Some(_) => empty_answers = 0,
             None => {}
@@ -264,10 +348,7 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     }
     // One more record, acknowledged: the start offset that write carries is past every
     // record before it only if none of them is still to be delivered.
-    let (new_leader, _) = wait_for("the partition's new leader", WAIT_MAX, || {
-        partition_leader(&survivors, TOPIC).filter(|(id, _)| *id != leader)
-    });
-    produce(addr_of(&survivors, new_leader), RECORDS, RECORDS + 1);
+    produce(&survivors, RECORDS, RECORDS + 1);
     while !ledger.lock().acknowledged.contains_key(&RECORDS) {
         assert!(
             Instant::now() < drained_by,
@@ -280,7 +361,7 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let ledger = ledger.lock();
     let summary = format!(
         "placement {placement:?}: killed node {leader} (state leader {state_leader}, group \
-         coordinator {group_coordinator:?}) after {} acknowledgements; {} deliveries, {} \
+         coordinator {group_coordinator}) after {} acknowledgements; {} deliveries, {} \
          acknowledged, {} unanswered, failed acknowledgements by code {:?}, {failover:?} to \
          settle",
         acked_before_kill.len(),

@@ -333,6 +333,9 @@ pub struct ShareMember {
     held: Vec<i64>,
     /// Records asked for per ShareFetch, so that the work takes many rounds.
     pub max_records: i32,
+    /// The last refusals and failures (what, error code; -1 for no answer), for a failure's
+    /// message.
+    refusals: std::collections::VecDeque<(&'static str, i16)>,
 }
 
 /// How often a member heartbeats (the cluster's `group.share.heartbeat.interval.ms`).
@@ -365,7 +368,31 @@ impl ShareMember {
             session_epoch: 0,
             held: Vec::new(),
             max_records: 10,
+            refusals: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Where the member stands, for a failure's message.
+    pub fn describe(&self) -> String {
+        format!(
+            "member {} epoch {} assigned {:?} coordinator {} leader {} share session epoch {} \
+             holding {:?}; last refusals {:?}",
+            self.name,
+            self.member_epoch,
+            self.assigned,
+            self.coordinator.is_some(),
+            self.leader.is_some(),
+            self.session_epoch,
+            self.held,
+            self.refusals,
+        )
+    }
+
+    fn note(&mut self, what: &'static str, code: i16) {
+        if self.refusals.len() == 8 {
+            self.refusals.pop_front();
+        }
+        self.refusals.push_back((what, code));
     }
 
     /// A heartbeat when one is due. Whatever goes wrong is forgotten and asked again: a
@@ -403,10 +430,14 @@ impl ShareMember {
             Some(ResponseKind::ShareGroupHeartbeat(r)) => r,
             Some(other) => panic!("{other:?}"),
             None => {
+                self.note("heartbeat", -1);
                 self.coordinator = None;
                 return;
             }
         };
+        if answer.error_code != 0 {
+            self.note("heartbeat", answer.error_code);
+        }
         match answer.error_code {
             0 => {}
             UNKNOWN_MEMBER_ID | FENCED_MEMBER_EPOCH => {
@@ -444,6 +475,9 @@ impl ShareMember {
             .and_then(|(id, _)| self.nodes.iter().find(|(n, _)| *n == id))
             .map(|(_, addr)| addr.clone());
         self.leader = addr.as_deref().and_then(Link::open);
+        if self.leader.is_none() {
+            self.note("leader lookup", -1);
+        }
         self.leader.is_some()
     }
 
@@ -518,6 +552,7 @@ impl ShareMember {
             Some(NewerResponse::ShareFetch(r)) => r,
             Some(other) => panic!("{other:?}"),
             None => {
+                self.note("share fetch", -1);
                 if !acks.is_empty() {
                     self.ledger.update(|l| l.unanswered(acks));
                 }
@@ -526,6 +561,7 @@ impl ShareMember {
             }
         };
         if answer.error_code != 0 {
+            self.note("share fetch", answer.error_code);
             // A refused session carries no acknowledgement.
             if !acks.is_empty() {
                 self.ledger.update(|l| l.failed(answer.error_code));
@@ -569,6 +605,7 @@ impl ShareMember {
         });
         self.held.extend(acquired.iter().map(|(offset, _)| *offset));
         if partition_error != 0 {
+            self.note("share fetch partition", partition_error);
             self.lose_leader();
             return None;
         }
@@ -609,12 +646,14 @@ impl ShareMember {
             Some(NewerResponse::ShareAcknowledge(r)) => r,
             Some(other) => panic!("{other:?}"),
             None => {
+                self.note("share acknowledge", -1);
                 self.ledger.update(|l| l.unanswered(acks));
                 self.lose_leader();
                 return;
             }
         };
         if answer.error_code != 0 {
+            self.note("share acknowledge", answer.error_code);
             self.ledger.update(|l| l.failed(answer.error_code));
             self.lose_leader();
             return;
