@@ -31,7 +31,7 @@ use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
     ProduceRequest, RequestKind, ResponseKind, TopicName,
 };
-use shale_testkit::wait_for;
+use shale_testkit::{wait_for, wait_until};
 use share_client::{
     find_coordinator, partition_leader, s, share_start_offset, AckStyle, Link, Nodes, ShareMember,
     Shared, KEY_TYPE_GROUP, KEY_TYPE_SHARE,
@@ -227,10 +227,31 @@ fn kill_the_partition_leader_while_members_acknowledge(placement: StatePlacement
     let mut cluster = Cluster::combined_with(3, OVERRIDES);
     let nodes = nodes(&mut cluster);
 
+    // The internal topics take the brokers registered when they are created: all three first.
+    wait_until("three brokers registered", WAIT_MAX, || {
+        let request = MetadataRequest::default().with_topics(Some(Vec::new()));
+        matches!(
+            Link::open(&nodes[0].1).and_then(|mut l| {
+                l.kafka(ApiKey::Metadata, 12, RequestKind::Metadata(request))
+            }),
+            Some(ResponseKind::Metadata(r)) if r.brokers.len() == 3
+        )
+    });
     // The share state topic is created on first use; asking for a share coordinator is one.
     let state_leader = wait_for("a share coordinator", WAIT_MAX, || {
         find_coordinator(&nodes, KEY_TYPE_SHARE, PROBE_KEY)
     });
+    wait_until(
+        "the share state partition on three in-sync replicas",
+        WAIT_MAX,
+        || {
+            isr_view(&nodes[0].1).is_some_and(|partitions| {
+                partitions
+                    .iter()
+                    .any(|(topic, _, _, _, isr)| topic == "__share_group_state" && isr.len() == 3)
+            })
+        },
+    );
     let group_coordinator = wait_for("a group coordinator", WAIT_MAX, || {
         find_coordinator(&nodes, KEY_TYPE_GROUP, GROUP)
     });
