@@ -477,23 +477,13 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
     let mut cleaner = tokio::time::interval(cleaner_every);
     let mut flush = tokio::time::interval(Duration::from_millis(1000));
     let mut snapshots = tokio::time::interval(Duration::from_secs(60));
-    // Kafka's share coordinator jobs: cold-partition snapshots and pruning of the state topic.
-    let share_every = Duration::from_millis(
-        broker
-            .share
-            .coordinator
-            .settings()
-            .cold_partition_snapshot_interval_ms
-            .min(
-                broker
-                    .share
-                    .coordinator
-                    .settings()
-                    .state_topic_prune_interval_ms,
-            )
-            .max(10),
-    );
-    let mut share_jobs = tokio::time::interval(share_every);
+    // Kafka's share coordinator jobs, each at its own interval.
+    let share_settings = broker.share.coordinator.settings();
+    let every = |ms: u64| Duration::from_millis(ms.max(10));
+    let mut share_snapshots =
+        tokio::time::interval(every(share_settings.cold_partition_snapshot_interval_ms));
+    let mut share_prunes =
+        tokio::time::interval(every(share_settings.state_topic_prune_interval_ms));
     loop {
         tokio::select! {
             _ = retention.tick() => {
@@ -520,8 +510,11 @@ async fn housekeeping_loop(broker: Arc<Broker>) {
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || b.replicas.checkpoint_producers(now_ms())).await;
             }
-            _ = share_jobs.tick() => {
-                broker.share.coordinator.snapshot_and_prune(&broker.core).await;
+            _ = share_snapshots.tick() => {
+                broker.share.coordinator.snapshot_cold_partitions(&broker.core).await;
+            }
+            _ = share_prunes.tick() => {
+                broker.share.coordinator.prune(&broker.core).await;
             }
             _ = shutdown.changed() => return,
         }

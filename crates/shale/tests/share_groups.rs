@@ -158,10 +158,36 @@ impl Member {
     /// One ShareFetch with the acknowledgements `acks` (offset ranges with one type each);
     /// returns what it acquired.
     fn fetch(&mut self, acks: &[(i64, i64, i8)], max_wait_ms: i32) -> Vec<Delivery> {
+        let epoch = self.session_epoch;
+        let answer = self.fetch_raw(acks, max_wait_ms, epoch);
+        assert_eq!(answer.error_code, 0, "{answer:?}");
+        self.session_epoch += 1;
+        let mut acquired = Vec::new();
+        for topic in answer.responses {
+            for p in topic.partitions {
+                assert_eq!(p.error_code, 0, "{p:?}");
+                assert_eq!(p.acknowledge_error_code, 0, "{p:?}");
+                for range in p.acquired_records {
+                    for offset in range.first_offset..=range.last_offset {
+                        acquired.push((offset, range.delivery_count));
+                    }
+                }
+            }
+        }
+        acquired
+    }
+
+    /// One ShareFetch at session epoch `epoch`, answered as it is.
+    fn fetch_raw(
+        &mut self,
+        acks: &[(i64, i64, i8)],
+        max_wait_ms: i32,
+        epoch: i32,
+    ) -> shale_protocol::newer::share_fetch_response::ShareFetchResponse {
         let request = fetch_wire::ShareFetchRequest {
             group_id: Some(s(&self.group)),
             member_id: Some(s(&self.member_id)),
-            share_session_epoch: self.session_epoch,
+            share_session_epoch: epoch,
             max_wait_ms,
             min_bytes: 1,
             max_bytes: 1 << 20,
@@ -184,26 +210,10 @@ impl Member {
             }],
             ..Default::default()
         };
-        let answer = match self.newer_call(ApiKey::ShareFetch, 1, NewerRequest::ShareFetch(request))
-        {
+        match self.newer_call(ApiKey::ShareFetch, 1, NewerRequest::ShareFetch(request)) {
             NewerResponse::ShareFetch(r) => r,
             other => panic!("{other:?}"),
-        };
-        assert_eq!(answer.error_code, 0, "{answer:?}");
-        self.session_epoch += 1;
-        let mut acquired = Vec::new();
-        for topic in answer.responses {
-            for p in topic.partitions {
-                assert_eq!(p.error_code, 0, "{p:?}");
-                assert_eq!(p.acknowledge_error_code, 0, "{p:?}");
-                for range in p.acquired_records {
-                    for offset in range.first_offset..=range.last_offset {
-                        acquired.push((offset, range.delivery_count));
-                    }
-                }
-            }
         }
-        acquired
     }
 
     /// Fetches until `count` records are acquired (each fetch waits up to a second).
@@ -327,6 +337,57 @@ fn acknowledgements_survive_a_kill_and_acquired_records_come_back() {
         .collect();
     assert_eq!(after, expected);
     b.acknowledge(&[(10, 19, ACCEPT)]);
+    let nothing = b.fetch(&[], 500);
+    assert!(nothing.is_empty(), "{nothing:?}");
+}
+
+/// The acknowledgement error of the one partition of a ShareFetch answer.
+fn ack_error(answer: &shale_protocol::newer::share_fetch_response::ShareFetchResponse) -> i16 {
+    answer
+        .responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| p.acknowledge_error_code)
+        .next()
+        .expect("the partition is answered")
+}
+
+#[test]
+fn share_fetches_out_of_turn_or_with_bad_acknowledgements_are_refused_as_kafka_does() {
+    let shale = Shale::start_with(BROKER_OVERRIDES);
+    create_topic(&shale, "refusals", 1);
+    set_group_config(&shale, "g3", "share.auto.offset.reset", "earliest");
+    // The group's own lock duration is what the answers report.
+    set_group_config(&shale, "g3", "share.record.lock.duration.ms", "5000");
+    produce(&shale, "refusals", 0, 5);
+    let mut a = Member::join(&shale, "g3", "refusals");
+
+    // No session yet: an epoch other than 0 finds none (SHARE_SESSION_NOT_FOUND).
+    let answer = a.fetch_raw(&[], 0, 3);
+    assert_eq!(answer.error_code, 122, "{answer:?}");
+
+    let acquired = a.fetch_at_least(5);
+    assert_eq!(offsets(&acquired), (0..5).collect::<Vec<_>>());
+    let answer = a.fetch_raw(&[], 0, a.session_epoch);
+    assert_eq!(answer.acquisition_lock_timeout_ms, 5000, "{answer:?}");
+    a.session_epoch += 1;
+
+    // A stale or future epoch: INVALID_SHARE_SESSION_EPOCH, and the session goes on.
+    let answer = a.fetch_raw(&[], 0, a.session_epoch + 5);
+    assert_eq!(answer.error_code, 123, "{answer:?}");
+
+    // An unknown acknowledgement type: INVALID_REQUEST for the partition.
+    let answer = a.fetch_raw(&[(0, 0, 9)], 0, a.session_epoch);
+    a.session_epoch += 1;
+    assert_eq!(ack_error(&answer), 42, "{answer:?}");
+
+    // Records another member holds: INVALID_RECORD_STATE, and they stay a's.
+    let mut b = Member::join(&shale, "g3", "refusals");
+    b.fetch(&[], 0);
+    let answer = b.fetch_raw(&[(1, 2, ACCEPT)], 0, b.session_epoch);
+    b.session_epoch += 1;
+    assert_eq!(ack_error(&answer), 121, "{answer:?}");
+    a.acknowledge(&[(0, 4, ACCEPT)]);
     let nothing = b.fetch(&[], 500);
     assert!(nothing.is_empty(), "{nothing:?}");
 }

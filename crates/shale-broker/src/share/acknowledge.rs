@@ -188,7 +188,9 @@ pub async fn share_acknowledge(
             })
             .collect(),
     };
-    let lock_duration_ms = broker.share.settings.record_lock_duration_ms;
+    let lock_duration_ms = broker
+        .share
+        .record_lock_duration_ms(&broker.core, &input.group_id);
     let output = handle(broker, ctx, input).await;
     let mut topics: BTreeMap<Uuid, Vec<wire_response::PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), (code, message, leader)) in output.partitions {

@@ -331,10 +331,9 @@ impl ShareCoordinatorService {
             .collect()
     }
 
-    /// Kafka's periodic jobs on every served shard: snapshot share-partitions whose state has
-    /// only updates since long ago (cold partitions), and delete the records every state has
-    /// moved past.
-    pub async fn snapshot_and_prune(&self, broker: &BrokerCore) {
+    /// Kafka's cold-partition snapshot job (`share.coordinator.cold.partition.snapshot.interval.ms`):
+    /// a snapshot of every share-partition whose state has only updates since its last one.
+    pub async fn snapshot_cold_partitions(&self, broker: &BrokerCore) {
         for (partition, shard) in self.active_shards() {
             let mut shard = shard.lock().await;
             let records = shard.snapshot_cold_partitions(shale_log::now_ms());
@@ -343,10 +342,16 @@ impl ShareCoordinatorService {
                     warn!(partition, "cannot snapshot cold share-partitions: {e}");
                 }
             }
-            let Some(redundant) = shard.last_redundant_offset() else {
+        }
+    }
+
+    /// Kafka's prune job (`share.coordinator.state.topic.prune.interval.ms`): the records every
+    /// state has moved past are deleted from `__share_group_state`.
+    pub async fn prune(&self, broker: &BrokerCore) {
+        for (partition, shard) in self.active_shards() {
+            let Some(redundant) = shard.lock().await.last_redundant_offset() else {
                 continue;
             };
-            drop(shard);
             let tp = TopicPartition {
                 topic: SHARE_STATE_TOPIC.to_string(),
                 partition,

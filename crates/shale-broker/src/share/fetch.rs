@@ -254,7 +254,7 @@ pub async fn handle(
     };
     let image = broker.image();
     let mut output = ShareFetchOutput {
-        acquisition_lock_timeout_ms: share.settings.record_lock_duration_ms,
+        acquisition_lock_timeout_ms: share.record_lock_duration_ms(&broker.core, &input.group_id),
         ..ShareFetchOutput::default()
     };
     let mut hints = LeaderHints::new(&image, &ctx.listener_name);
@@ -427,8 +427,6 @@ async fn acquire_all(
                 continue;
             }
         };
-        output.acquisition_lock_timeout_ms =
-            i32::try_from(configs.record_lock_duration_ms).unwrap_or(i32::MAX);
         let Some(state) = slot.partition.as_mut() else {
             continue;
         };

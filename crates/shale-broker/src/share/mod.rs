@@ -106,6 +106,13 @@ impl ShareService {
         });
     }
 
+    /// The acquisition lock duration of `group_id`'s records: its `share.record.lock.duration.ms`
+    /// or the broker's, as ShareFetch and ShareAcknowledge answers report it.
+    pub fn record_lock_duration_ms(&self, core: &BrokerCore, group_id: &str) -> i32 {
+        let configs = group_configs::share_group_configs(&core.image(), group_id, &self.settings);
+        i32::try_from(configs.record_lock_duration_ms).unwrap_or(i32::MAX)
+    }
+
     /// A connection closed: its share sessions go, and their members' acquired records are
     /// released at once rather than when their locks expire (as Kafka does).
     pub fn connection_closed(self: &Arc<Self>, core: &Arc<BrokerCore>, connection_id: u64) {
