@@ -37,7 +37,7 @@ pub(super) fn share_coordinator_settings(
     r: &Reader<'_>,
 ) -> Result<ShareCoordinatorSettings, ConfigError> {
     check_compression_codec(r.int("share.coordinator.state.topic.compression.codec")?)?;
-    let linger_ms = r.int("share.coordinator.append.linger.ms")?;
+    let linger_ms = check_append_linger(r.int("share.coordinator.append.linger.ms")?)?;
     Ok(ShareCoordinatorSettings {
         state_topic_num_partitions: r.int("share.coordinator.state.topic.num.partitions")?,
         state_topic_replication_factor: r
@@ -53,6 +53,20 @@ pub(super) fn share_coordinator_settings(
         cold_partition_snapshot_interval_ms: r
             .int("share.coordinator.cold.partition.snapshot.interval.ms")?,
     })
+}
+
+/// Shale appends each share state write as soon as its shard takes it (no batching of writes
+/// from several requests): Kafka's adaptive -1 and 0 describe that; a positive linger, which
+/// would gather writes for that long, is refused rather than ignored.
+fn check_append_linger(linger_ms: i32) -> Result<i32, ConfigError> {
+    if linger_ms > 0 {
+        return Err(invalid(
+            "share.coordinator.append.linger.ms",
+            &linger_ms.to_string(),
+            "Shale appends each share state write at once; only -1 (adaptive) and 0 are served",
+        ));
+    }
+    Ok(linger_ms)
 }
 
 /// Kafka's codec ids are 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd; Shale's share coordinator

@@ -50,7 +50,7 @@ fn every_key_is_read() {
         ),
         ("share.coordinator.write.timeout.ms", "100"),
         ("share.coordinator.load.buffer.size", "1024"),
-        ("share.coordinator.append.linger.ms", "5"),
+        ("share.coordinator.append.linger.ms", "0"),
         ("share.coordinator.state.topic.prune.interval.ms", "1000"),
         (
             "share.coordinator.cold.partition.snapshot.interval.ms",
@@ -70,7 +70,7 @@ fn every_key_is_read() {
             snapshot_update_records_per_snapshot: 0,
             write_timeout_ms: 100,
             load_buffer_size_bytes: 1024,
-            append_linger_ms: Some(5),
+            append_linger_ms: Some(0),
             state_topic_prune_interval_ms: 1000,
             cold_partition_snapshot_interval_ms: 2000,
         }
@@ -176,4 +176,15 @@ fn only_an_uncompressed_state_topic_is_served() {
     }
     let error = config(&[(key, "9")]).unwrap_err();
     assert!(error.ends_with("Unknown compression type id: 9"), "{error}");
+}
+
+#[test]
+fn a_positive_append_linger_is_refused_by_name() {
+    let key = "share.coordinator.append.linger.ms";
+    let error = config(&[(key, "5")]).unwrap_err();
+    assert!(
+        error.contains(key) && error.ends_with("only -1 (adaptive) and 0 are served"),
+        "{error}"
+    );
+    assert_eq!(settings(&[(key, "-1")]).append_linger_ms, None);
 }
