@@ -75,7 +75,7 @@ pub async fn acknowledge_partition(
             AckOutcome::Failed(code, message)
         }
     };
-    share.records_available.notify_waiters();
+    // Waiting fetches are woken by `persist` when the write made records available.
     share.schedule_expiry(core, key, &handle, &mut slot);
     outcome
 }
