@@ -59,8 +59,9 @@
 //!   [`runtime::GroupCoordinator::prepare_share_group_offsets_deletion`], DeleteShareGroupState,
 //!   then [`runtime::GroupCoordinator::complete_share_group_offsets_deletion`].
 //! - ListGroups lists share groups as type and protocol type "share"; JoinGroup to a share
-//!   group's id is INCONSISTENT_GROUP_PROTOCOL, offsets calls and ConsumerGroupHeartbeat
-//!   GROUP_ID_NOT_FOUND ("Group G is not a consumer group.").
+//!   group's id is INCONSISTENT_GROUP_PROTOCOL; OffsetCommit, TxnOffsetCommit, OffsetDelete and
+//!   ConsumerGroupHeartbeat are GROUP_ID_NOT_FOUND ("Group G is not a consumer group."), and
+//!   OffsetFetch answers it as a group without offsets, as Kafka does.
 //! - Per-group `share.session.timeout.ms`, `share.heartbeat.interval.ms` and
 //!   `share.assignment.interval.ms`: [`GroupConfigSource::share_overrides`].
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -29,7 +29,8 @@ pub struct ShareGroupHeartbeatResponse {
     /// A refusal with Kafka's message, answered with the error's code.
     pub error: Option<GroupError>,
     pub error_message: Option<String>,
-    pub member_id: String,
+    /// None on a refusal (Kafka answers null).
+    pub member_id: Option<String>,
     pub member_epoch: i32,
     pub heartbeat_interval_ms: i32,
     /// Sent on joins, full requests (with subscribed topic names) and when it changed.
@@ -41,7 +42,7 @@ impl ShareGroupHeartbeatResponse {
         Self {
             error: Some(error),
             error_message: Some(message),
-            member_id: String::new(),
+            member_id: None,
             member_epoch: 0,
             heartbeat_interval_ms: 0,
             assignment: None,

@@ -131,10 +131,7 @@ impl CoordinatorShard {
         if request.group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
         }
-        // "Group G is not a consumer group.": share groups have no committed offsets.
-        if self.is_share_group(&request.group_id) {
-            return Err(GroupError::GroupIdNotFound);
-        }
+        // A share group has no committed offsets: Kafka answers it as a group without any.
         let group = self.groups.get(&request.group_id);
         let fetch = |topic: &str, partition: i32| -> OffsetFetchPartition {
             let unstable = request.require_stable

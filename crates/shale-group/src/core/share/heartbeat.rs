@@ -243,7 +243,7 @@ impl CoordinatorShard {
                 response: ShareGroupHeartbeatResponse {
                     error: None,
                     error_message: None,
-                    member_id,
+                    member_id: Some(member_id),
                     member_epoch: reconciled.member_epoch,
                     heartbeat_interval_ms: self.share_heartbeat_interval_ms(&group_id),
                     assignment,
@@ -275,7 +275,7 @@ impl CoordinatorShard {
                 response: ShareGroupHeartbeatResponse {
                     error: None,
                     error_message: None,
-                    member_id: request.member_id.clone(),
+                    member_id: Some(request.member_id.clone()),
                     member_epoch: LEAVE_GROUP_MEMBER_EPOCH,
                     heartbeat_interval_ms: 0,
                     assignment: None,

@@ -9,7 +9,10 @@ use crate::consumer_types::ConsumerGroupHeartbeatRequest;
 use crate::core::{RequestToken, Response, ShareGroupState};
 use crate::error::GroupError;
 use crate::share_types::{DescribedShareMember, DescribedShareTopic};
-use crate::types::{HeartbeatRequest, JoinGroupRequest, OffsetFetchRequest};
+use crate::types::{
+    HeartbeatRequest, JoinGroupRequest, OffsetCommitPartition, OffsetCommitRequest,
+    OffsetCommitTopic, OffsetFetchRequest, OffsetFetchTopic,
+};
 
 fn config() -> GroupConfig {
     GroupConfig {
@@ -196,10 +199,43 @@ fn other_protocols_refuse_a_share_groups_id_and_it_refuses_theirs() {
         topics: None,
         require_stable: false,
     };
-    assert_eq!(
-        h.shard.fetch_offsets(&fetch),
-        Err(GroupError::GroupIdNotFound)
-    );
+    // OffsetFetch answers a share group as one without offsets, as Kafka does.
+    assert_eq!(h.shard.fetch_offsets(&fetch).unwrap().topics, Vec::new());
+    let fetch = OffsetFetchRequest {
+        topics: Some(vec![OffsetFetchTopic {
+            name: "orders".into(),
+            partition_indexes: vec![0],
+        }]),
+        ..fetch
+    };
+    let fetched = h.shard.fetch_offsets(&fetch).unwrap();
+    assert_eq!(fetched.topics[0].partitions[0].committed_offset, -1);
+    assert_eq!(fetched.topics[0].partitions[0].error, None);
+    let commit = OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        reports_missing_group: true,
+        topics: vec![OffsetCommitTopic {
+            name: "orders".into(),
+            partitions: vec![OffsetCommitPartition {
+                partition_index: 0,
+                committed_offset: 5,
+                committed_leader_epoch: -1,
+                committed_metadata: None,
+            }],
+        }],
+    };
+    let effects = h.shard.commit_offsets(RequestToken(10), commit, h.now_ms);
+    match &h.apply(effects)[..] {
+        [(_, Response::OffsetCommit(result))] => {
+            assert_eq!(result, &Err(GroupError::GroupIdNotFound))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(h.shard.group_state(GROUP), None);
 
     let heartbeat = HeartbeatRequest {
         group_id: GROUP.into(),

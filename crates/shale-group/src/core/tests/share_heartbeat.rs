@@ -21,6 +21,7 @@ fn a_member_gets_partitions_once_their_state_is_initialized() {
     let first = h.heartbeat(join("m1", &["orders"]));
     // A new group is at epoch 1: the join moves it to 2; nothing is initialized yet.
     assert_eq!(first.response.error, None);
+    assert_eq!(first.response.member_id.as_deref(), Some("m1"));
     assert_eq!(first.response.member_epoch, 2);
     assert_eq!(first.response.heartbeat_interval_ms, 5_000);
     assert_eq!(first.response.assignment, Some(BTreeMap::new()));
@@ -90,7 +91,10 @@ fn two_members_split_two_partitions_and_a_leaver_returns_its_share() {
     assert_eq!(m1.assignment, Some(parts(&[(ORDERS, &[1])])));
 
     let left = h.heartbeat(beat("m2", -1)).response;
-    assert_eq!((left.member_id.as_str(), left.member_epoch), ("m2", -1));
+    assert_eq!(
+        (left.member_id.as_deref(), left.member_epoch),
+        (Some("m2"), -1)
+    );
     let m1 = h.heartbeat(beat("m1", 4)).response;
     assert_eq!(m1.member_epoch, 5);
     assert_eq!(m1.assignment, Some(parts(&[(ORDERS, &[0, 1])])));
@@ -204,6 +208,7 @@ fn refusals_carry_kafkas_errors_and_messages() {
     let mut h = ShareHarness::new(config());
     let refused = |h: &mut ShareHarness, request| {
         let response = h.heartbeat(request).response;
+        assert_eq!(response.member_id, None);
         (response.error.unwrap(), response.error_message.unwrap())
     };
     let invalid = |message: &str| {
