@@ -90,7 +90,7 @@ pub async fn share_group_heartbeat(
         );
     }
     ShareGroupHeartbeatResponse::default()
-        .with_member_id(Some(s(answer.member_id)))
+        .with_member_id(answer.member_id.map(s))
         .with_member_epoch(answer.member_epoch)
         .with_heartbeat_interval_ms(answer.heartbeat_interval_ms)
         .with_assignment(answer.assignment.map(|assignment| {
